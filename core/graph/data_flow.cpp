@@ -1,0 +1,237 @@
+// Data-flow graph construction and validation, ported from PyTorch's
+// DataFlowNode/DataFlowGraph, with every assertion turned into an error.
+#include "core/graph/data_flow.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+namespace memtl {
+
+namespace {
+
+struct PairKeyHash {
+  size_t operator()(const std::pair<TensorKey, int32_t>& p) const {
+    return TensorKeyHash()(p.first) * 31 + static_cast<size_t>(p.second);
+  }
+};
+
+std::string Describe(const Trace& trace, uint32_t event) {
+  const Event& e = trace.events[event];
+  return "\"" + trace.Name(e).substr(0, 80) + "\" (event " + std::to_string(event) + ", t=" +
+         std::to_string(e.t0) + ")";
+}
+
+std::string KeyText(const TensorKey& k, int32_t v) {
+  return "T" + std::to_string(k.id.value()) + "(v" + std::to_string(v) + ")";
+}
+
+// The topmost ops that match a schema or are backward functions, plus the
+// allocations outside them, in start-time order.
+std::vector<uint32_t> LeafEvents(const OpTree& tree) {
+  const Trace& trace = tree.trace();
+  std::vector<uint32_t> leaves;
+  const auto& pre = tree.preorder();
+  for (uint32_t p = 0; p < pre.size();) {
+    const uint32_t e = pre[p];
+    const Event& ev = trace.events[e];
+    const bool leaf_op = ev.kind == EventKind::kOp &&
+                         (ev.scope == RecordScope::kBackwardFunction || tree.num_matches(e) > 0);
+    if (leaf_op || ev.kind == EventKind::kAlloc) {
+      leaves.push_back(e);
+      p += tree.subtree_size(e);
+    } else {
+      ++p;
+    }
+  }
+  std::stable_sort(leaves.begin(), leaves.end(),
+                   [&](uint32_t a, uint32_t b) { return trace.events[a].t0 < trace.events[b].t0; });
+  return leaves;
+}
+
+struct Pending {
+  FlowEdge edge;
+  bool has_true = false, has_false = false, has_none = false;
+};
+
+}  // namespace
+
+Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree) {
+  const Trace& trace = tree.trace();
+  DataFlowGraph g;
+  auto lookup = [&g](const TensorKey& k) -> int32_t { return g.active_.try_emplace(k, 0).first->second; };
+
+  std::vector<Pending> pending;
+  std::unordered_map<TensorKey, size_t, TensorKeyHash> index;
+  auto slot = [&](const TensorKey& k) -> Pending& {
+    auto [it, inserted] = index.try_emplace(k, pending.size());
+    if (inserted) {
+      pending.emplace_back();
+      pending.back().edge.key = k;
+    }
+    return pending[it->second];
+  };
+
+  for (uint32_t leaf : LeafEvents(tree)) {
+    pending.clear();
+    index.clear();
+    const uint32_t first = tree.position(leaf);
+    const uint32_t last = first + tree.subtree_size(leaf);
+    const auto& pre = tree.preorder();
+
+    // Inputs of every op in the subtree, with how each may be written.
+    for (uint32_t p = first; p < last; ++p) {
+      const uint32_t e = pre[p];
+      const Event& ev = trace.events[e];
+      if (ev.kind != EventKind::kOp) continue;
+      const OpInfo& op = trace.ops[ev.payload];
+      const auto& mut = tree.mutability(e);
+      const size_t n = std::min<size_t>(mut.size(), op.args_count);
+      auto note = [&](uint32_t tensor, int8_t m) {
+        const auto key = KeyOfTensor(trace, tensor);
+        if (!key) return;
+        Pending& s = slot(*key);
+        if (m == 1) s.has_true = true;
+        if (m == 0) s.has_false = true;
+        if (m == -1) s.has_none = true;
+      };
+      for (size_t i = 0; i < n; ++i) {
+        const Arg& arg = trace.args[op.args_begin + i];
+        if (arg.kind == ArgKind::kTensor) note(arg.begin, mut[i]);
+        if (arg.kind == ArgKind::kTensorList) {
+          for (uint32_t k = 0; k < arg.count; ++k) note(trace.list_items[arg.begin + k], mut[i]);
+        }
+      }
+    }
+    for (auto& s : pending) {
+      s.edge.input_version = lookup(s.edge.key);
+      // Written if any matching overload writes it, or if it was only ever
+      // seen where no overload matched.
+      s.edge.mutated = (s.has_true || (s.has_none && !s.has_false)) ? 1 : 0;
+    }
+    // Frees: deleting a tensor reads its current version.
+    for (uint32_t p = first; p < last; ++p) {
+      const Event& ev = trace.events[pre[p]];
+      if (ev.kind != EventKind::kAlloc || trace.allocs[ev.payload].bytes >= 0) continue;
+      const auto key = KeyOfAlloc(trace, trace.allocs[ev.payload]);
+      if (!key) continue;
+      Pending& s = slot(*key);
+      if (s.edge.mutated == -1) {
+        return Status::Error("double free of T" + std::to_string(key->id.value()) + " inside " +
+                             Describe(trace, leaf));
+      }
+      s.edge.mutated = -1;
+      s.edge.input_version = lookup(*key);
+    }
+    // Allocations last: they override the input edges added above.
+    for (uint32_t p = first; p < last; ++p) {
+      const Event& ev = trace.events[pre[p]];
+      if (ev.kind != EventKind::kAlloc || trace.allocs[ev.payload].bytes <= 0) continue;
+      const auto key = KeyOfAlloc(trace, trace.allocs[ev.payload]);
+      if (!key) continue;
+      slot(*key).edge.input_version = FlowEdge::kAllocated;
+    }
+    std::sort(pending.begin(), pending.end(), [](const Pending& a, const Pending& b) { return a.edge.key < b.edge.key; });
+
+    FlowNode node;
+    node.event = leaf;
+    node.start = trace.events[leaf].t0;
+    node.edges_begin = static_cast<uint32_t>(g.edges_.size());
+    node.edges_count = static_cast<uint32_t>(pending.size());
+    for (const auto& s : pending) {
+      if (s.edge.mutated == 1 && !s.edge.is_allocation()) ++g.active_[s.edge.key];
+      g.edges_.push_back(s.edge);
+    }
+    for (const auto& s : pending) {
+      if (!s.edge.is_output()) continue;
+      const int32_t now = lookup(s.edge.key);
+      if (now != s.edge.output_version()) {
+        return Status::Error("data-flow invariant broken at " + Describe(trace, leaf) + ": it creates " +
+                             KeyText(s.edge.key, s.edge.output_version()) + " but the tensor is at v" +
+                             std::to_string(now));
+      }
+    }
+    g.nodes_.push_back(node);
+  }
+
+  // Validation, as PyTorch's DataFlowGraph.validate.
+  std::unordered_set<std::pair<TensorKey, int32_t>, PairKeyHash> created;
+  std::unordered_map<TensorKey, int32_t, TensorKeyHash> versions;
+  for (const auto& node : g.nodes_) {
+    for (const FlowEdge* e = g.begin(node); e != g.end(node); ++e) {
+      if (e->is_output() && !created.insert({e->key, e->output_version()}).second) {
+        return Status::Error("data-flow invariant broken at " + Describe(trace, node.event) + ": " +
+                             KeyText(e->key, e->output_version()) + " is created twice");
+      }
+    }
+    for (const FlowEdge* e = g.begin(node); e != g.end(node); ++e) {
+      if (!e->is_input()) continue;
+      auto it = versions.find(e->key);
+      const int32_t expected = it == versions.end() ? 0 : it->second;
+      if (expected != e->input_version) {
+        return Status::Error("data-flow invariant broken at " + Describe(trace, node.event) + ": it reads " +
+                             KeyText(e->key, e->input_version) + " but the latest version is v" +
+                             std::to_string(expected));
+      }
+    }
+    for (const FlowEdge* e = g.begin(node); e != g.end(node); ++e) {
+      if (!e->is_output()) continue;
+      auto [it, inserted] = versions.try_emplace(e->key, e->output_version());
+      if (!inserted) {
+        if (e->output_version() < it->second) {
+          return Status::Error("data-flow invariant broken at " + Describe(trace, node.event) + ": " +
+                               KeyText(e->key, e->output_version()) + " comes after v" +
+                               std::to_string(it->second));
+        }
+        it->second = e->output_version();
+      }
+    }
+  }
+  return g;
+}
+
+namespace {
+
+size_t CodePoints(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+void PadTo(std::string& out, const std::string& s, size_t width) {
+  out += s;
+  for (size_t n = CodePoints(s); n < width; ++n) out += ' ';
+}
+
+}  // namespace
+
+std::string FormatDataFlow(const Trace& trace, const DataFlowGraph& graph) {
+  std::string out;
+  for (const auto& node : graph.nodes()) {
+    std::string inputs, outputs;
+    for (const FlowEdge* e = graph.begin(node); e != graph.end(node); ++e) {
+      if (e->is_input()) {
+        if (!inputs.empty()) inputs += ", ";
+        inputs += "T" + std::to_string(e->key.id.value()) + "(v" + std::to_string(e->input_version) +
+                  (e->is_deletion() ? "*" : "") + ")";
+      }
+      if (e->is_output()) {
+        if (!outputs.empty()) outputs += ", ";
+        outputs += KeyText(e->key, e->output_version());
+      }
+    }
+    if (inputs.empty() && outputs.empty()) continue;
+    std::string name = trace.Name(trace.events[node.event]);
+    static const std::string kPrefix = "torch::autograd::";
+    for (size_t p; (p = name.find(kPrefix)) != std::string::npos;) name.erase(p, kPrefix.size());
+    std::string line;
+    PadTo(line, name, 25);
+    line += ' ';
+    PadTo(line, inputs, 15);
+    line += "  ->  " + outputs;
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  return out;
+}
+
+}  // namespace memtl

@@ -1,0 +1,61 @@
+// The versioned data-flow graph (PyTorch's DataFlowGraph): one node per
+// top-level op (the topmost op that matches a schema, or a backward function)
+// and per allocation outside any such op; edges say which (tensor, version)
+// each node reads, writes (a version bump), allocates or frees.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/graph/op_tree.h"
+#include "core/model/status.h"
+
+namespace memtl {
+
+struct FlowEdge {
+  static constexpr int32_t kAllocated = -1;  // input_version of an allocation
+  TensorKey key;
+  int32_t input_version = kAllocated;
+  int8_t mutated = 0;  // 1 written, 0 read, -1 deleted (PyTorch's None)
+
+  bool is_allocation() const { return input_version == kAllocated; }
+  bool is_deletion() const { return mutated == -1; }
+  bool is_input() const { return !is_allocation(); }
+  bool is_output() const { return (is_allocation() && !is_deletion()) || mutated == 1; }
+  int32_t output_version() const { return is_allocation() ? 0 : input_version + 1; }
+  bool is_intermediate() const { return is_allocation() && is_deletion(); }
+};
+
+struct FlowNode {
+  uint32_t event = 0;
+  int64_t start = 0;
+  uint32_t edges_begin = 0;  // into DataFlowGraph::edges(), sorted by key
+  uint32_t edges_count = 0;
+};
+
+class DataFlowGraph {
+ public:
+  // Builds and validates the graph; a broken invariant (a version created
+  // twice, a double free inside one op, versions out of order) is an error.
+  static Expected<DataFlowGraph> Build(const OpTree& tree);
+
+  const std::vector<FlowNode>& nodes() const { return nodes_; }
+  const std::vector<FlowEdge>& edges() const { return edges_; }
+  const FlowEdge* begin(const FlowNode& n) const { return edges_.data() + n.edges_begin; }
+  const FlowEdge* end(const FlowNode& n) const { return edges_.data() + n.edges_begin + n.edges_count; }
+  // Every key the graph has seen (PyTorch's _active_version keys).
+  const std::unordered_map<TensorKey, int32_t, TensorKeyHash>& active_versions() const { return active_; }
+
+ private:
+  std::vector<FlowNode> nodes_;
+  std::vector<FlowEdge> edges_;
+  std::unordered_map<TensorKey, int32_t, TensorKeyHash> active_;
+};
+
+// The graph in the line layout of PyTorch's `_run_and_format_data_flow`
+// test helper, one line per node with inputs or outputs.
+std::string FormatDataFlow(const Trace& trace, const DataFlowGraph& graph);
+
+}  // namespace memtl

@@ -1,0 +1,96 @@
+// Builds the traversal orders and schema facts of the op tree. Traversals are
+// iterative: event trees can be deeper than any call stack.
+#include "core/graph/op_tree.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace memtl {
+
+std::optional<TensorKey> KeyOfTensor(const Trace& trace, uint32_t tensor) {
+  if (tensor == kNone32) return std::nullopt;
+  const Tensor& t = trace.tensors[tensor];
+  if (t.partial || !t.id.valid() || !t.allocation.valid()) return std::nullopt;
+  return trace.KeyOf(t.id, t.allocation, t.device);
+}
+
+std::optional<TensorKey> KeyOfAlloc(const Trace& trace, const AllocInfo& a) {
+  if (!a.id.valid() || !a.allocation.valid()) return std::nullopt;
+  return trace.KeyOf(a.id, a.allocation, a.device);
+}
+
+OpTree::OpTree(const Trace& trace, const SchemaRegistry& schemas) : trace_(trace) {
+  const auto n = static_cast<uint32_t>(trace.events.size());
+  preorder_.reserve(n);
+  position_.assign(n, 0);
+  subtree_size_.assign(n, 1);
+  in_backward_.assign(n, false);
+  std::vector<uint32_t> stack(trace.roots.rbegin(), trace.roots.rend());
+  while (!stack.empty()) {
+    const uint32_t e = stack.back();
+    stack.pop_back();
+    position_[e] = static_cast<uint32_t>(preorder_.size());
+    preorder_.push_back(e);
+    const Event& ev = trace.events[e];
+    const bool self_bwd = ev.kind == EventKind::kOp && ev.scope == RecordScope::kBackwardFunction;
+    in_backward_[e] = self_bwd || (ev.parent != kNone32 && in_backward_[ev.parent]);
+    auto [begin, end] = trace.Children(e);
+    for (auto it = end; it != begin;) stack.push_back(*--it);
+  }
+  // Subtree sizes, children after parents in pre-order: accumulate backwards.
+  for (uint32_t p = n; p-- > 0;) {
+    const uint32_t e = preorder_[p];
+    if (trace.events[e].parent != kNone32) subtree_size_[trace.events[e].parent] += subtree_size_[e];
+  }
+  sorted_ = preorder_;
+  std::stable_sort(sorted_.begin(), sorted_.end(),
+                   [&](uint32_t a, uint32_t b) { return trace.events[a].t0 < trace.events[b].t0; });
+
+  // Schema facts, computed once per op.
+  num_matches_.assign(n, 0);
+  mutability_.resize(n);
+  std::vector<Observed> observed;
+  for (uint32_t e = 0; e < n; ++e) {
+    const Event& ev = trace.events[e];
+    if (ev.kind != EventKind::kOp) continue;
+    const OpInfo& op = trace.ops[ev.payload];
+    observed.clear();
+    for (uint32_t a = 0; a < op.args_count; ++a) {
+      const Arg& arg = trace.args[op.args_begin + a];
+      switch (arg.kind) {
+        case ArgKind::kNone:
+          observed.push_back(Observed::kNone);
+          break;
+        case ArgKind::kTensor:
+          observed.push_back(KeyOfTensor(trace, arg.begin) ? Observed::kTensor : Observed::kNone);
+          break;
+        case ArgKind::kTensorList: {
+          bool all = true;
+          for (uint32_t k = 0; k < arg.count; ++k) all &= KeyOfTensor(trace, trace.list_items[arg.begin + k]).has_value();
+          observed.push_back(all ? Observed::kTensorList : Observed::kBadTensorList);
+          break;
+        }
+        case ArgKind::kBool:
+          observed.push_back(Observed::kBool);
+          break;
+        case ArgKind::kInt:
+          observed.push_back(Observed::kInt);
+          break;
+        case ArgKind::kFloat:
+          observed.push_back(Observed::kFloat);
+          break;
+        case ArgKind::kComplex:
+          observed.push_back(Observed::kComplex);
+          break;
+        case ArgKind::kString:
+          observed.push_back(Observed::kOther);
+          break;
+      }
+    }
+    const auto matches = MatchSchemas(schemas.Lookup(trace.Name(ev)), observed);
+    num_matches_[e] = static_cast<uint32_t>(matches.size());
+    mutability_[e] = InputsAreMutable(matches, observed.size());
+  }
+}
+
+}  // namespace memtl

@@ -1,0 +1,49 @@
+// The op tree (PyTorch's OpTree): the trace's events in depth-first pre-order
+// and sorted by start time, plus per-op schema facts (which overloads match,
+// which inputs are written) computed once and shared by later stages.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "core/model/trace.h"
+#include "core/schema/schema.h"
+
+namespace memtl {
+
+// The key of a tensor observation, or nothing when identity gave it none.
+std::optional<TensorKey> KeyOfTensor(const Trace& trace, uint32_t tensor);
+std::optional<TensorKey> KeyOfAlloc(const Trace& trace, const AllocInfo& alloc);
+
+class OpTree {
+ public:
+  OpTree(const Trace& trace, const SchemaRegistry& schemas);
+
+  const Trace& trace() const { return trace_; }
+  // Event indices in depth-first pre-order; the subtree of preorder()[p]
+  // is preorder()[p .. p + subtree_size(preorder()[p])).
+  const std::vector<uint32_t>& preorder() const { return preorder_; }
+  uint32_t position(uint32_t event) const { return position_[event]; }
+  uint32_t subtree_size(uint32_t event) const { return subtree_size_[event]; }
+  // Every event, stably sorted by start time over pre-order.
+  const std::vector<uint32_t>& sorted() const { return sorted_; }
+
+  // Schema facts of an op event: number of matching overloads and, per
+  // input, 1 written / 0 not / -1 unknown.
+  size_t num_matches(uint32_t event) const { return num_matches_[event]; }
+  const std::vector<int8_t>& mutability(uint32_t event) const { return mutability_[event]; }
+  // True when the event or one of its ancestors is a backward function.
+  bool in_backward(uint32_t event) const { return in_backward_[event]; }
+
+ private:
+  const Trace& trace_;
+  std::vector<uint32_t> preorder_;
+  std::vector<uint32_t> position_;
+  std::vector<uint32_t> subtree_size_;
+  std::vector<uint32_t> sorted_;
+  std::vector<uint32_t> num_matches_;
+  std::vector<std::vector<int8_t>> mutability_;
+  std::vector<bool> in_backward_;
+};
+
+}  // namespace memtl

@@ -1,0 +1,84 @@
+// SizeMap construction: one pass over the time-sorted events for observed
+// tensors, one for allocations.
+#include "core/graph/size_map.h"
+
+#include <algorithm>
+#include <string>
+
+namespace memtl {
+
+void SizeMap::Observe(const Trace& trace, uint32_t tensor) {
+  const auto key = KeyOfTensor(trace, tensor);
+  if (!key) return;
+  const Tensor& t = trace.tensors[tensor];
+  if (t.layout != Layout::kStrided) return;
+  // Python zips sizes with strides (each defaulting to [1] when empty) and
+  // takes the largest product: a zero-dim tensor counts as one element.
+  const int64_t* sizes = trace.dims.data() + t.dims_begin;
+  const int64_t* strides = sizes + t.num_sizes;
+  const int64_t one = 1;
+  const int64_t* s = t.num_sizes ? sizes : &one;
+  const int64_t* st = t.num_strides ? strides : &one;
+  const size_t n = std::min<size_t>(t.num_sizes ? t.num_sizes : 1, t.num_strides ? t.num_strides : 1);
+  int64_t best = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t v = s[i] * st[i];
+    if (i == 0 || v > best) best = v;
+  }
+  const int64_t bytes = best * static_cast<int64_t>(t.element_size);
+  auto [it, inserted] = values_.try_emplace(*key, std::max<int64_t>(bytes, 0));
+  if (!inserted) it->second = std::max(it->second, bytes);
+}
+
+SizeMap::SizeMap(const OpTree& tree, Diagnostics& diag) {
+  const Trace& trace = tree.trace();
+  for (uint32_t e : tree.sorted()) {
+    const Event& ev = trace.events[e];
+    if (ev.kind == EventKind::kOp) {
+      const OpInfo& op = trace.ops[ev.payload];
+      for (uint32_t a = 0; a < op.args_count; ++a) {
+        const Arg& arg = trace.args[op.args_begin + a];
+        if (arg.kind == ArgKind::kTensor) Observe(trace, arg.begin);
+        if (arg.kind == ArgKind::kTensorList) {
+          for (uint32_t k = 0; k < arg.count; ++k) Observe(trace, trace.list_items[arg.begin + k]);
+        }
+      }
+    } else if (ev.kind == EventKind::kPy) {
+      const PyInfo& py = trace.pys[ev.payload];
+      auto params = [&](uint32_t begin, uint32_t count, bool with_state) {
+        for (uint32_t p = begin; p < begin + count; ++p) {
+          Observe(trace, trace.params[p].tensor);
+          Observe(trace, trace.params[p].grad);
+          if (!with_state) continue;
+          for (uint32_t s = 0; s < trace.params[p].state_count; ++s) {
+            Observe(trace, trace.states[trace.params[p].state_begin + s].tensor);
+          }
+        }
+      };
+      if (py.module != kNone32) params(trace.modules[py.module].params_begin, trace.modules[py.module].params_count, false);
+      if (py.optimizer != kNone32) {
+        const auto& o = trace.optimizers[py.optimizer];
+        params(o.params_begin, o.params_count, true);
+        for (uint32_t s = o.state_begin; s < o.state_begin + o.state_count; ++s) Observe(trace, trace.states[s].tensor);
+      }
+    }
+  }
+  std::unordered_map<TensorKey, int64_t, TensorKeyHash> allocations;
+  for (uint32_t e : tree.sorted()) {
+    const Event& ev = trace.events[e];
+    if (ev.kind != EventKind::kAlloc) continue;
+    const AllocInfo& a = trace.allocs[ev.payload];
+    const auto key = KeyOfAlloc(trace, a);
+    if (!key) continue;
+    const int64_t size = a.bytes < 0 ? -a.bytes : a.bytes;
+    auto [it, inserted] = allocations.try_emplace(*key, size);
+    if (!inserted && it->second != size) {
+      diag.Add("free size differs from its allocation",
+               "T" + std::to_string(key->id.value()) + ": " + std::to_string(it->second) + " vs " +
+                   std::to_string(size) + " bytes");
+    }
+  }
+  for (const auto& [k, v] : allocations) values_[k] = v;
+}
+
+}  // namespace memtl

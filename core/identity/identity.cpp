@@ -1,0 +1,400 @@
+// Port of calculateUniqueTensorIDs with the torch 1.13 conventions.
+//
+// Steps, in order (each one reads only what the previous ones wrote):
+//   0. (1.13) resolve python-tracer storage addresses to op-input tensors;
+//   1. flatten every tensor observation and allocation in record order;
+//   2. allocation ids: (storage pointer, device) -> fresh id until freed;
+//   3. (1.13) split reused TensorImpl addresses into distinct identities;
+//   4. drop allocations that no tensor was ever seen with;
+//   5. pair the allocation ids seen with each TensorImpl;
+//   6. coalesce the sorted pairs greedily into tensor ids (PyTorch's exact
+//      greedy walk, not a full union-find: its answers are the reference).
+#include "core/identity/identity.h"
+
+#include <algorithm>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+namespace memtl {
+
+namespace {
+
+struct Raw {
+  uint64_t impl = 0;  // 0: an allocation event (no TensorImpl)
+  uint64_t ptr = 0;
+  DeviceIndex device = 0;
+  bool is_free = false;
+  bool is_tensor = false;  // target is trace.tensors[target], else trace.allocs[target]
+  uint32_t target = 0;
+  uint32_t event = 0;
+  int64_t aid = -1;
+  int64_t id = -1;
+};
+
+struct PairHash {
+  size_t operator()(const std::pair<uint64_t, uint64_t>& p) const {
+    return std::hash<uint64_t>()(p.first * 0x9E3779B97F4A7C15ull ^ (p.second + 0x7F4A7C15ull));
+  }
+};
+
+int Rank(EventKind k) {
+  switch (k) {
+    case EventKind::kOp:
+      return 0;
+    case EventKind::kAlloc:
+      return 1;
+    case EventKind::kPy:
+      return 2;
+    default:
+      return 3;
+  }
+}
+
+// Step 0: each python-tracer tensor known only by its storage address takes
+// the metadata of the op input with that storage pointer nearest in time to
+// the python call (ties: the later one).
+void ResolvePartialTensors(Trace& trace, IdentityStats& stats) {
+  struct Seen {
+    int64_t t;
+    uint32_t tensor;
+  };
+  std::unordered_map<uint64_t, std::vector<Seen>> by_ptr;
+  bool any_partial = false;
+  for (const auto& t : trace.tensors) any_partial |= t.partial;
+  if (!any_partial) return;
+  for (const auto& e : trace.events) {
+    if (e.kind != EventKind::kOp) continue;
+    const OpInfo& op = trace.ops[e.payload];
+    for (uint32_t a = 0; a < op.args_count; ++a) {
+      const Arg& arg = trace.args[op.args_begin + a];
+      if (arg.kind == ArgKind::kTensor) {
+        by_ptr[trace.tensors[arg.begin].ptr].push_back({e.t0, arg.begin});
+      } else if (arg.kind == ArgKind::kTensorList) {
+        for (uint32_t k = 0; k < arg.count; ++k) {
+          const uint32_t ti = trace.list_items[arg.begin + k];
+          if (ti != kNone32) by_ptr[trace.tensors[ti].ptr].push_back({e.t0, ti});
+        }
+      }
+    }
+  }
+  for (auto& [ptr, list] : by_ptr) {
+    std::stable_sort(list.begin(), list.end(), [](const Seen& a, const Seen& b) { return a.t < b.t; });
+  }
+  auto resolve = [&](uint32_t ti, int64_t when) {
+    if (ti == kNone32 || !trace.tensors[ti].partial) return;
+    auto it = by_ptr.find(trace.tensors[ti].ptr);
+    if (it == by_ptr.end()) {
+      ++stats.dropped_python;
+      return;
+    }
+    const auto& list = it->second;
+    // First occurrence at or after `when`, compared with the last one before.
+    auto after = std::lower_bound(list.begin(), list.end(), when,
+                                  [](const Seen& s, int64_t t) { return s.t < t; });
+    const Seen* best = nullptr;
+    if (after != list.end()) best = &*after;
+    if (after != list.begin()) {
+      const Seen& before = *(after - 1);
+      if (best == nullptr || when - before.t < best->t - when) best = &before;
+    }
+    // Among equal times prefer the later record.
+    if (best != nullptr) {
+      auto last_same = std::upper_bound(list.begin(), list.end(), best->t,
+                                        [](int64_t t, const Seen& s) { return t < s.t; });
+      best = &*(last_same - 1);
+    }
+    trace.tensors[ti] = trace.tensors[best->tensor];
+    ++stats.resolved_python;
+  };
+  for (const auto& e : trace.events) {
+    if (e.kind != EventKind::kPy) continue;
+    const PyInfo& py = trace.pys[e.payload];
+    auto params = [&](uint32_t begin, uint32_t count) {
+      for (uint32_t p = begin; p < begin + count; ++p) {
+        resolve(trace.params[p].tensor, e.t0);
+        resolve(trace.params[p].grad, e.t0);
+        for (uint32_t s = 0; s < trace.params[p].state_count; ++s) {
+          resolve(trace.states[trace.params[p].state_begin + s].tensor, e.t0);
+        }
+      }
+    };
+    if (py.module != kNone32) params(trace.modules[py.module].params_begin, trace.modules[py.module].params_count);
+    if (py.optimizer != kNone32) {
+      const auto& o = trace.optimizers[py.optimizer];
+      params(o.params_begin, o.params_count);
+      for (uint32_t s = o.state_begin; s < o.state_begin + o.state_count; ++s) {
+        resolve(trace.states[s].tensor, e.t0);
+      }
+    }
+  }
+}
+
+class Flattener {
+ public:
+  Flattener(const Trace& trace, std::vector<Raw>* out) : trace_(trace), out_(out) {}
+
+  void Event(uint32_t ei) {
+    const auto& e = trace_.events[ei];
+    if (e.kind == EventKind::kOp) {
+      const OpInfo& op = trace_.ops[e.payload];
+      for (uint32_t a = 0; a < op.args_count; ++a) {
+        const Arg& arg = trace_.args[op.args_begin + a];
+        if (arg.kind == ArgKind::kTensor) Tensor(arg.begin, ei);
+        if (arg.kind == ArgKind::kTensorList) {
+          for (uint32_t k = 0; k < arg.count; ++k) Tensor(trace_.list_items[arg.begin + k], ei);
+        }
+      }
+    } else if (e.kind == EventKind::kAlloc) {
+      const AllocInfo& a = trace_.allocs[e.payload];
+      Raw r;
+      r.ptr = a.ptr;
+      r.device = a.device;
+      r.is_free = a.bytes < 0;
+      r.target = e.payload;
+      r.event = ei;
+      out_->push_back(r);
+    } else if (e.kind == EventKind::kPy) {
+      const PyInfo& py = trace_.pys[e.payload];
+      // The python tracer caches what it reports, so only the first call of
+      // each module or optimizer is trusted.
+      if (py.module != kNone32) {
+        const auto& m = trace_.modules[py.module];
+        if (seen_modules_.insert(m.has_self ? m.self : ~uint64_t{e.name}).second) {
+          for (uint32_t p = m.params_begin; p < m.params_begin + m.params_count; ++p) {
+            Tensor(trace_.params[p].tensor, ei);
+            Tensor(trace_.params[p].grad, ei);
+          }
+        }
+      }
+      if (py.optimizer != kNone32) {
+        const auto& o = trace_.optimizers[py.optimizer];
+        if (seen_optimizers_.insert(o.has_self ? o.self : ~uint64_t{e.name}).second) {
+          for (uint32_t p = o.params_begin; p < o.params_begin + o.params_count; ++p) {
+            Tensor(trace_.params[p].tensor, ei);
+            Tensor(trace_.params[p].grad, ei);
+            for (uint32_t s = 0; s < trace_.params[p].state_count; ++s) {
+              Tensor(trace_.states[trace_.params[p].state_begin + s].tensor, ei);
+            }
+          }
+          for (uint32_t s = o.state_begin; s < o.state_begin + o.state_count; ++s) {
+            Tensor(trace_.states[s].tensor, ei);
+          }
+        }
+      }
+    }
+  }
+
+ private:
+  void Tensor(uint32_t ti, uint32_t ei) {
+    if (ti == kNone32) return;
+    const auto& t = trace_.tensors[ti];
+    if (t.partial) return;  // never seen as an op input: no identity
+    Raw r;
+    r.impl = t.impl;
+    r.ptr = t.ptr;
+    r.device = t.device;
+    r.is_tensor = true;
+    r.target = ti;
+    r.event = ei;
+    out_->push_back(r);
+  }
+
+  const Trace& trace_;
+  std::vector<Raw>* out_;
+  std::unordered_set<uint64_t> seen_modules_;
+  std::unordered_set<uint64_t> seen_optimizers_;
+};
+
+// Step 3 (1.13 only). Without ids the producer's TensorImpl addresses are
+// reused freely, so an impl address keeps its identity across a change of
+// allocation only when the change is a genuine storage swap: the new storage
+// was allocated inside an op (or a descendant of one) that received this impl
+// with the old storage at an argument some overload of that op writes.
+void DealiasImpls(const Trace& trace, const SchemaRegistry& schemas, std::vector<Raw>& raws,
+                  IdentityStats& stats) {
+  std::unordered_map<int64_t, uint32_t> alloc_event_of_aid;
+  for (const auto& r : raws) {
+    if (!r.is_tensor && !r.is_free) alloc_event_of_aid.emplace(r.aid, r.event);
+  }
+  auto op_wrote_impl = [&](uint32_t op_event, uint64_t impl, int64_t old_aid) {
+    const Event& e = trace.events[op_event];
+    const OpInfo& op = trace.ops[e.payload];
+    const std::string& name = trace.Name(e);
+    auto holds = [&](uint32_t ti) {
+      return ti != kNone32 && trace.tensors[ti].impl == impl && trace.tensors[ti].allocation.value() == old_aid;
+    };
+    for (uint32_t a = 0; a < op.args_count; ++a) {
+      const Arg& arg = trace.args[op.args_begin + a];
+      bool match = arg.kind == ArgKind::kTensor && holds(arg.begin);
+      for (uint32_t k = 0; arg.kind == ArgKind::kTensorList && k < arg.count && !match; ++k) {
+        match = holds(trace.list_items[arg.begin + k]);
+      }
+      if (match && schemas.AnyOverloadWrites(name, a)) return true;
+    }
+    return false;
+  };
+  struct ImplState {
+    uint64_t virtual_impl;
+    int64_t last_aid;
+  };
+  std::unordered_map<uint64_t, ImplState> state;
+  uint64_t next_virtual = 1;
+  for (auto& r : raws) {
+    if (r.impl == 0) continue;
+    auto [it, inserted] = state.try_emplace(r.impl, ImplState{next_virtual, r.aid});
+    if (inserted) {
+      ++next_virtual;
+    } else if (it->second.last_aid != r.aid) {
+      bool genuine = false;
+      auto alloc = alloc_event_of_aid.find(r.aid);
+      if (alloc != alloc_event_of_aid.end()) {
+        for (uint32_t p = trace.events[alloc->second].parent; p != kNone32 && !genuine;
+             p = trace.events[p].parent) {
+          if (trace.events[p].kind == EventKind::kOp) genuine = op_wrote_impl(p, r.impl, it->second.last_aid);
+        }
+      }
+      if (!genuine) {
+        it->second.virtual_impl = next_virtual++;
+        ++stats.dealiased_impls;
+      }
+      it->second.last_aid = r.aid;
+    }
+    r.impl = it->second.virtual_impl;
+  }
+}
+
+}  // namespace
+
+std::vector<uint32_t> RecordOrder(const Trace& trace) {
+  std::vector<uint32_t> order;
+  order.reserve(trace.events.size());
+  for (uint32_t i = 0; i < trace.events.size(); ++i) {
+    if (Rank(trace.events[i].kind) < 3) order.push_back(i);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    const auto& ea = trace.events[a];
+    const auto& eb = trace.events[b];
+    if (ea.t0 != eb.t0) return ea.t0 < eb.t0;
+    return Rank(ea.kind) < Rank(eb.kind);
+  });
+  return order;
+}
+
+IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagnostics& diag) {
+  IdentityStats stats;
+  const bool legacy = !trace.header.has_ids;
+  if (legacy) ResolvePartialTensors(trace, stats);
+
+  // Step 1.
+  std::vector<Raw> raws;
+  {
+    Flattener flat(trace, &raws);
+    for (uint32_t ei : RecordOrder(trace)) flat.Event(ei);
+  }
+  stats.raw_tensors = raws.size();
+
+  // Step 2: allocation ids solve ABA for storage pointers.
+  {
+    std::unordered_map<std::pair<uint64_t, uint64_t>, int64_t, PairHash> live;
+    int64_t counter = 1;
+    for (auto& r : raws) {
+      auto [it, inserted] = live.try_emplace({r.ptr, r.device}, counter);
+      counter += inserted ? 1 : 0;
+      r.aid = it->second;
+      if (r.is_free) live.erase(it);
+    }
+  }
+  // Write allocation ids now: step 3 reads them from op arguments.
+  auto write_aids = [&](Trace& t) {
+    for (const auto& r : raws) {
+      if (r.is_tensor) {
+        t.tensors[r.target].allocation = AllocationId(r.aid);
+      } else {
+        t.allocs[r.target].allocation = AllocationId(r.aid);
+      }
+    }
+  };
+  // With producer ids, the computed allocation ids are only compared.
+  std::vector<AllocationId> saved_tensor_aids, saved_alloc_aids;
+  if (!legacy) {
+    for (const auto& t : trace.tensors) saved_tensor_aids.push_back(t.allocation);
+    for (const auto& a : trace.allocs) saved_alloc_aids.push_back(a.allocation);
+  }
+  write_aids(trace);
+
+  // Step 3.
+  if (legacy) DealiasImpls(trace, schemas, raws, stats);
+
+  // Step 4: allocations never seen with a tensor are not tensor storage.
+  {
+    std::unordered_set<int64_t> tensor_aids;
+    for (const auto& r : raws) {
+      if (r.impl != 0) tensor_aids.insert(r.aid);
+    }
+    raws.erase(std::remove_if(raws.begin(), raws.end(), [&](const Raw& r) { return !tensor_aids.count(r.aid); }),
+               raws.end());
+  }
+
+  // Step 5: the first allocation id of each impl paired with every later one.
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  {
+    std::unordered_map<uint64_t, int64_t> first_aid;
+    std::unordered_set<std::pair<uint64_t, uint64_t>, PairHash> seen;
+    for (const auto& r : raws) {
+      if (r.impl == 0) continue;
+      const int64_t first = first_aid.try_emplace(r.impl, r.aid).first->second;
+      const auto p = std::minmax(first, r.aid);
+      if (seen.insert({static_cast<uint64_t>(p.first), static_cast<uint64_t>(p.second)}).second) {
+        pairs.emplace_back(p.first, p.second);
+      }
+    }
+  }
+
+  // Step 6: greedy coalescing over the sorted pairs.
+  std::unordered_map<int64_t, int64_t> id_of;
+  {
+    std::sort(pairs.begin(), pairs.end());
+    int64_t current = 0;
+    for (const auto& [a, b] : pairs) {
+      auto [it, inserted] = id_of.try_emplace(a, current);
+      current += inserted ? 1 : 0;
+      id_of.try_emplace(b, it->second);
+    }
+  }
+
+  if (legacy) {
+    for (const auto& r : raws) {
+      const TensorId id(id_of.at(r.aid));
+      if (r.is_tensor) {
+        trace.tensors[r.target].id = id;
+      } else {
+        trace.allocs[r.target].id = id;
+      }
+    }
+    return stats;
+  }
+
+  // Producer ids: restore them and count disagreements.
+  for (size_t i = 0; i < trace.tensors.size(); ++i) {
+    if (trace.tensors[i].allocation != saved_tensor_aids[i]) ++stats.id_mismatches;
+    trace.tensors[i].allocation = saved_tensor_aids[i];
+  }
+  for (size_t i = 0; i < trace.allocs.size(); ++i) {
+    if (trace.allocs[i].allocation != saved_alloc_aids[i]) ++stats.id_mismatches;
+    trace.allocs[i].allocation = saved_alloc_aids[i];
+  }
+  for (const auto& r : raws) {
+    const TensorId computed(id_of.at(r.aid));
+    const TensorId given = r.is_tensor ? trace.tensors[r.target].id : trace.allocs[r.target].id;
+    if (computed != given) ++stats.id_mismatches;
+  }
+  if (stats.id_mismatches > 0) {
+    diag.Add("producer ids differ from memtl's", std::to_string(stats.id_mismatches) +
+                                                     " tensor or allocation ids differ; the producer's are used");
+  }
+  return stats;
+}
+
+}  // namespace memtl

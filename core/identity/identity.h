@@ -1,0 +1,32 @@
+// Identity assignment: gives every tensor observation and allocation event a
+// TensorId and AllocationId, as PyTorch 2.x's calculateUniqueTensorIDs
+// (torch/csrc/profiler/data_flow.cpp) does, plus the conventions that make a
+// torch 1.13 trace (which records no ids) give the answers 2.x would give.
+// See docs/architecture.md, "Identity".
+#pragma once
+
+#include "core/model/diagnostics.h"
+#include "core/model/trace.h"
+#include "core/schema/schema.h"
+
+namespace memtl {
+
+struct IdentityStats {
+  size_t raw_tensors = 0;      // observations that took part
+  size_t resolved_python = 0;  // 1.13 python-tracer tensors resolved to op inputs
+  size_t dropped_python = 0;   // 1.13 python-tracer tensors never seen as op inputs
+  size_t dealiased_impls = 0;  // 1.13 impl addresses split into new identities
+  size_t id_mismatches = 0;    // producer ids that differ from the computed ones
+};
+
+// Writes ids into `trace` (tensors and allocations). When the trace carries
+// producer ids they are kept and the computed ones only checked against them
+// (mismatches are counted in `diag`).
+IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagnostics& diag);
+
+// The event order PyTorch 2.x assigns ids in: a stable sort by start time of
+// torch ops, then allocations, then python calls (ties: that rank, then
+// pre-order). Other events are left out.
+std::vector<uint32_t> RecordOrder(const Trace& trace);
+
+}  // namespace memtl

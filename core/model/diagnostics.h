@@ -1,0 +1,30 @@
+// Counted diagnostics: defects inside a trace that do not invalidate the
+// analysis (a free whose size disagrees with its allocation, ids that differ
+// from the producer's). Each kind is counted, with the first example kept, so
+// that outputs can summarize them deterministically.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace memtl {
+
+class Diagnostics {
+ public:
+  void Add(const std::string& kind, const std::string& example) {
+    auto& e = entries_[kind];
+    if (e.count++ == 0) e.example = example;
+  }
+  struct Entry {
+    uint64_t count = 0;
+    std::string example;
+  };
+  const std::map<std::string, Entry>& entries() const { return entries_; }
+  bool empty() const { return entries_.empty(); }
+
+ private:
+  std::map<std::string, Entry> entries_;  // ordered: deterministic output
+};
+
+}  // namespace memtl

@@ -1,0 +1,118 @@
+// Small helpers of the trace model: string interning, scope and layout names,
+// element sizes, and the children index built once reading is done.
+#include "core/model/trace.h"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+
+namespace memtl {
+
+namespace {
+constexpr std::array<std::string_view, 10> kScopeNames = {
+    "function",        "backward_function", "torchscript_function", "kernel_function_dtype",
+    "custom_class",    "build_feature",     "lite_interpreter",     "user_scope",
+    "static_runtime_op", "static_runtime_model"};
+}  // namespace
+
+bool ParseRecordScope(std::string_view s, RecordScope* out) {
+  for (size_t i = 0; i < kScopeNames.size(); ++i) {
+    if (kScopeNames[i] == s) {
+      *out = static_cast<RecordScope>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string_view RecordScopeName(RecordScope s) { return kScopeNames[static_cast<size_t>(s)]; }
+
+bool ParseLayout(std::string_view s, Layout* out) {
+  static constexpr std::pair<std::string_view, Layout> kLayouts[] = {
+      {"strided", Layout::kStrided},       {"sparse_coo", Layout::kSparseCoo},
+      {"sparse_csr", Layout::kSparseCsr}, {"sparse_csc", Layout::kSparseCsc},
+      {"sparse_bsr", Layout::kSparseBsr}, {"sparse_bsc", Layout::kSparseBsc},
+      {"_mkldnn", Layout::kMkldnn},       {"mkldnn", Layout::kMkldnn},
+      {"jagged", Layout::kOther}};
+  for (const auto& [name, layout] : kLayouts) {
+    if (name == s) {
+      *out = layout;
+      return true;
+    }
+  }
+  return false;
+}
+
+uint32_t ElementSize(std::string_view dtype) {
+  // PyTorch dtype names (str(torch.float32) without "torch.") and aliases.
+  static constexpr std::pair<std::string_view, uint32_t> kSizes[] = {
+      {"float32", 4},    {"float", 4},         {"float64", 8},       {"double", 8},
+      {"float16", 2},    {"half", 2},          {"bfloat16", 2},      {"complex32", 4},
+      {"chalf", 4},      {"complex64", 8},     {"cfloat", 8},        {"complex128", 16},
+      {"cdouble", 16},   {"uint8", 1},         {"int8", 1},          {"int16", 2},
+      {"short", 2},      {"int32", 4},         {"int", 4},           {"int64", 8},
+      {"long", 8},       {"bool", 1},          {"qint8", 1},         {"quint8", 1},
+      {"qint32", 4},     {"quint4x2", 1},      {"quint2x4", 1},      {"float8_e5m2", 1},
+      {"float8_e4m3fn", 1}, {"float8_e5m2fnuz", 1}, {"float8_e4m3fnuz", 1}, {"uint16", 2},
+      {"uint32", 4},     {"uint64", 8},        {"bits8", 1},         {"bits16", 2}};
+  for (const auto& [name, size] : kSizes) {
+    if (name == dtype) return size;
+  }
+  return 0;
+}
+
+uint32_t StringTable::Intern(std::string_view s) {
+  auto it = index_.find(std::string(s));
+  if (it != index_.end()) return it->second;
+  const auto id = static_cast<uint32_t>(strings_.size());
+  strings_.emplace_back(s);
+  index_.emplace(strings_.back(), id);
+  return id;
+}
+
+DeviceIndex Trace::InternDevice(std::string_view name) {
+  for (size_t i = 0; i < devices.size(); ++i) {
+    if (devices[i].name == name) return static_cast<DeviceIndex>(i);
+  }
+  DeviceInfo d;
+  d.name = std::string(name);
+  const auto colon = name.find(':');
+  d.type = std::string(name.substr(0, colon));
+  if (colon != std::string_view::npos) {
+    int idx = -1;
+    const auto rest = name.substr(colon + 1);
+    std::from_chars(rest.data(), rest.data() + rest.size(), idx);
+    d.index = idx;
+  }
+  devices.push_back(std::move(d));
+  return static_cast<DeviceIndex>(devices.size() - 1);
+}
+
+void Trace::FinishTree() {
+  const auto n = static_cast<uint32_t>(events.size());
+  child_begin.assign(n + 1, 0);
+  roots.clear();
+  for (uint32_t i = 0; i < n; ++i) {
+    if (events[i].parent == kNone32) {
+      roots.push_back(i);
+    } else {
+      ++child_begin[events[i].parent + 1];
+    }
+  }
+  for (uint32_t i = 0; i < n; ++i) child_begin[i + 1] += child_begin[i];
+  child_list.assign(child_begin[n], 0);
+  std::vector<uint32_t> fill(child_begin.begin(), child_begin.end() - 1);
+  for (uint32_t i = 0; i < n; ++i) {
+    if (events[i].parent != kNone32) child_list[fill[events[i].parent]++] = i;
+  }
+
+  std::vector<uint32_t> order(devices.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    if (devices[a].type != devices[b].type) return devices[a].type < devices[b].type;
+    return devices[a].index < devices[b].index;
+  });
+  for (uint32_t r = 0; r < order.size(); ++r) devices[order[r]].rank = r;
+}
+
+}  // namespace memtl

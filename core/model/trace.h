@@ -1,0 +1,200 @@
+// The in-memory trace: a flat, producer-independent model of a profiled run.
+//
+// Events keep the shape of PyTorch's event tree (each names its parent) but
+// live in flat arrays indexed by uint32, with side tables per event kind, so
+// that a trace of millions of events costs tens of bytes per event and no
+// pointer chasing. Readers fill it; later stages only add their own results
+// (identity writes tensor/allocation ids, nothing else is mutated).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "core/model/ids.h"
+
+namespace memtl {
+
+inline constexpr uint32_t kNone32 = 0xffffffffu;
+
+enum class EventKind : uint8_t { kOp, kAlloc, kPy, kOther };
+
+// PyTorch's at::RecordScope, in its declaration order.
+enum class RecordScope : uint8_t {
+  kFunction,
+  kBackwardFunction,
+  kTorchscriptFunction,
+  kKernelFunctionDtype,
+  kCustomClass,
+  kBuildFeature,
+  kLiteInterpreter,
+  kUserScope,
+  kStaticRuntimeOp,
+  kStaticRuntimeModel,
+};
+bool ParseRecordScope(std::string_view s, RecordScope* out);
+std::string_view RecordScopeName(RecordScope s);
+
+// What the profiler observed at one argument position of an op. Only the kind
+// matters to the analysis (schema matching); scalar values are not kept.
+enum class ArgKind : uint8_t { kNone, kTensor, kTensorList, kBool, kInt, kFloat, kComplex, kString };
+
+struct Arg {
+  ArgKind kind = ArgKind::kNone;
+  uint32_t begin = 0;  // kTensor: tensor index; kTensorList: index into list_items
+  uint32_t count = 0;  // kTensorList: number of elements
+};
+
+enum class Layout : uint8_t { kStrided, kSparseCoo, kSparseCsr, kSparseCsc, kSparseBsr, kSparseBsc, kMkldnn, kOther };
+bool ParseLayout(std::string_view s, Layout* out);
+
+// Element sizes by PyTorch dtype name; 0 when the name is unknown.
+uint32_t ElementSize(std::string_view dtype);
+
+// One observation of a tensor (PyTorch's TensorMetadata).
+struct Tensor {
+  uint64_t impl = 0;  // TensorImpl address, 0 if none
+  uint64_t ptr = 0;   // storage data pointer
+  TensorId id;        // from the producer, or assigned by identity
+  AllocationId allocation;
+  DeviceIndex device = 0;
+  Layout layout = Layout::kStrided;
+  bool partial = false;  // only `ptr` is known (torch 1.13 python tracer)
+  uint8_t element_size = 0;
+  uint32_t dims_begin = 0;  // sizes then strides in Trace::dims
+  uint16_t num_sizes = 0;
+  uint16_t num_strides = 0;
+};
+
+struct OpInfo {
+  uint32_t args_begin = 0;
+  uint32_t args_count = 0;
+  int64_t sequence = -1;
+  uint64_t tid = 0;
+};
+
+struct AllocInfo {
+  uint64_t ptr = 0;
+  int64_t bytes = 0;  // > 0 allocation, < 0 free
+  int64_t total_allocated = 0;
+  int64_t total_reserved = 0;
+  uint64_t tid = 0;
+  DeviceIndex device = 0;
+  TensorId id;  // from the producer, or assigned by identity
+  AllocationId allocation;
+};
+
+struct StateEntry {
+  uint32_t name = 0;  // string id
+  uint32_t tensor = kNone32;
+};
+
+struct ParamInfo {
+  uint32_t name = kNone32;  // string id (modules only)
+  uint32_t tensor = kNone32;
+  uint32_t grad = kNone32;
+  uint32_t state_begin = 0;  // into Trace::states
+  uint32_t state_count = 0;
+};
+
+struct ModuleInfo {
+  bool has_self = false;
+  uint64_t self = 0;
+  uint32_t cls = 0;  // string id
+  uint32_t params_begin = 0;
+  uint32_t params_count = 0;
+};
+
+struct OptimizerInfo {
+  bool has_self = false;
+  uint64_t self = 0;
+  uint32_t params_begin = 0;
+  uint32_t params_count = 0;
+  uint32_t state_begin = 0;  // state not attributed to a parameter
+  uint32_t state_count = 0;
+};
+
+struct PyInfo {
+  uint32_t module = kNone32;
+  uint32_t optimizer = kNone32;
+  uint64_t tid = 0;
+};
+
+struct Event {
+  EventKind kind = EventKind::kOther;
+  RecordScope scope = RecordScope::kFunction;  // ops only
+  uint32_t parent = kNone32;
+  uint32_t name = 0;  // string id
+  uint32_t payload = kNone32;  // index into ops / allocs / pys by kind
+  int64_t t0 = 0;  // start ns (allocations: their time)
+  int64_t t1 = 0;  // end ns
+};
+
+struct DeviceInfo {
+  std::string name;  // as PyTorch prints it: "cpu", "cuda:0"
+  std::string type;  // "cpu", "cuda"
+  int index = -1;    // -1: no index
+  uint32_t rank = 0; // position when sorted by (type, index)
+};
+
+class StringTable {
+ public:
+  uint32_t Intern(std::string_view s);
+  const std::string& Get(uint32_t id) const { return strings_[id]; }
+  size_t size() const { return strings_.size(); }
+
+ private:
+  std::unordered_map<std::string, uint32_t> index_;
+  std::vector<std::string> strings_;
+};
+
+struct TraceHeader {
+  int version = 0;
+  std::string producer;
+  std::string torch_version;
+  bool has_ids = false;  // tensors carry producer tensor/allocation ids
+};
+
+struct Trace {
+  TraceHeader header;
+  StringTable strings;
+  std::vector<DeviceInfo> devices;
+
+  std::vector<Event> events;  // pre-order of the event tree
+  std::vector<OpInfo> ops;
+  std::vector<AllocInfo> allocs;
+  std::vector<PyInfo> pys;
+  std::vector<ModuleInfo> modules;
+  std::vector<OptimizerInfo> optimizers;
+  std::vector<ParamInfo> params;
+  std::vector<StateEntry> states;
+  std::vector<Arg> args;
+  std::vector<uint32_t> list_items;  // tensor index or kNone32
+  std::vector<Tensor> tensors;
+  std::vector<int64_t> dims;
+
+  // Operator schemas carried by the trace: op name -> schema strings.
+  std::vector<std::pair<std::string, std::vector<std::string>>> schemas;
+
+  // Children in CSR form, built by FinishTree(): children of event e are
+  // child_list[child_begin[e] .. child_begin[e+1]); roots are `roots`.
+  std::vector<uint32_t> child_begin;
+  std::vector<uint32_t> child_list;
+  std::vector<uint32_t> roots;
+
+  DeviceIndex InternDevice(std::string_view name);
+  void FinishTree();  // builds children lists and device ranks
+
+  const std::string& Name(const Event& e) const { return strings.Get(e.name); }
+  std::pair<const uint32_t*, const uint32_t*> Children(uint32_t e) const {
+    return {child_list.data() + child_begin[e], child_list.data() + child_begin[e + 1]};
+  }
+  TensorKey KeyOf(TensorId id, AllocationId a, DeviceIndex d) const {
+    return TensorKey{id, a, devices[d].rank, d};
+  }
+};
+
+}  // namespace memtl

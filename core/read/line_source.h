@@ -1,0 +1,56 @@
+// Streams the lines of a file that is plain text or gzip (possibly several
+// concatenated members), detected by the magic bytes, never by name. Memory is
+// bounded by the longest line plus one read buffer.
+#pragma once
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/model/status.h"
+
+namespace memtl {
+
+class LineSource {
+ public:
+  // Opens `path`; the status names the file when it cannot be read.
+  static Expected<std::unique_ptr<LineSource>> Open(const std::string& path);
+  // Reads from memory (tests, fuzzers); `name` is used in messages.
+  static std::unique_ptr<LineSource> FromMemory(std::string data, std::string name);
+  ~LineSource();
+
+  // Next line without its '\n'. Returns false at the end of input or on error;
+  // then status() says which. A last line with no '\n' is returned with
+  // `last_line_unterminated()` true.
+  bool Next(std::string_view* line);
+  const Status& status() const { return status_; }
+  bool last_line_unterminated() const { return unterminated_; }
+  bool is_gzip() const { return gzip_; }
+  const std::string& name() const { return name_; }
+
+ private:
+  LineSource() = default;
+  bool Fill();  // appends decoded bytes to buf_; false at end or error
+  bool ReadRaw();
+
+  std::string name_;
+  FILE* file_ = nullptr;
+  std::string memory_;  // FromMemory input
+  size_t memory_pos_ = 0;
+  bool gzip_ = false;
+  bool sniffed_ = false;
+  bool raw_eof_ = false;
+  bool done_ = false;
+  bool unterminated_ = false;
+  Status status_;
+  std::vector<unsigned char> raw_;  // compressed or plain input not yet used
+  size_t raw_pos_ = 0;
+  std::string buf_;  // decoded bytes
+  size_t buf_pos_ = 0;
+  struct Inflater;
+  std::unique_ptr<Inflater> inflater_;
+};
+
+}  // namespace memtl

@@ -1,0 +1,32 @@
+// Reads a memtl trace (docs/trace-format.md) into the Trace model.
+//
+// Errors name the file, the line and what was expected; reading stops at the
+// first one. With `partial`, a trace whose last line was cut mid-record (the
+// recorder was killed) is read up to the last complete record.
+#pragma once
+
+#include <string>
+
+#include "core/model/status.h"
+#include "core/model/trace.h"
+
+namespace memtl {
+
+struct ReadOptions {
+  bool partial = false;
+};
+
+struct ReadInfo {
+  size_t lines = 0;
+  bool stopped_early = false;  // `partial` dropped an incomplete last line
+  size_t stopped_at_line = 0;
+};
+
+Expected<Trace> ReadTraceFile(const std::string& path, const ReadOptions& options = {},
+                              ReadInfo* info = nullptr);
+Expected<Trace> ReadTraceString(std::string data, const std::string& name,
+                                const ReadOptions& options = {}, ReadInfo* info = nullptr);
+
+inline constexpr int kTraceFormatVersion = 1;
+
+}  // namespace memtl

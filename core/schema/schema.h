@@ -1,0 +1,113 @@
+// Operator schemas: a parser for PyTorch's schema strings, a registry that
+// answers "which overloads does this op name have", and the matcher that
+// decides, as PyTorch's SchemaMatcher does, which overloads fit what the
+// profiler observed and therefore which inputs an op may have written.
+//
+// The profiler records an op's name but not its overload, so the overload is
+// recovered by comparing the observed argument kinds with every registered
+// overload. Mutation is what matters downstream: an input is mutable if any
+// matching overload writes it (`Tensor(a!)`); with no match every input is
+// presumed mutable (reported as "unknown").
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/model/status.h"
+
+namespace memtl {
+
+// A type as written in a schema. `Int` also stands for the types that
+// PyTorch's schema parser gives an integer "fake type" (SymInt, ScalarType,
+// Layout, MemoryFormat), `Float` for SymFloat, `Bool` for SymBool and `Str`
+// for Dimname, because matching sees the fake type, as PyTorch's does.
+struct SchemaType {
+  enum Kind : uint8_t {
+    kTensor,
+    kInt,
+    kFloat,
+    kBool,
+    kComplex,
+    kNumber,  // "Scalar"
+    kStr,
+    kNone,
+    kAny,
+    kList,
+    kOptional,
+    kTuple,
+    kOther,  // Device, Generator, Dict(...), Future(...), type variables, classes
+  };
+  Kind kind = kOther;
+  std::string name;  // as written, for kOther and for printing
+  int fixed_size = -1;  // kList: `int[2]` has 2
+  std::vector<SchemaType> elements;  // kList/kOptional: 1; kTuple/kOther: params
+};
+
+struct SchemaArgument {
+  std::string name;
+  SchemaType type;
+  bool is_write = false;  // some alias annotation on it has '!'
+  bool kwarg_only = false;
+  bool has_default = false;
+  std::string alias;  // the annotation text(s), e.g. "a!" or "a -> *"
+};
+
+struct FunctionSchema {
+  std::string name;      // "aten::add"
+  std::string overload;  // "Tensor"; empty for the default overload
+  std::vector<SchemaArgument> arguments;
+  std::vector<SchemaArgument> returns;
+  bool is_vararg = false;
+  bool is_varret = false;
+};
+
+// Parses one schema string such as
+//   "aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor".
+Expected<FunctionSchema> ParseSchema(std::string_view text);
+
+// Op name -> overloads. The built-in table is generated from Debian's torch
+// (core/schema/data/builtin_schemas.txt); a trace's own schema records take
+// precedence for the names they list. Schemas are parsed on first lookup.
+class SchemaRegistry {
+ public:
+  SchemaRegistry();  // empty
+  static SchemaRegistry Builtin();
+  // Adds or replaces every overload of `op` (a trace's schema record).
+  Status Override(const std::string& op, const std::vector<std::string>& schemas);
+  // Returns nullptr when `name` has no "::" (it cannot be an operator name,
+  // PyTorch rejects it before any lookup) and an empty list for an unknown
+  // operator.
+  const std::vector<FunctionSchema>* Lookup(std::string_view name) const;
+  // Every overload of `name` whose argument at `index` is written.
+  bool AnyOverloadWrites(std::string_view name, size_t index) const;
+
+ private:
+  struct Entry {
+    std::vector<std::string> texts;
+    mutable std::optional<std::vector<FunctionSchema>> parsed;
+  };
+  std::map<std::string, Entry, std::less<>> entries_;
+  std::vector<FunctionSchema> empty_;
+};
+
+// What one argument position held, as the matcher sees it.
+enum class Observed : uint8_t { kNone, kTensor, kTensorList, kBadTensorList, kBool, kInt, kFloat, kComplex, kOther };
+
+// True when `observed` fits `type` under PyTorch's rules (a bool is also an
+// int; Scalar takes any number; a tensor list needs every element identified).
+bool TypeMatches(Observed observed, const SchemaType& type);
+
+// The overloads of `schemas` whose arguments fit `observed` one for one.
+std::vector<const FunctionSchema*> MatchSchemas(const std::vector<FunctionSchema>* schemas,
+                                                const std::vector<Observed>& observed);
+
+// Per input: 1 written, 0 not written, -1 unknown (no overload matched).
+std::vector<int8_t> InputsAreMutable(const std::vector<const FunctionSchema*>& matches,
+                                     size_t num_inputs);
+
+}  // namespace memtl

@@ -1,0 +1,137 @@
+// The schema registry (built-in table plus a trace's own schema records) and
+// the matcher that ports PyTorch's SchemaMatcher rules.
+#include <string>
+
+#include "core/schema/schema.h"
+
+namespace memtl {
+
+// Defined in the generated builtin_schemas.cpp: the text of
+// core/schema/data/builtin_schemas.txt.
+extern const char* const kBuiltinSchemaChunks[];
+extern const size_t kBuiltinSchemaChunkCount;
+
+SchemaRegistry::SchemaRegistry() = default;
+
+SchemaRegistry SchemaRegistry::Builtin() {
+  SchemaRegistry reg;
+  std::string text;
+  for (size_t i = 0; i < kBuiltinSchemaChunkCount; ++i) text += kBuiltinSchemaChunks[i];
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    std::string_view line(text.data() + pos, end - pos);
+    pos = end + 1;
+    if (line.empty() || line.front() == '#') continue;
+    const size_t paren = line.find('(');
+    if (paren == std::string_view::npos) continue;
+    std::string_view full = line.substr(0, paren);
+    const size_t ns = full.find("::");
+    const size_t dot = ns == std::string_view::npos ? std::string_view::npos : full.find('.', ns + 2);
+    reg.entries_[std::string(full.substr(0, dot))].texts.emplace_back(line);
+  }
+  return reg;
+}
+
+Status SchemaRegistry::Override(const std::string& op, const std::vector<std::string>& schemas) {
+  Entry entry;
+  std::vector<FunctionSchema> parsed;
+  for (const auto& s : schemas) {
+    auto fs = ParseSchema(s);
+    if (!fs.ok()) return fs.status();
+    if (fs.value().name != op) {
+      return Status::Error("schema \"" + s.substr(0, 120) + "\" is listed under operator \"" + op + "\"");
+    }
+    parsed.push_back(std::move(fs.value()));
+    entry.texts.push_back(s);
+  }
+  entry.parsed = std::move(parsed);
+  entries_[op] = std::move(entry);
+  return Status();
+}
+
+const std::vector<FunctionSchema>* SchemaRegistry::Lookup(std::string_view name) const {
+  if (name.find("::") == std::string_view::npos) return nullptr;
+  auto it = entries_.find(name);
+  if (it == entries_.end()) return &empty_;
+  const Entry& e = it->second;
+  if (!e.parsed) {
+    std::vector<FunctionSchema> parsed;
+    for (const auto& t : e.texts) {
+      auto fs = ParseSchema(t);
+      // The built-in table is generated and tested; an entry that does not
+      // parse is skipped rather than failing every trace.
+      if (fs.ok()) parsed.push_back(std::move(fs.value()));
+    }
+    e.parsed = std::move(parsed);
+  }
+  return &*e.parsed;
+}
+
+bool SchemaRegistry::AnyOverloadWrites(std::string_view name, size_t index) const {
+  const auto* schemas = Lookup(name);
+  if (schemas == nullptr) return false;
+  for (const auto& s : *schemas) {
+    if (index < s.arguments.size() && s.arguments[index].is_write) return true;
+  }
+  return false;
+}
+
+bool TypeMatches(Observed observed, const SchemaType& type) {
+  switch (type.kind) {
+    case SchemaType::kOptional:
+      return observed == Observed::kNone || TypeMatches(observed, type.elements[0]);
+    case SchemaType::kAny:
+      return true;
+    case SchemaType::kList:
+      // Only List[Tensor] is recorded as a list; any other list type can
+      // only match an uncaptured (None) input.
+      if (type.elements[0].kind == SchemaType::kTensor) return observed == Observed::kTensorList;
+      return observed == Observed::kNone;
+    case SchemaType::kTensor:
+      return observed == Observed::kTensor;
+    case SchemaType::kNone:
+      return observed == Observed::kNone;
+    case SchemaType::kBool:
+      return observed == Observed::kBool;
+    case SchemaType::kInt:  // Python: isinstance(True, int) holds
+      return observed == Observed::kInt || observed == Observed::kBool;
+    case SchemaType::kFloat:
+      return observed == Observed::kFloat;
+    case SchemaType::kComplex:
+      return observed == Observed::kComplex;
+    case SchemaType::kNumber:
+      return observed == Observed::kBool || observed == Observed::kInt || observed == Observed::kFloat ||
+             observed == Observed::kComplex;
+    default:
+      // A type the profiler never records: only an uncaptured input fits.
+      return observed == Observed::kNone;
+  }
+}
+
+std::vector<const FunctionSchema*> MatchSchemas(const std::vector<FunctionSchema>* schemas,
+                                                const std::vector<Observed>& observed) {
+  std::vector<const FunctionSchema*> out;
+  if (schemas == nullptr) return out;
+  for (const auto& s : *schemas) {
+    if (s.arguments.size() != observed.size()) continue;
+    bool ok = true;
+    for (size_t i = 0; i < observed.size() && ok; ++i) ok = TypeMatches(observed[i], s.arguments[i].type);
+    if (ok) out.push_back(&s);
+  }
+  return out;
+}
+
+std::vector<int8_t> InputsAreMutable(const std::vector<const FunctionSchema*>& matches, size_t num_inputs) {
+  if (matches.empty()) return std::vector<int8_t>(num_inputs, -1);
+  std::vector<int8_t> out(matches.front()->arguments.size(), 0);
+  for (const auto* s : matches) {
+    for (size_t i = 0; i < s->arguments.size() && i < out.size(); ++i) {
+      if (s->arguments[i].is_write) out[i] = 1;
+    }
+  }
+  return out;
+}
+
+}  // namespace memtl
