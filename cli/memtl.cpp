@@ -7,11 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/graph/data_flow.h"
-#include "core/graph/op_tree.h"
-#include "core/identity/identity.h"
-#include "core/read/trace_reader.h"
-#include "core/schema/schema.h"
+#include "core/pipeline/analysis.h"
 
 namespace {
 
@@ -59,26 +55,17 @@ int RunGraph(const Args& args) {
   const std::string& path = args.positional[0];
   memtl::ReadOptions options;
   options.partial = args.partial;
-  memtl::ReadInfo info;
-  auto trace = memtl::ReadTraceFile(path, options, &info);
-  if (!trace.ok()) return Fail(trace.status().message());
-  memtl::Trace& t = trace.value();
-  if (info.stopped_early) {
-    std::cerr << "memtl: " << path << ": truncated; analyzed up to line " << info.stopped_at_line - 1 << "\n";
+  auto analysis = memtl::AnalyzeFile(path, options);
+  if (!analysis.ok()) return Fail(analysis.status().message());
+  const memtl::Analysis& a = *analysis.value();
+  if (a.read_info.stopped_early) {
+    std::cerr << "memtl: " << path << ": truncated; analyzed up to line " << a.read_info.stopped_at_line - 1
+              << "\n";
   }
-  auto registry = memtl::SchemaRegistry::Builtin();
-  for (const auto& [op, schemas] : t.schemas) {
-    if (auto s = registry.Override(op, schemas); !s.ok()) return Fail(path + ": " + s.message());
-  }
-  memtl::Diagnostics diag;
-  memtl::AssignIdentity(t, registry, diag);
-  memtl::OpTree tree(t, registry);
-  auto graph = memtl::DataFlowGraph::Build(tree);
-  if (!graph.ok()) return Fail(path + ": " + graph.status().message());
-  const std::string text = memtl::FormatDataFlow(t, graph.value());
+  const std::string text = memtl::FormatDataFlow(a.trace, *a.graph);
   std::fwrite(text.data(), 1, text.size(), stdout);
   if (std::fflush(stdout) != 0) return Fail("cannot write to standard output");
-  for (const auto& [kind, entry] : diag.entries()) {
+  for (const auto& [kind, entry] : a.diagnostics.entries()) {
     std::cerr << "memtl: note: " << kind << " (" << entry.count << "x, e.g. " << entry.example << ")\n";
   }
   return 0;

@@ -83,6 +83,8 @@ class SchemaRegistry {
   // PyTorch rejects it before any lookup) and an empty list for an unknown
   // operator.
   const std::vector<FunctionSchema>* Lookup(std::string_view name) const;
+  // Parses every entry; the first schema that does not parse, if any.
+  Status CheckAll() const;
   // Every overload of `name` whose argument at `index` is written.
   bool AnyOverloadWrites(std::string_view name, size_t index) const;
 

@@ -69,6 +69,16 @@ const std::vector<FunctionSchema>* SchemaRegistry::Lookup(std::string_view name)
   return &*e.parsed;
 }
 
+Status SchemaRegistry::CheckAll() const {
+  for (const auto& [name, entry] : entries_) {
+    for (const auto& t : entry.texts) {
+      auto fs = ParseSchema(t);
+      if (!fs.ok()) return fs.status();
+    }
+  }
+  return Status();
+}
+
 bool SchemaRegistry::AnyOverloadWrites(std::string_view name, size_t index) const {
   const auto* schemas = Lookup(name);
   if (schemas == nullptr) return false;

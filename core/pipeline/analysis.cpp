@@ -1,0 +1,32 @@
+// The core pipeline, stage by stage.
+#include "core/pipeline/analysis.h"
+
+namespace memtl {
+
+Expected<std::unique_ptr<Analysis>> Analyze(Trace trace, const std::string& name) {
+  auto a = std::make_unique<Analysis>();
+  a->name = name;
+  a->trace = std::move(trace);
+  a->schemas = SchemaRegistry::Builtin();
+  for (const auto& [op, schemas] : a->trace.schemas) {
+    if (auto s = a->schemas.Override(op, schemas); !s.ok()) return Status::Error(name + ": " + s.message());
+  }
+  a->identity = AssignIdentity(a->trace, a->schemas, a->diagnostics);
+  a->tree = std::make_unique<OpTree>(a->trace, a->schemas);
+  auto graph = DataFlowGraph::Build(*a->tree);
+  if (!graph.ok()) return Status::Error(name + ": " + graph.status().message());
+  a->graph = std::make_unique<DataFlowGraph>(std::move(graph.value()));
+  a->sizes = std::make_unique<SizeMap>(*a->tree, a->diagnostics);
+  return a;
+}
+
+Expected<std::unique_ptr<Analysis>> AnalyzeFile(const std::string& path, const ReadOptions& options) {
+  ReadInfo info;
+  auto trace = ReadTraceFile(path, options, &info);
+  if (!trace.ok()) return trace.status();
+  auto a = Analyze(std::move(trace.value()), path);
+  if (a.ok()) a.value()->read_info = info;
+  return a;
+}
+
+}  // namespace memtl

@@ -1,0 +1,85 @@
+// Data-flow graph: PyTorch's expectations on small synthetic traces, and
+// broken invariants reported as errors.
+#include <doctest/doctest.h>
+
+#include "core/pipeline/analysis.h"
+#include "trace_text.h"
+
+using namespace memtl;
+using namespace memtl::test;
+
+namespace {
+
+Expected<std::unique_ptr<Analysis>> Run(const std::string& text) {
+  auto r = ReadTraceString(text, "t.trace");
+  REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.status().message()));
+  return Analyze(std::move(r.value()), "t.trace");
+}
+
+std::string Graph(const std::string& text) {
+  auto a = Run(text);
+  REQUIRE_MESSAGE(a.ok(), (a.ok() ? "" : a.status().message()));
+  return FormatDataFlow(a.value()->trace, *a.value()->graph);
+}
+
+}  // namespace
+
+TEST_CASE("graph: allocations outside any op are [memory] nodes (PyTorch non_op_allocations)") {
+  const std::string text = Header() + Alloc(0, -1, 1, 100, 8) +
+                           Op(1, -1, "aten::mul", 2, 5, T(10, 200) + "," + T(11, 100)) + Alloc(2, 1, 3, 300, 4) +
+                           Alloc(3, -1, 6, 100, -8);
+  CHECK(Graph(text) ==
+        "[memory]                                   ->  T0(v0)\n"
+        "aten::mul                 T0(v0), T1(v0)   ->\n"
+        "[memory]                  T0(v0*)          ->\n");
+}
+
+TEST_CASE("graph: annotations without a schema are looked through; in-place ops bump versions") {
+  const std::string text =
+      Header() + Op(0, -1, "Namespaced::Annotation", 1, 50, "", "user_scope") +
+      Op(1, 0, "My Annotation", 2, 49, "", "user_scope") + Op(2, 1, "aten::zero_", 3, 6, T(1, 100)) +
+      Op(3, 2, "aten::fill_", 4, 5, T(1, 100) + R"(,{"float":0.0})") + Op(4, 1, "aten::zero_", 7, 8, T(2, 200)) +
+      Op(5, 1, "aten::ones_like", 9, 12, T(1, 100) + ",null,null,null,null,null") + Alloc(6, 5, 10, 300, 4) +
+      Op(7, 5, "aten::fill_", 11, 11, T(3, 300) + R"(,{"float":1.0})");
+  CHECK(Graph(text) ==
+        "aten::zero_               T0(v0)           ->  T0(v1)\n"
+        "aten::zero_               T1(v0)           ->  T1(v1)\n"
+        "aten::ones_like           T0(v1)           ->  T2(v0)\n");
+}
+
+TEST_CASE("graph: temporaries are created and freed inside one op") {
+  const std::string text = Header() + Op(0, -1, "aten::mul", 1, 9, T(1, 100) + "," + T(2, 200)) +
+                           Alloc(1, 0, 2, 300, 4) + Op(2, 0, "aten::relu", 3, 4, T(3, 300)) +
+                           Alloc(3, 0, 5, 400, 4) + Op(4, 0, "aten::relu", 6, 7, T(4, 400)) + Alloc(5, 0, 8, 300, -4);
+  auto a = Run(text);
+  REQUIRE(a.ok());
+  const auto& g = *a.value()->graph;
+  REQUIRE(g.nodes().size() == 1);
+  int intermediates = 0;
+  for (const auto& e : g.edges()) intermediates += e.is_intermediate();
+  CHECK(intermediates == 1);
+  CHECK(Graph(text) == "aten::mul                 T0(v0), T1(v0)   ->  T3(v0)\n");
+}
+
+TEST_CASE("graph: a second free of a pointer is a new, untracked allocation, not a graph error") {
+  // As in PyTorch: the first free closes the allocation id, so the second
+  // free opens (and closes) an id that no tensor was seen with.
+  const std::string text = Header() + Op(0, -1, "aten::relu", 1, 2, T(1, 100)) +
+                           Op(1, -1, "aten::relu", 3, 9, T(2, 200)) + Alloc(2, 1, 4, 100, -16) +
+                           Alloc(3, 1, 5, 100, -16);
+  auto a = Run(text);
+  REQUIRE(a.ok());
+  CHECK_FALSE(a.value()->trace.allocs[1].id.valid());
+  CHECK(FormatDataFlow(a.value()->trace, *a.value()->graph) ==
+        "aten::relu                T0(v0)           ->\n"
+        "aten::relu                T0(v0*), T1(v0)  ->\n");
+}
+
+TEST_CASE("graph: re-allocating a live tensor after an in-place write breaks an invariant") {
+  const std::string text = Header() + Op(0, -1, "aten::zero_", 1, 2, T(1, 100)) + Alloc(1, -1, 3, 100, 16);
+  auto a = Run(text);
+  REQUIRE_FALSE(a.ok());
+  CHECK(a.status().message() ==
+        "t.trace: data-flow invariant broken at \"[memory]\" (event 1, t=3): it creates T0(v0) but the tensor is "
+        "at v1");
+}

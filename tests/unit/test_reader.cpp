@@ -1,0 +1,112 @@
+// Trace reader: the format's container rules and its error messages.
+#include <doctest/doctest.h>
+#include <zlib.h>
+
+#include "core/read/trace_reader.h"
+#include "trace_text.h"
+
+using namespace memtl;
+using namespace memtl::test;
+
+namespace {
+
+std::string Gzip(const std::string& text) {
+  z_stream zs{};
+  deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+  std::string out(deflateBound(&zs, text.size()) + 64, '\0');
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  zs.avail_in = static_cast<uInt>(text.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  deflate(&zs, Z_FINISH);
+  out.resize(zs.total_out);
+  deflateEnd(&zs);
+  return out;
+}
+
+std::string ErrorOf(const std::string& text, ReadOptions options = {}) {
+  auto r = ReadTraceString(text, "t.trace", options);
+  return r.ok() ? std::string("<ok>") : r.status().message();
+}
+
+const std::string kSmall = Header() + Op(0, -1, "aten::mul", 10, 20, T(1, 100) + "," + T(2, 200)) +
+                           Alloc(1, 0, 12, 300, 16) + Alloc(2, -1, 30, 300, -16);
+
+}  // namespace
+
+TEST_CASE("reader: plain and gzip give the same trace") {
+  for (const std::string& data : {kSmall, Gzip(kSmall), Gzip(kSmall.substr(0, 80)) + Gzip(kSmall.substr(80))}) {
+    auto r = ReadTraceString(data, "t.trace");
+    REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.status().message()));
+    const Trace& t = r.value();
+    REQUIRE(t.events.size() == 3);
+    CHECK(t.Name(t.events[0]) == "aten::mul");
+    CHECK(t.events[1].parent == 0);
+    CHECK(t.allocs[1].bytes == -16);
+    CHECK(t.roots == std::vector<uint32_t>{0, 2});
+    CHECK(t.tensors.size() == 2);
+  }
+}
+
+TEST_CASE("reader: errors name the file, the line and the problem") {
+  CHECK(ErrorOf("") == "t.trace: empty file (no memtl trace header)");
+  CHECK(ErrorOf("hello\n").find("t.trace: line 1: not valid JSON") == 0);
+  CHECK(ErrorOf(R"({"format":"other","version":1})" "\n").find("line 1: not a memtl trace") != std::string::npos);
+  CHECK(ErrorOf(R"({"format":"memtl-trace","version":9})" "\n").find("newer than this memtl reads") !=
+        std::string::npos);
+  CHECK(ErrorOf(Header() + R"({"k":"op","i":0,"p":-1})" "\n").find("line 2: missing field \"name\"") !=
+        std::string::npos);
+  CHECK(ErrorOf(Header() + Op(0, 5, "a", 1, 2, "")).find("line 2: parent 5 does not precede") != std::string::npos);
+  CHECK(ErrorOf(Header() + Op(1, -1, "a", 1, 2, "")).find("record index 1 out of order") != std::string::npos);
+  CHECK(ErrorOf(Header() + Alloc(0, -1, 1, 5, 8, "Cuda 0")).find("invalid device") != std::string::npos);
+  CHECK(ErrorOf(Header() + R"({"k":"alloc","i":0,"p":-1,"t":1,"ptr":-5,"bytes":8,"dev":"cpu"})" "\n")
+            .find("\"ptr\" must not be negative") != std::string::npos);
+  CHECK(ErrorOf(Header() + R"({"k":"alloc","i":0,"p":-1,"t":"x","ptr":5,"bytes":8,"dev":"cpu"})" "\n")
+            .find("expected an integer for \"t\"") != std::string::npos);
+  CHECK(ErrorOf(Header() + Op(0, -1, "a", 10, 20, "") + Op(1, 0, "b", 5, 8, "")).find("starts before its parent") !=
+        std::string::npos);
+}
+
+TEST_CASE("reader: truncated input") {
+  const std::string gz = Gzip(kSmall);
+  CHECK(ErrorOf(gz.substr(0, gz.size() - 10)).find("truncated gzip stream") != std::string::npos);
+  CHECK(ErrorOf(Gzip("garbage") + "xx").find("gzip") != std::string::npos);
+  const std::string cut = kSmall.substr(0, kSmall.size() - 10);
+  CHECK(ErrorOf(cut).find("the last record is cut off") != std::string::npos);
+  ReadOptions partial;
+  partial.partial = true;
+  ReadInfo info;
+  auto r = ReadTraceString(cut, "t.trace", partial, &info);
+  REQUIRE(r.ok());
+  CHECK(r.value().events.size() == 2);
+  CHECK(info.stopped_early);
+  CHECK(info.stopped_at_line == 4);
+}
+
+TEST_CASE("reader: argument kinds and python-tracer records") {
+  const std::string text =
+      Header() +
+      Op(0, -1, "aten::cat", 1, 9,
+         R"({"list":[]},{"int":0},{"bool":true},{"float":"nan"},{"complex":[1,2]},{"str":"x"},null)") +
+      R"({"k":"py","i":1,"p":-1,"name":"nn.Module: Linear_0","t0":10,"t1":20,"tid":1,"module":{"self":null,"cls":"Linear","params":[{"name":"weight","t":{"ptr":77},"grad":null}]}})"
+      "\n"
+      R"({"k":"schema","op":"aten::cat","schemas":["aten::cat(Tensor[] tensors, int dim=0) -> Tensor"]})"
+      "\n";
+  auto r = ReadTraceString(text, "t.trace");
+  REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.status().message()));
+  const Trace& t = r.value();
+  REQUIRE(t.args.size() == 7);
+  CHECK(t.args[0].kind == ArgKind::kTensorList);
+  CHECK(t.args[1].kind == ArgKind::kInt);
+  CHECK(t.args[2].kind == ArgKind::kBool);
+  CHECK(t.args[3].kind == ArgKind::kFloat);
+  CHECK(t.args[4].kind == ArgKind::kComplex);
+  CHECK(t.args[5].kind == ArgKind::kString);
+  CHECK(t.args[6].kind == ArgKind::kNone);
+  REQUIRE(t.modules.size() == 1);
+  CHECK(t.tensors[t.params[0].tensor].partial);
+  CHECK(t.tensors[t.params[0].tensor].ptr == 77);
+  REQUIRE(t.schemas.size() == 1);
+  CHECK(ErrorOf(text + R"({"k":"schema","op":"aten::cat","schemas":[]})" "\n").find("registered twice") !=
+        std::string::npos);
+}
