@@ -3,24 +3,38 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "core/pipeline/analysis.h"
+#include "core/timeline/timeline.h"
+#include "export/export.h"
+#include "passes/pass.h"
 
 namespace {
 
 constexpr const char* kUsage =
-    "usage: memtl graph TRACE [--partial]\n"
+    "usage: memtl export TRACE -o PATH [--device DEV] [--partial]\n"
+    "       memtl categories TRACE [--partial]\n"
+    "       memtl graph TRACE [--partial]\n"
     "\n"
     "commands:\n"
-    "  graph TRACE   print the versioned data-flow graph over top-level ops, in the\n"
-    "                layout of PyTorch's memory-profiler tests\n"
+    "  export TRACE -o PATH  write the memory timeline as PyTorch's\n"
+    "                        export_memory_timeline does, by PATH's suffix:\n"
+    "                        .html (report with plot), .raw.json.gz (raw events),\n"
+    "                        .json.gz / .json ([times_us, sizes by category])\n"
+    "  categories TRACE      print the timeline: action, tensor(version), bytes, category\n"
+    "  graph TRACE           print the versioned data-flow graph over top-level ops,\n"
+    "                        in the layout of PyTorch's memory-profiler tests\n"
     "\n"
     "options:\n"
-    "  --partial     read a truncated trace up to its last complete record\n"
-    "  -h, --help    show this help\n";
+    "  -o, --output PATH     output file (export)\n"
+    "  --device DEV          device to export (default: cuda:0 if the trace has CUDA\n"
+    "                        memory, else cpu)\n"
+    "  --partial             read a truncated trace up to its last complete record\n"
+    "  -h, --help            show this help\n";
 
 int Fail(const std::string& message) {
   std::cerr << "memtl: " << message << "\n";
@@ -30,6 +44,8 @@ int Fail(const std::string& message) {
 struct Args {
   std::string command;
   std::vector<std::string> positional;
+  std::string output;
+  std::string device;
   bool partial = false;
 };
 
@@ -38,6 +54,12 @@ bool ParseArgs(int argc, char** argv, Args* args, std::string* error) {
     const std::string a = argv[i];
     if (a == "--partial") {
       args->partial = true;
+    } else if (a == "-o" || a == "--output" || a == "--device") {
+      if (i + 1 >= argc) {
+        *error = a + " needs a value";
+        return false;
+      }
+      (a == "--device" ? args->device : args->output) = argv[++i];
     } else if (!a.empty() && a[0] == '-' && a != "-") {
       *error = "unknown option " + a + " (see memtl --help)";
       return false;
@@ -50,24 +72,84 @@ bool ParseArgs(int argc, char** argv, Args* args, std::string* error) {
   return true;
 }
 
-int RunGraph(const Args& args) {
-  if (args.positional.size() != 1) return Fail("graph takes exactly one TRACE (see memtl --help)");
+// Reads and analyzes the one TRACE argument; prints notes to stderr.
+memtl::Expected<std::unique_ptr<memtl::Analysis>> Load(const Args& args) {
+  if (args.positional.size() != 1) {
+    return memtl::Status::Error(args.command + " takes exactly one TRACE (see memtl --help)");
+  }
   const std::string& path = args.positional[0];
   memtl::ReadOptions options;
   options.partial = args.partial;
   auto analysis = memtl::AnalyzeFile(path, options);
-  if (!analysis.ok()) return Fail(analysis.status().message());
-  const memtl::Analysis& a = *analysis.value();
-  if (a.read_info.stopped_early) {
-    std::cerr << "memtl: " << path << ": truncated; analyzed up to line " << a.read_info.stopped_at_line - 1
-              << "\n";
+  if (analysis.ok() && analysis.value()->read_info.stopped_early) {
+    std::cerr << "memtl: " << path << ": truncated; analyzed up to line "
+              << analysis.value()->read_info.stopped_at_line - 1 << "\n";
   }
-  const std::string text = memtl::FormatDataFlow(a.trace, *a.graph);
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  if (std::fflush(stdout) != 0) return Fail("cannot write to standard output");
-  for (const auto& [kind, entry] : a.diagnostics.entries()) {
+  return analysis;
+}
+
+void PrintNotes(const memtl::Diagnostics& diag) {
+  for (const auto& [kind, entry] : diag.entries()) {
     std::cerr << "memtl: note: " << kind << " (" << entry.count << "x, e.g. " << entry.example << ")\n";
   }
+}
+
+int WriteStdout(const std::string& text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  if (std::fflush(stdout) != 0) return Fail("cannot write to standard output");
+  return 0;
+}
+
+int RunGraph(const Args& args) {
+  auto analysis = Load(args);
+  if (!analysis.ok()) return Fail(analysis.status().message());
+  const memtl::Analysis& a = *analysis.value();
+  if (int rc = WriteStdout(memtl::FormatDataFlow(a.trace, *a.graph)); rc != 0) return rc;
+  PrintNotes(a.diagnostics);
+  return 0;
+}
+
+struct Categorized {
+  std::unique_ptr<memtl::Analysis> analysis;
+  memtl::CategoryDict categories;
+  std::vector<memtl::TimelineEvent> timeline;
+};
+
+memtl::Expected<std::unique_ptr<Categorized>> Categorize(const Args& args) {
+  auto analysis = Load(args);
+  if (!analysis.ok()) return analysis.status();
+  auto c = std::make_unique<Categorized>();
+  c->analysis = std::move(analysis.value());
+  memtl::Analysis& a = *c->analysis;
+  const memtl::PassInput in{a.trace, *a.tree, *a.graph, *a.sizes};
+  memtl::RunAllPasses(in, c->categories);
+  c->timeline = memtl::BuildTimeline(*a.tree, *a.graph, *a.sizes, c->categories, a.diagnostics);
+  return c;
+}
+
+int RunCategories(const Args& args) {
+  auto c = Categorize(args);
+  if (!c.ok()) return Fail(c.status().message());
+  const memtl::Trace& trace = c.value()->analysis->trace;
+  if (int rc = WriteStdout(memtl::FormatTimeline(trace, c.value()->timeline, c.value()->categories)); rc != 0) {
+    return rc;
+  }
+  PrintNotes(c.value()->analysis->diagnostics);
+  return 0;
+}
+
+int RunExport(const Args& args) {
+  if (args.output.empty()) return Fail("export needs -o PATH (see memtl --help)");
+  // Check the output name before the (possibly long) analysis.
+  if (auto f = memtl::FormatForPath(args.output); !f.ok()) return Fail(f.status().message());
+  auto c = Categorize(args);
+  if (!c.ok()) return Fail(c.status().message());
+  const memtl::Analysis& a = *c.value()->analysis;
+  auto device = memtl::ResolveDevice(a.trace, args.device);
+  if (!device.ok()) return Fail(a.name + ": " + device.status().message());
+  const memtl::ExportInput in{a.trace, c.value()->timeline, c.value()->categories, a.diagnostics, a.name};
+  if (auto s = memtl::ExportMemoryTimeline(in, args.output, device.value()); !s.ok()) return Fail(s.message());
+  PrintNotes(a.diagnostics);
   return 0;
 }
 
@@ -89,6 +171,8 @@ int main(int argc, char** argv) {
       return 2;
     }
     if (args.command == "graph") return RunGraph(args);
+    if (args.command == "categories") return RunCategories(args);
+    if (args.command == "export") return RunExport(args);
     return Fail("unknown command \"" + args.command + "\" (see memtl --help)");
   } catch (const std::bad_alloc&) {
     return Fail("out of memory");

@@ -1,0 +1,210 @@
+// Timeline construction and coalescing, ported from PyTorch's
+// MemoryProfile.timeline and MemoryProfileTimeline._coalesce_timeline.
+#include "core/timeline/timeline.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace memtl {
+
+std::string_view ActionName(Action a) {
+  switch (a) {
+    case Action::kPreexisting:
+      return "preexisting";
+    case Action::kCreate:
+      return "create";
+    case Action::kIncrementVersion:
+      return "increment_version";
+    case Action::kDestroy:
+      return "destroy";
+  }
+  return "?";
+}
+
+std::vector<std::pair<TensorKey, int32_t>> AllTensorVersions(const DataFlowGraph& graph, const CategoryDict& cats) {
+  std::vector<std::pair<TensorKey, int32_t>> all;
+  for (const auto& e : graph.edges()) {
+    if (e.is_input()) all.emplace_back(e.key, e.input_version);
+    if (e.is_intermediate()) all.emplace_back(e.key, 0);
+    if (e.is_output()) all.emplace_back(e.key, e.output_version());
+  }
+  for (const auto& k : cats.by_id_keys()) all.emplace_back(k, 0);
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
+    if (a.first < b.first) return true;
+    if (b.first < a.first) return false;
+    return a.second < b.second;
+  });
+  all.erase(std::unique(all.begin(), all.end()), all.end());
+  return all;
+}
+
+std::vector<TimelineEvent> BuildTimeline(const OpTree& tree, const DataFlowGraph& graph, const SizeMap& sizes,
+                                         const CategoryDict& cats, Diagnostics& diag) {
+  const Trace& trace = tree.trace();
+  std::vector<TimelineEvent> out;
+
+  // Allocations in tree order: tensor allocations remember their times;
+  // untracked ones go straight to the timeline, keyed by (pointer, device).
+  std::unordered_map<TensorKey, int64_t, TensorKeyHash> alloc_time, free_time;
+  struct PtrDev {
+    uint64_t ptr;
+    DeviceIndex dev;
+    bool operator==(const PtrDev& o) const { return ptr == o.ptr && dev == o.dev; }
+  };
+  struct PtrDevHash {
+    size_t operator()(const PtrDev& p) const { return std::hash<uint64_t>()(p.ptr * 31 + p.dev); }
+  };
+  std::unordered_set<PtrDev, PtrDevHash> live_unknown;
+  for (uint32_t e : tree.preorder()) {
+    const Event& ev = trace.events[e];
+    if (ev.kind != EventKind::kAlloc) continue;
+    const AllocInfo& a = trace.allocs[ev.payload];
+    const bool is_allocation = a.bytes > 0;
+    if (auto key = KeyOfAlloc(trace, a)) {
+      (is_allocation ? alloc_time : free_time)[*key] = ev.t0;
+      continue;
+    }
+    TimelineEvent te;
+    te.device = a.device;
+    te.time = ev.t0;
+    const PtrDev pd{a.ptr, a.device};
+    if (is_allocation) {
+      te.action = live_unknown.insert(pd).second ? Action::kCreate : Action::kIncrementVersion;
+      te.bytes = a.bytes;
+      out.push_back(te);
+    } else {
+      te.action = Action::kDestroy;
+      te.bytes = -a.bytes;
+      out.push_back(te);
+      if (live_unknown.erase(pd) == 0) {
+        te.time = -1;
+        te.action = Action::kPreexisting;
+        out.push_back(te);
+      }
+    }
+  }
+
+  const auto snapshot = AllTensorVersions(graph, cats);
+  std::unordered_map<TensorKey, int32_t, TensorKeyHash> last_version;
+  for (const auto& [k, v] : snapshot) last_version[k] = v;  // sorted: the last is the highest
+
+  auto push = [&](int64_t t, Action action, const TensorKey& key, int32_t version) {
+    TimelineEvent te;
+    te.time = t;
+    te.action = action;
+    te.has_key = true;
+    te.key = key;
+    te.device = key.device;
+    te.version = version;
+    if (!sizes.contains(key)) {
+      diag.Add("tensor with no known size", "T" + std::to_string(key.id.value()) + " counted as 0 bytes");
+    }
+    te.bytes = sizes[key];
+    out.push_back(te);
+  };
+  for (const auto& [k, v] : snapshot) {
+    if (v == 0 && !alloc_time.count(k)) push(-1, Action::kPreexisting, k, 0);
+  }
+  for (const auto& node : graph.nodes()) {
+    for (const FlowEdge* e = graph.begin(node); e != graph.end(node); ++e) {
+      if (e->is_allocation()) {
+        push(alloc_time.at(e->key), Action::kCreate, e->key, 0);
+      } else if (e->mutated == 1) {
+        push(node.start, Action::kIncrementVersion, e->key, e->input_version);
+      }
+      if (e->is_deletion()) push(free_time.at(e->key), Action::kDestroy, e->key, last_version[e->key]);
+    }
+  }
+  std::stable_sort(out.begin(), out.end(), [](const TimelineEvent& a, const TimelineEvent& b) {
+    if (a.time != b.time) return a.time < b.time;
+    return a.action < b.action;
+  });
+  return out;
+}
+
+int CategoryIndexOf(const CategoryDict& cats, const TimelineEvent& e, int32_t version) {
+  return e.has_key ? ExportIndex(cats.Get(e.key, version)) : kUnknownIndex;
+}
+
+int64_t PyTrueDivTrunc1000(int64_t t) {
+  if (t < 0) return -PyTrueDivTrunc1000(-t);  // int() truncates toward zero; rounding is symmetric
+  const uint64_t q = static_cast<uint64_t>(t) / 1000;
+  if (q == 0) return 0;  // the quotient is below 1
+  // Scale so the rounded quotient has exactly 53 significant bits.
+  const int bits = 64 - __builtin_clzll(q);
+  unsigned __int128 num = static_cast<uint64_t>(t);
+  unsigned __int128 den = 1000;
+  const int k = 53 - bits;
+  if (k >= 0) {
+    num <<= k;
+  } else {
+    den <<= -k;
+  }
+  unsigned __int128 n = num / den;
+  const unsigned __int128 rem = num % den;
+  if (2 * rem > den || (2 * rem == den && (n & 1))) ++n;  // round half to even
+  return static_cast<int64_t>(k >= 0 ? (n >> k) : (n << -k));
+}
+
+CoalescedTimeline Coalesce(const std::vector<TimelineEvent>& timeline, const CategoryDict& cats, DeviceIndex device) {
+  CoalescedTimeline out;
+  int64_t t_min = -1;
+  auto update = [&](const TimelineEvent& e, int32_t version, int64_t delta) {
+    out.sizes.back()[CategoryIndexOf(cats, e, version) + 1] += delta;
+  };
+  for (const auto& e : timeline) {
+    if (e.device != device) continue;
+    int64_t t = e.time;
+    if (t != -1) t = PyTrueDivTrunc1000(t);
+    if (t_min == -1 || (t < t_min && t > 0)) t_min = t;
+    if (out.times.empty()) {
+      out.times.push_back(t);
+      out.sizes.push_back({});
+    } else if (t != out.times.back()) {
+      out.times.push_back(t);
+      out.sizes.push_back(out.sizes.back());
+    }
+    switch (e.action) {
+      case Action::kPreexisting:
+      case Action::kCreate:
+        update(e, e.version, e.bytes);
+        break;
+      case Action::kIncrementVersion:
+        update(e, e.version, -e.bytes);
+        update(e, e.version + 1, e.bytes);
+        break;
+      case Action::kDestroy:
+        update(e, e.version, -e.bytes);
+        break;
+    }
+  }
+  for (auto& t : out.times) {
+    if (t < 0) t = t_min;
+  }
+  return out;
+}
+
+std::string FormatTimeline(const Trace& trace, const std::vector<TimelineEvent>& timeline, const CategoryDict& cats) {
+  std::string out;
+  char buf[256];
+  for (const auto& e : timeline) {
+    std::string key = e.has_key ? "T" + std::to_string(e.key.id.value()) + "(v" + std::to_string(e.version) + ")"
+                                : std::string("[memory]");
+    std::string cat(e.has_key ? CategoryName(cats.Get(e.key, e.version)) : "unknown");
+    if (e.action == Action::kIncrementVersion && e.has_key) {
+      const std::string next(CategoryName(cats.Get(e.key, e.version + 1)));
+      if (next != cat) cat += " -> " + next;
+    }
+    std::snprintf(buf, sizeof buf, "%-18s %-16s %12lld B  %s", std::string(ActionName(e.action)).c_str(),
+                  key.c_str(), static_cast<long long>(e.bytes), cat.c_str());
+    out += buf;
+    if (trace.devices.size() > 1) out += "  " + trace.devices[e.device].name;
+    out += '\n';
+  }
+  return out;
+}
+
+}  // namespace memtl

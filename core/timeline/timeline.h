@@ -1,0 +1,66 @@
+// The memory timeline (PyTorch's MemoryProfile.timeline): every change of
+// live memory as (time, action, (key, version), bytes), sorted by
+// (time, action) with ties in PyTorch's insertion order, plus the coalescing
+// into per-category sizes that PyTorch's exports use.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/categories/category.h"
+#include "core/graph/data_flow.h"
+#include "core/graph/op_tree.h"
+#include "core/graph/size_map.h"
+#include "core/model/diagnostics.h"
+
+namespace memtl {
+
+// PyTorch's Action enum; the value is the export index (1..4).
+enum class Action : uint8_t { kPreexisting = 1, kCreate = 2, kIncrementVersion = 3, kDestroy = 4 };
+std::string_view ActionName(Action a);
+
+struct TimelineEvent {
+  int64_t time = 0;  // ns; -1 for pre-existing
+  Action action = Action::kCreate;
+  bool has_key = false;  // false: an allocation with no tensor identity
+  TensorKey key;         // when has_key
+  DeviceIndex device = 0;
+  int32_t version = 0;
+  int64_t bytes = 0;
+};
+
+// Every (key, version) the graph mentions (inputs, intermediates as v0,
+// outputs) plus keys categorized by id, sorted (PyTorch's _category_snapshot
+// keys).
+std::vector<std::pair<TensorKey, int32_t>> AllTensorVersions(const DataFlowGraph& graph, const CategoryDict& cats);
+
+std::vector<TimelineEvent> BuildTimeline(const OpTree& tree, const DataFlowGraph& graph, const SizeMap& sizes,
+                                         const CategoryDict& cats, Diagnostics& diag);
+
+// Category export index (0..7) of a timeline entry at `version`.
+int CategoryIndexOf(const CategoryDict& cats, const TimelineEvent& e, int32_t version);
+
+// PyTorch's `int(t / 1000)`: the quotient correctly rounded to a double, then
+// truncated, which is not always t / 1000 in integers.
+int64_t PyTrueDivTrunc1000(int64_t t);
+
+// PyTorch's _coalesce_timeline for one device: times in us (pre-existing
+// moved to the smallest time) and, per time, 9 sizes (a leading 0 and the 8
+// categories by export index).
+struct CoalescedTimeline {
+  std::vector<int64_t> times;
+  std::vector<std::array<int64_t, 9>> sizes;
+};
+CoalescedTimeline Coalesce(const std::vector<TimelineEvent>& timeline, const CategoryDict& cats, DeviceIndex device);
+
+// The timeline as text, one event per line, e.g.
+//   create             T3(v0)              96 B  ACTIVATION
+// with `OLD -> NEW` categories when a version bump changes the category and
+// `[memory]` for allocations with no tensor identity. Devices other than the
+// first are named at the end of the line.
+std::string FormatTimeline(const Trace& trace, const std::vector<TimelineEvent>& timeline, const CategoryDict& cats);
+
+}  // namespace memtl

@@ -1,0 +1,55 @@
+// Exporters of the categorized timeline, chosen by the output path's suffix
+// exactly as torch.profiler.profile.export_memory_timeline chooses:
+//   *.html          an HTML page with the plot embedded as a PNG
+//   *raw.json.gz    raw events [time_ns, action, bytes, category], gzip
+//   *.gz (other)    [times_us, sizes], gzip
+//   *.json          [times_us, sizes], plain
+// (PyTorch writes plain JSON for any other name; memtl refuses to guess.)
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/categories/category.h"
+#include "core/model/diagnostics.h"
+#include "core/model/status.h"
+#include "core/model/trace.h"
+#include "core/timeline/timeline.h"
+
+namespace memtl {
+
+enum class ExportFormat { kHtml, kRawJsonGz, kSizesJsonGz, kSizesJson };
+
+// The format for `path`, or an error naming the path.
+Expected<ExportFormat> FormatForPath(const std::string& path);
+
+struct ExportInput {
+  const Trace& trace;
+  const std::vector<TimelineEvent>& timeline;
+  const CategoryDict& categories;
+  const Diagnostics& diagnostics;
+  std::string source_name;  // shown in the HTML report
+};
+
+// The device to export: `requested` when given (an error lists the devices
+// the trace has when it is not one of them), else cuda:0 when the trace has
+// CUDA memory, else cpu (PyTorch's default).
+Expected<DeviceIndex> ResolveDevice(const Trace& trace, const std::string& requested);
+
+// Serializations, byte for byte what Python's json.dump writes.
+std::string SizesJson(const CoalescedTimeline& c);
+std::string RawJson(const std::vector<TimelineEvent>& timeline, const CategoryDict& cats, DeviceIndex device);
+
+// Writes `path` atomically in the format its suffix selects.
+Status ExportMemoryTimeline(const ExportInput& in, const std::string& path, DeviceIndex device);
+
+// PNG of the stacked-area plot (export/plot.cpp); empty string on failure.
+struct PlotOptions {
+  int width = 1600;  // PyTorch: 20 x 12 inches at 80 dpi
+  int height = 960;
+  std::string title;
+};
+std::string RenderPlotPng(const CoalescedTimeline& c, const PlotOptions& options);
+std::string Base64(const std::string& bytes);
+
+}  // namespace memtl

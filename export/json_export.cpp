@@ -1,0 +1,118 @@
+// JSON serializations of the timeline and the suffix dispatch.
+#include <memory>
+
+#include "export/atomic_file.h"
+#include "export/export.h"
+
+namespace memtl {
+
+namespace {
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+Expected<ExportFormat> FormatForPath(const std::string& path) {
+  if (EndsWith(path, ".html")) return ExportFormat::kHtml;
+  if (EndsWith(path, ".gz")) return EndsWith(path, "raw.json.gz") ? ExportFormat::kRawJsonGz : ExportFormat::kSizesJsonGz;
+  if (EndsWith(path, ".json")) return ExportFormat::kSizesJson;
+  return Status::Error(path + ": unknown output format (use .html, .json, .json.gz or .raw.json.gz)");
+}
+
+Expected<DeviceIndex> ResolveDevice(const Trace& trace, const std::string& requested) {
+  std::string want = requested;
+  if (want.empty()) {
+    want = "cpu";
+    for (const auto& a : trace.allocs) {
+      if (trace.devices[a.device].name == "cuda:0") want = "cuda:0";
+    }
+  }
+  for (size_t i = 0; i < trace.devices.size(); ++i) {
+    if (trace.devices[i].name == want) return static_cast<DeviceIndex>(i);
+  }
+  if (!requested.empty()) {
+    std::string list;
+    for (const auto& d : trace.devices) list += (list.empty() ? "" : ", ") + d.name;
+    return Status::Error("device \"" + requested + "\" is not in the trace (devices: " +
+                         (list.empty() ? std::string("none") : list) + ")");
+  }
+  return static_cast<DeviceIndex>(trace.devices.size());  // no such device: an empty export
+}
+
+std::string SizesJson(const CoalescedTimeline& c) {
+  std::string out = "[[";
+  for (size_t i = 0; i < c.times.size(); ++i) {
+    if (i) out += ", ";
+    out += std::to_string(c.times[i]);
+  }
+  out += "], [";
+  for (size_t i = 0; i < c.sizes.size(); ++i) {
+    if (i) out += ", ";
+    out += '[';
+    for (size_t j = 0; j < c.sizes[i].size(); ++j) {
+      if (j) out += ", ";
+      out += std::to_string(c.sizes[i][j]);
+    }
+    out += ']';
+  }
+  out += "]]";
+  return out;
+}
+
+std::string RawJson(const std::vector<TimelineEvent>& timeline, const CategoryDict& cats, DeviceIndex device) {
+  std::string out = "[";
+  bool first = true;
+  auto row = [&](int64_t t, Action a, int64_t bytes, int category) {
+    if (!first) out += ", ";
+    first = false;
+    out += '[';
+    out += std::to_string(t);
+    out += ", ";
+    out += std::to_string(static_cast<int>(a));
+    out += ", ";
+    out += std::to_string(bytes);
+    out += ", ";
+    out += std::to_string(category);
+    out += ']';
+  };
+  for (const auto& e : timeline) {
+    if (e.device != device) continue;
+    switch (e.action) {
+      case Action::kPreexisting:
+      case Action::kCreate:
+        row(e.time, e.action, e.bytes, CategoryIndexOf(cats, e, e.version));
+        break;
+      case Action::kIncrementVersion:
+        row(e.time, e.action, -e.bytes, CategoryIndexOf(cats, e, e.version));
+        row(e.time, e.action, e.bytes, CategoryIndexOf(cats, e, e.version + 1));
+        break;
+      case Action::kDestroy:
+        row(e.time, e.action, -e.bytes, CategoryIndexOf(cats, e, e.version));
+        break;
+    }
+  }
+  out += ']';
+  return out;
+}
+
+std::string HtmlReport(const ExportInput& in, DeviceIndex device);  // html_export.cpp
+
+Status ExportMemoryTimeline(const ExportInput& in, const std::string& path, DeviceIndex device) {
+  auto format = FormatForPath(path);
+  if (!format.ok()) return format.status();
+  switch (format.value()) {
+    case ExportFormat::kHtml:
+      return WriteFileAtomically(path, HtmlReport(in, device), false);
+    case ExportFormat::kRawJsonGz:
+      return WriteFileAtomically(path, RawJson(in.timeline, in.categories, device), true);
+    case ExportFormat::kSizesJsonGz:
+      return WriteFileAtomically(path, SizesJson(Coalesce(in.timeline, in.categories, device)), true);
+    case ExportFormat::kSizesJson:
+      return WriteFileAtomically(path, SizesJson(Coalesce(in.timeline, in.categories, device)), false);
+  }
+  return Status::Error(path + ": unknown output format");
+}
+
+}  // namespace memtl

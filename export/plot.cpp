@@ -1,0 +1,227 @@
+// The stacked-area memory plot, rendered with cairo to a PNG in memory.
+//
+// Layout follows PyTorch's matplotlib figure (20 x 12 inches at 80 dpi,
+// PyTorch's colours at alpha 0.7, legend, title with the device's peaks), with
+// the y axis in GiB labelled as such. A timeline with more samples than pixel
+// columns is reduced per column to the sample with the largest total, so the
+// peak is never lost.
+#include <cairo/cairo.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+
+#include "export/export.h"
+
+namespace memtl {
+
+namespace {
+
+struct Rgb {
+  double r, g, b;
+};
+// By export index: PARAMETER darkgreen, OPTIMIZER_STATE goldenrod, INPUT
+// black, TEMPORARY mediumpurple, ACTIVATION red, GRADIENT mediumblue,
+// AUTOGRAD_DETAIL royalblue, unknown grey.
+constexpr std::array<Rgb, 8> kColors = {{{0, 100 / 255.0, 0},
+                                         {218 / 255.0, 165 / 255.0, 32 / 255.0},
+                                         {0, 0, 0},
+                                         {147 / 255.0, 112 / 255.0, 219 / 255.0},
+                                         {1, 0, 0},
+                                         {0, 0, 205 / 255.0},
+                                         {65 / 255.0, 105 / 255.0, 225 / 255.0},
+                                         {128 / 255.0, 128 / 255.0, 128 / 255.0}}};
+
+cairo_status_t AppendPng(void* closure, const unsigned char* data, unsigned int length) {
+  static_cast<std::string*>(closure)->append(reinterpret_cast<const char*>(data), length);
+  return CAIRO_STATUS_SUCCESS;
+}
+
+double NiceStep(double range, int target_ticks) {
+  if (range <= 0) return 1;
+  const double raw = range / target_ticks;
+  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 2.5, 5.0, 10.0}) {
+    if (raw <= m * mag) return m * mag;
+  }
+  return 10 * mag;
+}
+
+std::string FormatTick(double v, double step) {
+  int decimals = 0;
+  while (decimals < 9 && std::fabs(step * std::pow(10.0, decimals) - std::round(step * std::pow(10.0, decimals))) > 1e-9) {
+    ++decimals;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+void Text(cairo_t* cr, const std::string& s, double x, double y, double size, double align_x, double align_y,
+          bool bold = false) {
+  cairo_select_font_face(cr, "DejaVu Sans", CAIRO_FONT_SLANT_NORMAL,
+                         bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
+  cairo_set_font_size(cr, size);
+  cairo_text_extents_t ext;
+  cairo_text_extents(cr, s.c_str(), &ext);
+  cairo_move_to(cr, x - ext.x_advance * align_x, y + size * 0.35 - size * (align_y - 0.5) * 0.0);
+  cairo_show_text(cr, s.c_str());
+}
+
+}  // namespace
+
+std::string RenderPlotPng(const CoalescedTimeline& c, const PlotOptions& o) {
+  const double W = o.width, H = o.height;
+  const double left = 0.08 * W, right = 0.97 * W, top = 0.14 * H, bottom = 0.90 * H;
+  cairo_surface_t* surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, o.width, o.height);
+  cairo_t* cr = cairo_create(surface);
+  cairo_set_source_rgb(cr, 1, 1, 1);
+  cairo_paint(cr);
+
+  // Data in ms (from the first time) and GiB, stacked by export index.
+  const size_t n = c.times.size();
+  const double t0 = n ? static_cast<double>(*std::min_element(c.times.begin(), c.times.end())) : 0;
+  std::vector<double> xs(n);
+  std::vector<std::array<double, 9>> stacked(n);
+  double xmax = 0, ymax = 0;
+  for (size_t i = 0; i < n; ++i) {
+    xs[i] = (static_cast<double>(c.times[i]) - t0) / 1e3;
+    double acc = 0;
+    for (int j = 0; j < 9; ++j) {
+      acc += static_cast<double>(c.sizes[i][j]) / (1024.0 * 1024.0 * 1024.0);
+      stacked[i][j] = acc;
+    }
+    xmax = std::max(xmax, xs[i]);
+    ymax = std::max(ymax, acc);
+  }
+  if (xmax <= 0) xmax = 1;
+  if (ymax <= 0) ymax = 1.0 / 1024;
+  const double xstep = NiceStep(xmax, 10), ystep = NiceStep(ymax * 1.05, 8);
+  const double xlim = std::ceil(xmax / xstep) * xstep;
+  const double ylim = std::ceil(ymax * 1.05 / ystep) * ystep;
+  auto X = [&](double v) { return left + (right - left) * v / xlim; };
+  auto Y = [&](double v) { return bottom - (bottom - top) * v / ylim; };
+
+  // One sample per pixel column: the one with the largest total.
+  std::vector<size_t> keep;
+  const int columns = static_cast<int>(right - left);
+  if (n > static_cast<size_t>(columns) * 2) {
+    int current = -1;
+    for (size_t i = 0; i < n; ++i) {
+      const int col = static_cast<int>((X(xs[i]) - left));
+      if (col != current) {
+        keep.push_back(i);
+        current = col;
+      } else if (stacked[i][8] > stacked[keep.back()][8]) {
+        keep.back() = i;
+      }
+    }
+  } else {
+    for (size_t i = 0; i < n; ++i) keep.push_back(i);
+  }
+
+  // Grid and axes.
+  cairo_set_line_width(cr, 1);
+  cairo_set_source_rgb(cr, 0.9, 0.9, 0.9);
+  for (double v = ystep; v <= ylim + 1e-12; v += ystep) {
+    cairo_move_to(cr, left, std::round(Y(v)) + 0.5);
+    cairo_line_to(cr, right, std::round(Y(v)) + 0.5);
+  }
+  cairo_stroke(cr);
+
+  // Stacked areas, bottom category first.
+  for (int cat = 0; cat < 8; ++cat) {
+    if (keep.empty()) break;
+    cairo_new_path(cr);
+    for (size_t k = 0; k < keep.size(); ++k) cairo_line_to(cr, X(xs[keep[k]]), Y(stacked[keep[k]][cat + 1]));
+    for (size_t k = keep.size(); k-- > 0;) cairo_line_to(cr, X(xs[keep[k]]), Y(stacked[keep[k]][cat]));
+    cairo_close_path(cr);
+    cairo_set_source_rgba(cr, kColors[cat].r, kColors[cat].g, kColors[cat].b, 0.7);
+    cairo_fill(cr);
+  }
+
+  cairo_set_source_rgb(cr, 0, 0, 0);
+  cairo_set_line_width(cr, 1.2);
+  cairo_rectangle(cr, left, top, right - left, bottom - top);
+  cairo_stroke(cr);
+  const double font = H / 60;
+  for (double v = 0; v <= xlim + 1e-12; v += xstep) {
+    cairo_move_to(cr, X(v), bottom);
+    cairo_line_to(cr, X(v), bottom + 6);
+    cairo_stroke(cr);
+    Text(cr, FormatTick(v, xstep), X(v), bottom + 6 + font, font, 0.5, 0.5);
+  }
+  for (double v = 0; v <= ylim + 1e-12; v += ystep) {
+    cairo_move_to(cr, left - 6, Y(v));
+    cairo_line_to(cr, left, Y(v));
+    cairo_stroke(cr);
+    Text(cr, FormatTick(v, ystep), left - 10, Y(v), font, 1.0, 0.5);
+  }
+  Text(cr, "Time (ms)", (left + right) / 2, bottom + 3.2 * font, font * 1.1, 0.5, 0.5);
+  cairo_save(cr);
+  cairo_translate(cr, left - 5.2 * font, (top + bottom) / 2);
+  cairo_rotate(cr, -M_PI / 2);
+  Text(cr, "Memory (GiB)", 0, 0, font * 1.1, 0.5, 0.5);
+  cairo_restore(cr);
+
+  // Title: one or more lines.
+  double ty = top - 0.09 * H;
+  size_t start = 0;
+  while (start <= o.title.size()) {
+    size_t nl = o.title.find('\n', start);
+    if (nl == std::string::npos) nl = o.title.size();
+    Text(cr, o.title.substr(start, nl - start), (left + right) / 2, ty, font * 1.2, 0.5, 0.5);
+    ty += font * 1.6;
+    start = nl + 1;
+  }
+
+  // Legend, top right inside the axes.
+  const double lx = right - 15 * font, ly = top + font;
+  cairo_set_source_rgba(cr, 1, 1, 1, 0.85);
+  cairo_rectangle(cr, lx - font * 0.6, ly - font * 0.6, 14.4 * font, 8 * font * 1.4 + font * 0.4);
+  cairo_fill_preserve(cr);
+  cairo_set_source_rgb(cr, 0.7, 0.7, 0.7);
+  cairo_stroke(cr);
+  for (int cat = 0; cat < 8; ++cat) {
+    const double y = ly + cat * font * 1.4;
+    cairo_set_source_rgba(cr, kColors[cat].r, kColors[cat].g, kColors[cat].b, 0.7);
+    cairo_rectangle(cr, lx, y, font * 1.6, font * 0.9);
+    cairo_fill(cr);
+    cairo_set_source_rgb(cr, 0, 0, 0);
+    Text(cr, std::string(kExportIndexNames[cat]), lx + font * 2.2, y + font * 0.1, font, 0, 0.5);
+  }
+
+  std::string png;
+  cairo_surface_flush(surface);
+  if (cairo_surface_write_to_png_stream(surface, AppendPng, &png) != CAIRO_STATUS_SUCCESS) png.clear();
+  cairo_destroy(cr);
+  cairo_surface_destroy(surface);
+  return png;
+}
+
+std::string Base64(const std::string& bytes) {
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 2 < bytes.size(); i += 3) {
+    const uint32_t v = (static_cast<unsigned char>(bytes[i]) << 16) | (static_cast<unsigned char>(bytes[i + 1]) << 8) |
+                       static_cast<unsigned char>(bytes[i + 2]);
+    out += kAlphabet[v >> 18];
+    out += kAlphabet[(v >> 12) & 63];
+    out += kAlphabet[(v >> 6) & 63];
+    out += kAlphabet[v & 63];
+  }
+  if (i < bytes.size()) {
+    uint32_t v = static_cast<unsigned char>(bytes[i]) << 16;
+    if (i + 1 < bytes.size()) v |= static_cast<unsigned char>(bytes[i + 1]) << 8;
+    out += kAlphabet[v >> 18];
+    out += kAlphabet[(v >> 12) & 63];
+    out += i + 1 < bytes.size() ? kAlphabet[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+}  // namespace memtl

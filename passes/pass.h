@@ -1,0 +1,49 @@
+// The semantic-pass interface. A pass reads the const PassInput and writes
+// only through the CategoryWriter; it never fails (missing evidence gives the
+// conservative answer: no category). Passes run in the order of passes.def.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "core/categories/category.h"
+#include "core/graph/data_flow.h"
+#include "core/graph/op_tree.h"
+#include "core/graph/size_map.h"
+
+namespace memtl {
+
+struct PassInput {
+  const Trace& trace;
+  const OpTree& tree;
+  const DataFlowGraph& graph;
+  const SizeMap& sizes;
+};
+
+// Declarations of every pass, from the one ordered list.
+#define MEMTL_PASS(Name, label) void Run##Name(const PassInput& in, CategoryWriter& out);
+#include "passes/passes.def"
+#undef MEMTL_PASS
+
+// Runs every pass in order.
+void RunAllPasses(const PassInput& in, CategoryDict& categories);
+
+// ---- Queries shared by several passes (passes/queries.cpp) ----
+
+// (parameter, gradient) pairs that PyTorch's _extract_parameters_and_gradients
+// yields for one event: AccumulateGrad's new or accumulated gradient, and the
+// python tracer's module and optimizer parameters.
+void ForEachParameterAndGradient(
+    const PassInput& in, uint32_t event,
+    const std::function<void(std::optional<TensorKey>, std::optional<TensorKey>)>& fn);
+
+// Ids of tensors any version of which depends on a gradient or parameter
+// (PyTorch's _any_version_depends_on_gradient). PyTorch iterates over the
+// whole graph to a fixed point; this propagates along an index from ids to
+// the nodes that read them, which reaches the same set in linear time.
+std::unordered_set<int64_t> AnyVersionDependsOnGradient(const PassInput& in, const CategoryWriter& cats);
+
+}  // namespace memtl

@@ -1,0 +1,13 @@
+// Runs the passes of passes.def in order.
+#include "passes/pass.h"
+
+namespace memtl {
+
+void RunAllPasses(const PassInput& in, CategoryDict& categories) {
+  CategoryWriter out(categories);
+#define MEMTL_PASS(Name, label) Run##Name(in, out);
+#include "passes/passes.def"
+#undef MEMTL_PASS
+}
+
+}  // namespace memtl
