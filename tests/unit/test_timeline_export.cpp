@@ -1,0 +1,159 @@
+// Timeline arithmetic and exports: PyTorch's time conversion, suffix
+// dispatch, JSON layout, atomic writes and the PNG plot.
+#include <cairo/cairo.h>
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "core/timeline/timeline.h"
+#include "export/atomic_file.h"
+#include "export/export.h"
+
+using namespace memtl;
+
+TEST_CASE("timeline: int(t / 1000) as Python computes it") {
+  // Values checked with CPython: true division rounds the exact quotient to
+  // a double before int() truncates.
+  CHECK(PyTrueDivTrunc1000(1798932747939518927) == 1798932747939519);
+  CHECK(PyTrueDivTrunc1000(1772172843949926903) == 1772172843949927);
+  CHECK(PyTrueDivTrunc1000(1752908118019552920) == 1752908118019553);
+  CHECK(PyTrueDivTrunc1000(1795364542271315257) == 1795364542271315);
+  CHECK(PyTrueDivTrunc1000(9007199254740993000) == 9007199254740992);
+  CHECK(PyTrueDivTrunc1000(999) == 0);
+  CHECK(PyTrueDivTrunc1000(1000) == 1);
+  CHECK(PyTrueDivTrunc1000(123456789) == 123456);
+  CHECK(PyTrueDivTrunc1000(0) == 0);
+}
+
+TEST_CASE("export: the output suffix picks the format as PyTorch does") {
+  CHECK(FormatForPath("a.html").value() == ExportFormat::kHtml);
+  CHECK(FormatForPath("a.raw.json.gz").value() == ExportFormat::kRawJsonGz);
+  CHECK(FormatForPath("a_raw.json.gz").value() == ExportFormat::kRawJsonGz);  // PyTorch: endswith("raw.json.gz")
+  CHECK(FormatForPath("a.json.gz").value() == ExportFormat::kSizesJsonGz);
+  CHECK(FormatForPath("a.gz").value() == ExportFormat::kSizesJsonGz);
+  CHECK(FormatForPath("a.json").value() == ExportFormat::kSizesJson);
+  CHECK_FALSE(FormatForPath("a.txt").ok());
+  CHECK(FormatForPath("a.txt").status().message().find("a.txt: unknown output format") == 0);
+}
+
+TEST_CASE("export: JSON is laid out as Python's json.dump writes it") {
+  CoalescedTimeline c;
+  c.times = {5, 7};
+  c.sizes = {{0, 1, 2, 3, 4, 5, 6, 7, 8}, {0, 0, 0, 0, 0, 0, 0, 0, -1}};
+  CHECK(SizesJson(c) == "[[5, 7], [[0, 1, 2, 3, 4, 5, 6, 7, 8], [0, 0, 0, 0, 0, 0, 0, 0, -1]]]");
+  CHECK(SizesJson(CoalescedTimeline{}) == "[[], []]");
+  std::vector<TimelineEvent> tl(2);
+  tl[0].time = -1;
+  tl[0].action = Action::kPreexisting;
+  tl[0].bytes = 16;
+  tl[1].time = 20;
+  tl[1].action = Action::kIncrementVersion;
+  tl[1].bytes = 8;
+  CategoryDict cats;
+  CHECK(RawJson(tl, cats, 0) == "[[-1, 1, 16, 7], [20, 3, -8, 7], [20, 3, 8, 7]]");
+  CHECK(RawJson(tl, cats, 1) == "[]");
+}
+
+TEST_CASE("timeline: coalescing moves pre-existing memory to the first time") {
+  std::vector<TimelineEvent> tl(3);
+  tl[0] = {-1, Action::kPreexisting, false, {}, 0, 0, 100};
+  tl[1] = {2'000'000, Action::kCreate, false, {}, 0, 0, 50};
+  tl[2] = {3'000'000, Action::kDestroy, false, {}, 0, 0, 100};
+  CategoryDict cats;
+  const auto c = Coalesce(tl, cats, 0);
+  CHECK(c.times == std::vector<int64_t>{2000, 2000, 3000});
+  REQUIRE(c.sizes.size() == 3);
+  CHECK(c.sizes[0][8] == 100);
+  CHECK(c.sizes[1][8] == 150);
+  CHECK(c.sizes[2][8] == 50);
+}
+
+TEST_CASE("export: atomic writes leave no partial file") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("memtl_atomic_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string path = (dir / "out.json").string();
+  {
+    auto f = AtomicFile::Create(path, false);
+    REQUIRE(f.ok());
+    std::unique_ptr<AtomicFile> file(f.value());
+    REQUIRE(file->Write("partial").ok());
+    // Destroyed without Commit: as if the run failed.
+  }
+  CHECK_FALSE(fs::exists(path));
+  CHECK(fs::is_empty(dir));
+  REQUIRE(WriteFileAtomically(path, "[[], []]", false).ok());
+  std::ifstream in(path);
+  std::string text;
+  std::getline(in, text);
+  CHECK(text == "[[], []]");
+  CHECK_FALSE(WriteFileAtomically((dir / "missing" / "x.json").string(), "x", false).ok());
+  fs::remove_all(dir);
+}
+
+TEST_CASE("export: the plot is a PNG of the requested size and is not blank") {
+  CoalescedTimeline c;
+  for (int i = 0; i < 5000; ++i) {
+    c.times.push_back(i);
+    std::array<int64_t, 9> row{};
+    row[1] = 1 << 20;
+    row[6] = (i % 1000) * (1 << 17);
+    row[5] = i == 2500 ? (1 << 30) : 0;  // a one-sample activation spike must survive column reduction
+    c.sizes.push_back(row);
+  }
+  PlotOptions o;
+  o.title = "Max memory allocated: 1.00 GiB \nMax memory reserved: 2.00 GiB";
+  const std::string png = RenderPlotPng(c, o);
+  REQUIRE(png.size() > 1000);
+  CHECK(png.substr(1, 3) == "PNG");
+  auto be32 = [&](size_t at) {
+    return (static_cast<uint32_t>(static_cast<unsigned char>(png[at])) << 24) |
+           (static_cast<unsigned char>(png[at + 1]) << 16) | (static_cast<unsigned char>(png[at + 2]) << 8) |
+           static_cast<unsigned char>(png[at + 3]);
+  };
+  CHECK(be32(16) == 1600);  // IHDR width
+  CHECK(be32(20) == 960);   // IHDR height
+
+  // Decode it and look at the pixels: coloured areas, and the spike's column
+  // reaches the top part of the plot.
+  struct Reader {
+    const std::string* data;
+    size_t pos = 0;
+  } reader{&png};
+  cairo_surface_t* img = cairo_image_surface_create_from_png_stream(
+      [](void* closure, unsigned char* out, unsigned int length) {
+        auto* r = static_cast<Reader*>(closure);
+        if (r->pos + length > r->data->size()) return CAIRO_STATUS_READ_ERROR;
+        std::memcpy(out, r->data->data() + r->pos, length);
+        r->pos += length;
+        return CAIRO_STATUS_SUCCESS;
+      },
+      &reader);
+  REQUIRE(cairo_surface_status(img) == CAIRO_STATUS_SUCCESS);
+  const int w = cairo_image_surface_get_width(img), h = cairo_image_surface_get_height(img);
+  const int stride = cairo_image_surface_get_stride(img);
+  const unsigned char* px = cairo_image_surface_get_data(img);
+  long coloured = 0;
+  int top_coloured_row = h;
+  for (int y = 0; y < h; ++y) {
+    for (int x = 0; x < w; ++x) {
+      const uint32_t v = *reinterpret_cast<const uint32_t*>(px + y * stride + 4 * x);
+      const int r = (v >> 16) & 255, g = (v >> 8) & 255, b = v & 255;
+      const bool grey = std::abs(r - g) < 12 && std::abs(g - b) < 12;
+      if (!grey) {
+        ++coloured;
+        if (x > w * 0.45 && x < w * 0.55) top_coloured_row = std::min(top_coloured_row, y);
+      }
+    }
+  }
+  cairo_surface_destroy(img);
+  CHECK(coloured > 5000);
+  // The spike is drawn: its column is coloured in the top third.
+  CHECK(top_coloured_row < h / 3);
+  CHECK(Base64("Man") == "TWFu");
+  CHECK(Base64("Ma") == "TWE=");
+  CHECK(Base64("M") == "TQ==");
+}
