@@ -9,7 +9,12 @@
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "core/pipeline/analysis.h"
+#include "core/timeline/timeline.h"
+#include "export/export.h"
+#include "passes/pass.h"
 
 using namespace memtl;
 namespace fs = std::filesystem;
@@ -56,6 +61,35 @@ TEST_SUITE("golden") {
       auto a = AnalyzeFile(f.string());
       REQUIRE_MESSAGE(a.ok(), (a.ok() ? "" : a.status().message()));
       CheckGolden(Stem(f) + ".graph", FormatDataFlow(a.value()->trace, *a.value()->graph));
+    }
+  }
+
+  TEST_CASE("golden: memtl categories on every fixture, and the exports agree") {
+    for (const auto& f : Fixtures()) {
+      CAPTURE(f);
+      auto r = AnalyzeFile(f.string());
+      REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.status().message()));
+      Analysis& a = *r.value();
+      CategoryDict cats;
+      RunAllPasses(PassInput{a.trace, *a.tree, *a.graph, *a.sizes}, cats);
+      const auto timeline = BuildTimeline(*a.tree, *a.graph, *a.sizes, cats, a.diagnostics);
+      CheckGolden(Stem(f) + ".categories", FormatTimeline(a.trace, timeline, cats));
+
+      // The raw events summed per category equal the last row of sizes, and
+      // the sizes' times never go backwards.
+      auto device = ResolveDevice(a.trace, "");
+      REQUIRE(device.ok());
+      const auto raw = nlohmann::json::parse(RawJson(timeline, cats, device.value()));
+      const auto sizes = nlohmann::json::parse(SizesJson(Coalesce(timeline, cats, device.value())));
+      std::array<int64_t, 8> sum{};
+      for (const auto& row : raw) sum[row[3].get<int>()] += row[2].get<int64_t>();
+      REQUIRE(!sizes[1].empty());
+      const auto& last = sizes[1].back();
+      CHECK(last.size() == 9);
+      CHECK(last[0].get<int64_t>() == 0);
+      for (int c = 0; c < 8; ++c) CHECK(sum[c] == last[c + 1].get<int64_t>());
+      CHECK(sizes[0].size() == sizes[1].size());
+      for (size_t i = 1; i < sizes[0].size(); ++i) CHECK(sizes[0][i - 1].get<int64_t>() <= sizes[0][i].get<int64_t>());
     }
   }
 }
