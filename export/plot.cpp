@@ -2,7 +2,7 @@
 //
 // Layout follows PyTorch's matplotlib figure (20 x 12 inches at 80 dpi,
 // PyTorch's colours at alpha 0.7, legend, title with the device's peaks), with
-// the y axis in GiB labelled as such. A timeline with more samples than pixel
+// the y axis in GiB labelled as such, and areas drawn as steps. A timeline with more samples than pixel
 // columns is reduced per column to the sample with the largest total, so the
 // peak is never lost.
 #include <cairo/cairo.h>
@@ -130,12 +130,22 @@ std::string RenderPlotPng(const CoalescedTimeline& c, const PlotOptions& o) {
   }
   cairo_stroke(cr);
 
-  // Stacked areas, bottom category first.
+  // Stacked areas, bottom category first, drawn as steps: memory holds its
+  // value until the next event (matplotlib's fill_between in PyTorch's plot
+  // interpolates linearly, which draws slopes that never happened).
   for (int cat = 0; cat < 8; ++cat) {
     if (keep.empty()) break;
     cairo_new_path(cr);
-    for (size_t k = 0; k < keep.size(); ++k) cairo_line_to(cr, X(xs[keep[k]]), Y(stacked[keep[k]][cat + 1]));
-    for (size_t k = keep.size(); k-- > 0;) cairo_line_to(cr, X(xs[keep[k]]), Y(stacked[keep[k]][cat]));
+    for (size_t k = 0; k < keep.size(); ++k) {
+      const double y = Y(stacked[keep[k]][cat + 1]);
+      cairo_line_to(cr, X(xs[keep[k]]), y);
+      if (k + 1 < keep.size()) cairo_line_to(cr, X(xs[keep[k + 1]]), y);
+    }
+    for (size_t k = keep.size(); k-- > 0;) {
+      const double y = Y(stacked[keep[k]][cat]);
+      if (k + 1 < keep.size()) cairo_line_to(cr, X(xs[keep[k + 1]]), y);
+      cairo_line_to(cr, X(xs[keep[k]]), y);
+    }
     cairo_close_path(cr);
     cairo_set_source_rgba(cr, kColors[cat].r, kColors[cat].g, kColors[cat].b, 0.7);
     cairo_fill(cr);

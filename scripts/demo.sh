@@ -6,7 +6,13 @@ cd "$(dirname "$0")/.."
 scripts/deps.sh build
 scripts/build.sh
 trace=fixtures/resnet18_sgd_step.trace.jsonl.gz
-echo "== memtl graph $trace (first 40 lines)"
-build/cli/memtl graph "$trace" >build/demo.graph
-head -n 40 build/demo.graph
-echo "... $(wc -l <build/demo.graph) data-flow nodes in all (build/demo.graph)"
+mkdir -p out
+build/cli/memtl export "$trace" -o out/resnet18_memory.html
+build/cli/memtl export "$trace" -o out/resnet18_memory.raw.json.gz
+build/cli/memtl export "$trace" -o out/resnet18_memory.json
+build/cli/memtl graph "$trace" >out/resnet18.graph
+build/cli/memtl categories "$trace" >out/resnet18.categories
+echo "== the timeline, first lines (out/resnet18.categories):"
+head -n 12 out/resnet18.categories
+echo "== wrote out/resnet18_memory.html (report with plot), out/resnet18_memory.raw.json.gz,"
+echo "   out/resnet18_memory.json, out/resnet18.graph ($(wc -l <out/resnet18.graph) data-flow nodes), out/resnet18.categories"
