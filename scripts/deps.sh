@@ -2,7 +2,7 @@
 # Installs the Debian packages memtl needs, only those that are missing.
 # usage: scripts/deps.sh build|test
 set -euo pipefail
-build_pkgs=(cmake g++ make nlohmann-json3-dev zlib1g-dev)
+build_pkgs=(cmake g++ make pkg-config nlohmann-json3-dev zlib1g-dev libcairo2-dev fonts-dejavu-core)
 test_pkgs=(doctest-dev python3-torch python3-torchvision)
 case "${1:-build}" in
   build) want=("${build_pkgs[@]}") ;;
