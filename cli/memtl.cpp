@@ -16,9 +16,9 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: memtl export TRACE -o PATH [--device DEV] [--partial]\n"
-    "       memtl categories TRACE [--partial]\n"
-    "       memtl graph TRACE [--partial]\n"
+    "usage: memtl export TRACE -o PATH [--device DEV] [--partial] [--strict]\n"
+    "       memtl categories TRACE [--partial] [--strict]\n"
+    "       memtl graph TRACE [--partial] [--strict]\n"
     "\n"
     "commands:\n"
     "  export TRACE -o PATH  write the memory timeline as PyTorch's\n"
@@ -34,6 +34,8 @@ constexpr const char* kUsage =
     "  --device DEV          device to export (default: cuda:0 if the trace has CUDA\n"
     "                        memory, else cpu)\n"
     "  --partial             read a truncated trace up to its last complete record\n"
+    "  --strict              treat trace inconsistencies (double frees, free sizes that\n"
+    "                        differ from the allocation, ops with no end) as errors\n"
     "  -h, --help            show this help\n";
 
 int Fail(const std::string& message) {
@@ -47,6 +49,7 @@ struct Args {
   std::string output;
   std::string device;
   bool partial = false;
+  bool strict = false;
 };
 
 bool ParseArgs(int argc, char** argv, Args* args, std::string* error) {
@@ -54,6 +57,8 @@ bool ParseArgs(int argc, char** argv, Args* args, std::string* error) {
     const std::string a = argv[i];
     if (a == "--partial") {
       args->partial = true;
+    } else if (a == "--strict") {
+      args->strict = true;
     } else if (a == "-o" || a == "--output" || a == "--device") {
       if (i + 1 >= argc) {
         *error = a + " needs a value";
@@ -72,6 +77,11 @@ bool ParseArgs(int argc, char** argv, Args* args, std::string* error) {
   return true;
 }
 
+std::string PartialNote(const memtl::Analysis& a) {
+  return "the trace is truncated: analyzed up to line " + std::to_string(a.read_info.stopped_at_line - 1) +
+         ", the last complete record";
+}
+
 // Reads and analyzes the one TRACE argument; prints notes to stderr.
 memtl::Expected<std::unique_ptr<memtl::Analysis>> Load(const Args& args) {
   if (args.positional.size() != 1) {
@@ -81,9 +91,15 @@ memtl::Expected<std::unique_ptr<memtl::Analysis>> Load(const Args& args) {
   memtl::ReadOptions options;
   options.partial = args.partial;
   auto analysis = memtl::AnalyzeFile(path, options);
-  if (analysis.ok() && analysis.value()->read_info.stopped_early) {
-    std::cerr << "memtl: " << path << ": truncated; analyzed up to line "
-              << analysis.value()->read_info.stopped_at_line - 1 << "\n";
+  if (!analysis.ok()) return analysis;
+  const memtl::Analysis& a = *analysis.value();
+  if (args.strict && !a.diagnostics.empty()) {
+    const auto& [kind, entry] = *a.diagnostics.entries().begin();
+    return memtl::Status::Error(path + ": --strict: " + kind + " (" + std::to_string(entry.count) + "x, e.g. " +
+                                entry.example + ")");
+  }
+  if (a.read_info.stopped_early) {
+    std::cerr << "memtl: " << path << ": " << PartialNote(a) << "\n";
   }
   return analysis;
 }
@@ -121,6 +137,13 @@ memtl::Expected<std::unique_ptr<Categorized>> Categorize(const Args& args) {
   auto c = std::make_unique<Categorized>();
   c->analysis = std::move(analysis.value());
   memtl::Analysis& a = *c->analysis;
+  if (a.allocations.allocations + a.allocations.frees == 0) {
+    // As PyTorch's _memory_profile: without memory events there is no timeline.
+    return memtl::Status::Error(a.name +
+                                ": the trace has no memory events (it was recorded without profile_memory=True); "
+                                "record with torch.profiler.profile(record_shapes=True, profile_memory=True, "
+                                "with_stack=True)");
+  }
   const memtl::PassInput in{a.trace, *a.tree, *a.graph, *a.sizes};
   memtl::RunAllPasses(in, c->categories);
   c->timeline = memtl::BuildTimeline(*a.tree, *a.graph, *a.sizes, c->categories, a.diagnostics);
@@ -147,7 +170,8 @@ int RunExport(const Args& args) {
   const memtl::Analysis& a = *c.value()->analysis;
   auto device = memtl::ResolveDevice(a.trace, args.device);
   if (!device.ok()) return Fail(a.name + ": " + device.status().message());
-  const memtl::ExportInput in{a.trace, c.value()->timeline, c.value()->categories, a.diagnostics, a.name};
+  memtl::ExportInput in{a.trace, c.value()->timeline, c.value()->categories, a.diagnostics, a.name, ""};
+  if (a.read_info.stopped_early) in.note = PartialNote(a);
   if (auto s = memtl::ExportMemoryTimeline(in, args.output, device.value()); !s.ok()) return Fail(s.message());
   PrintNotes(a.diagnostics);
   return 0;

@@ -29,6 +29,7 @@ struct ExportInput {
   const CategoryDict& categories;
   const Diagnostics& diagnostics;
   std::string source_name;  // shown in the HTML report
+  std::string note;         // shown in the HTML report when not empty (e.g. a truncated trace)
 };
 
 // The device to export: `requested` when given (an error lists the devices

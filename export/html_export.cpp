@@ -51,6 +51,7 @@ std::string HtmlReport(const ExportInput& in, DeviceIndex device) {
   html += "<p>memtl memory timeline of <b>" + Escape(in.source_name) + "</b> on device <b>" + Escape(device_name) +
           "</b>: " + std::to_string(c.times.size()) + " time points; max allocated " + GiB(max_allocated) +
           ", max reserved " + GiB(max_reserved) + ".</p>\n";
+  if (!in.note.empty()) html += "<p><b>Note:</b> " + Escape(in.note) + ".</p>\n";
   html += "  <img src='data:image/png;base64," + Base64(png) + "'>\n";
   if (!in.diagnostics.empty()) {
     html += "<h3>Diagnostics</h3>\n<ul>\n";

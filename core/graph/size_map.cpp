@@ -3,7 +3,6 @@
 #include "core/graph/size_map.h"
 
 #include <algorithm>
-#include <string>
 
 namespace memtl {
 
@@ -30,7 +29,7 @@ void SizeMap::Observe(const Trace& trace, uint32_t tensor) {
   if (!inserted) it->second = std::max(it->second, bytes);
 }
 
-SizeMap::SizeMap(const OpTree& tree, Diagnostics& diag) {
+SizeMap::SizeMap(const OpTree& tree) {
   const Trace& trace = tree.trace();
   for (uint32_t e : tree.sorted()) {
     const Event& ev = trace.events[e];
@@ -71,12 +70,9 @@ SizeMap::SizeMap(const OpTree& tree, Diagnostics& diag) {
     const auto key = KeyOfAlloc(trace, a);
     if (!key) continue;
     const int64_t size = a.bytes < 0 ? -a.bytes : a.bytes;
-    auto [it, inserted] = allocations.try_emplace(*key, size);
-    if (!inserted && it->second != size) {
-      diag.Add("free size differs from its allocation",
-               "T" + std::to_string(key->id.value()) + ": " + std::to_string(it->second) + " vs " +
-                   std::to_string(size) + " bytes");
-    }
+    // The first event's size wins; disagreements are counted by
+    // CheckAllocations (core/checks), as PyTorch only logs them.
+    allocations.try_emplace(*key, size);
   }
   for (const auto& [k, v] : allocations) values_[k] = v;
 }

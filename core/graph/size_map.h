@@ -8,13 +8,12 @@
 #include <unordered_map>
 
 #include "core/graph/op_tree.h"
-#include "core/model/diagnostics.h"
 
 namespace memtl {
 
 class SizeMap {
  public:
-  SizeMap(const OpTree& tree, Diagnostics& diag);
+  explicit SizeMap(const OpTree& tree);
   // 0 for a key never sized (PyTorch would raise KeyError; memtl counts it).
   int64_t operator[](const TensorKey& key) const {
     auto it = values_.find(key);

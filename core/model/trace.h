@@ -176,6 +176,9 @@ struct Trace {
   std::vector<Tensor> tensors;
   std::vector<int64_t> dims;
 
+  // Ops whose end time the producer did not record (end = start is used).
+  uint64_t ops_without_end = 0;
+
   // Operator schemas carried by the trace: op name -> schema strings.
   std::vector<std::pair<std::string, std::vector<std::string>>> schemas;
 

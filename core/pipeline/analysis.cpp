@@ -11,12 +11,17 @@ Expected<std::unique_ptr<Analysis>> Analyze(Trace trace, const std::string& name
   for (const auto& [op, schemas] : a->trace.schemas) {
     if (auto s = a->schemas.Override(op, schemas); !s.ok()) return Status::Error(name + ": " + s.message());
   }
+  if (a->trace.ops_without_end > 0) {
+    a->diagnostics.Add("op without an end time", std::to_string(a->trace.ops_without_end) +
+                                                     " ops; their end is taken as their start");
+  }
+  a->allocations = CheckAllocations(a->trace, a->diagnostics);
   a->identity = AssignIdentity(a->trace, a->schemas, a->diagnostics);
   a->tree = std::make_unique<OpTree>(a->trace, a->schemas);
   auto graph = DataFlowGraph::Build(*a->tree);
   if (!graph.ok()) return Status::Error(name + ": " + graph.status().message());
   a->graph = std::make_unique<DataFlowGraph>(std::move(graph.value()));
-  a->sizes = std::make_unique<SizeMap>(*a->tree, a->diagnostics);
+  a->sizes = std::make_unique<SizeMap>(*a->tree);
   return a;
 }
 

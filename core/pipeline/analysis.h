@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "core/checks/allocation_checks.h"
 #include "core/graph/data_flow.h"
 #include "core/graph/op_tree.h"
 #include "core/graph/size_map.h"
@@ -22,6 +23,7 @@ struct Analysis {
   ReadInfo read_info;
   SchemaRegistry schemas;
   Diagnostics diagnostics;
+  AllocationSummary allocations;
   IdentityStats identity;
   std::unique_ptr<OpTree> tree;
   std::unique_ptr<SizeMap> sizes;

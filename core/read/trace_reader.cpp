@@ -63,18 +63,20 @@ const std::string& StringField(const json& j, const char* key) {
   return v.get_ref<const std::string&>();
 }
 
+// Device strings as PyTorch parses them (c10::Device): "type" or
+// "type:index", with a type PyTorch knows.
 bool ValidDeviceName(std::string_view s) {
-  // PyTorch accepts "type" or "type:index" with a lower-case type name.
-  if (s.empty()) return false;
+  static constexpr std::string_view kTypes[] = {
+      "cpu", "cuda", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve", "fpga", "maia", "ort", "xla",
+      "lazy", "vulkan", "metal", "xpu", "mps", "meta", "hpu", "mtia", "privateuseone", "ipu"};
   const auto colon = s.find(':');
   const auto type = s.substr(0, colon);
-  if (type.empty()) return false;
-  for (char c : type) {
-    if (!((c >= 'a' && c <= 'z') || c == '_' || (c >= '0' && c <= '9'))) return false;
-  }
+  bool known = false;
+  for (auto t : kTypes) known |= t == type;
+  if (!known) return false;
   if (colon == std::string_view::npos) return true;
   const auto idx = s.substr(colon + 1);
-  if (idx.empty() || idx.size() > 5) return false;
+  if (idx.empty() || idx.size() > 3 || (idx.size() > 1 && idx[0] == '0')) return false;
   for (char c : idx) {
     if (c < '0' || c > '9') return false;
   }
@@ -166,7 +168,11 @@ class Builder {
     e->kind = EventKind::kOp;
     e->name = t_->strings.Intern(StringField(j, "name"));
     e->t0 = IntField(j, "t0");
-    e->t1 = OptIntField(j, "t1", e->t0);
+    e->t1 = OptIntField(j, "t1", -1);
+    if (e->t1 == -1) {
+      e->t1 = e->t0;
+      ++t_->ops_without_end;
+    }
     if (e->t1 < e->t0) Fail("end time before start time");
     OpInfo op;
     op.tid = static_cast<uint64_t>(OptIntField(j, "tid", 0));
@@ -230,7 +236,9 @@ class Builder {
 
   DeviceIndex Device(const json& j, const char* key) {
     const std::string& name = StringField(j, key);
-    if (!ValidDeviceName(name)) Fail("invalid device \"" + name.substr(0, 64) + "\"");
+    if (!ValidDeviceName(name)) {
+      Fail("invalid device \"" + name.substr(0, 64) + "\" (PyTorch accepts \"type\" or \"type:index\" with a known type such as cpu or cuda)");
+    }
     return t_->InternDevice(name);
   }
 
@@ -270,7 +278,12 @@ class Builder {
     if (it == j.end() || it->is_null()) return 0;
     if (!it->is_array()) Fail(std::string("expected a list for \"") + key + "\"");
     if (it->size() > 4096) Fail(std::string("too many dimensions in \"") + key + "\"");
-    for (const auto& d : *it) t_->dims.push_back(AsInt(d, key));
+    for (const auto& d : *it) {
+      const int64_t v = AsInt(d, key);
+      if (v < 0 && std::string_view(key) == "sizes") Fail("negative tensor size in \"sizes\"");
+      if (v > (int64_t{1} << 48) || v < -(int64_t{1} << 48)) Fail(std::string("\"") + key + "\" is out of range");
+      t_->dims.push_back(v);
+    }
     return static_cast<uint16_t>(it->size());
   }
 
@@ -281,6 +294,7 @@ class Builder {
     AllocInfo a;
     a.ptr = AsAddress(Field(j, "ptr"), "ptr");
     a.bytes = IntField(j, "bytes");
+    if (a.bytes > (int64_t{1} << 50) || a.bytes < -(int64_t{1} << 50)) Fail("\"bytes\" is out of range");
     a.device = Device(j, "dev");
     a.total_allocated = OptIntField(j, "total_allocated", 0);
     a.total_reserved = OptIntField(j, "total_reserved", 0);
