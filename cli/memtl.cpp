@@ -137,10 +137,11 @@ memtl::Expected<std::unique_ptr<Categorized>> Categorize(const Args& args) {
   auto c = std::make_unique<Categorized>();
   c->analysis = std::move(analysis.value());
   memtl::Analysis& a = *c->analysis;
-  if (a.allocations.allocations + a.allocations.frees == 0) {
+  const bool no_memory_events = a.allocations.allocations + a.allocations.frees == 0;
+  if (a.trace.header.profile_memory == 0 || (no_memory_events && a.trace.header.profile_memory != 1)) {
     // As PyTorch's _memory_profile: without memory events there is no timeline.
     return memtl::Status::Error(a.name +
-                                ": the trace has no memory events (it was recorded without profile_memory=True); "
+                                ": the trace has no memory events (it was recorded without profile_memory=True?); "
                                 "record with torch.profiler.profile(record_shapes=True, profile_memory=True, "
                                 "with_stack=True)");
   }

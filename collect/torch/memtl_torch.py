@@ -289,7 +289,7 @@ def _schema_lookup():
     return lookup
 
 
-def write_events(roots, out, torch_version="", schema_lookup=None):
+def write_events(roots, out, torch_version="", schema_lookup=None, settings=None):
     """Writes the header and every event of `roots` (PyTorch's event tree) to
     the text stream `out`. Exposed for tests and other producers."""
     devices = set()
@@ -304,8 +304,10 @@ def write_events(roots, out, torch_version="", schema_lookup=None):
         if _kind(e, v2) == "Allocation":
             devices.add(str(_fields(e, v2).device))
         stack.extend(reversed(e.children))
-    out.write(_dumps({"format": FORMAT, "version": VERSION, "producer": PRODUCER, "torch_version": torch_version,
-                      "ids": v2, "devices": sorted(devices)}, separators=(",", ":")) + "\n")
+    header = {"format": FORMAT, "version": VERSION, "producer": PRODUCER, "torch_version": torch_version,
+              "ids": v2, "devices": sorted(devices)}
+    header.update(settings or {})
+    out.write(_dumps(header, separators=(",", ":")) + "\n")
     index = 0
     allocations = 0
     stack = [(e, -1) for e in reversed(roots)]
@@ -363,7 +365,9 @@ def save(prof, path):
         else:
             out = open(tmp, "w", encoding="utf-8")
         with out:
-            write_events(roots, out, torch.__version__, _schema_lookup())
+            settings = {k: bool(getattr(prof, k)) for k in ("record_shapes", "profile_memory", "with_stack")
+                        if hasattr(prof, k)}
+            write_events(roots, out, torch.__version__, _schema_lookup(), settings)
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:

@@ -156,6 +156,7 @@ struct TraceHeader {
   std::string producer;
   std::string torch_version;
   bool has_ids = false;  // tensors carry producer tensor/allocation ids
+  int profile_memory = -1;  // the producer's profile_memory setting: 1, 0, or -1 unknown
 };
 
 struct Trace {

@@ -106,6 +106,10 @@ class Builder {
     if (auto it = j.find("torch_version"); it != j.end() && it->is_string()) {
       t_->header.torch_version = it->get<std::string>();
     }
+    if (auto it = j.find("profile_memory"); it != j.end()) {
+      if (!it->is_boolean()) Fail("expected a boolean for \"profile_memory\"");
+      t_->header.profile_memory = it->get<bool>() ? 1 : 0;
+    }
     if (auto it = j.find("ids"); it != j.end()) {
       if (!it->is_boolean()) Fail("expected a boolean for \"ids\"");
       t_->header.has_ids = it->get<bool>();
