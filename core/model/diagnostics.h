@@ -12,9 +12,10 @@ namespace memtl {
 
 class Diagnostics {
  public:
-  void Add(const std::string& kind, const std::string& example) {
+  void Add(const std::string& kind, const std::string& example, uint64_t count = 1) {
     auto& e = entries_[kind];
-    if (e.count++ == 0) e.example = example;
+    if (e.count == 0) e.example = example;
+    e.count += count;
   }
   struct Entry {
     uint64_t count = 0;

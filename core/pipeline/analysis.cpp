@@ -12,8 +12,7 @@ Expected<std::unique_ptr<Analysis>> Analyze(Trace trace, const std::string& name
     if (auto s = a->schemas.Override(op, schemas); !s.ok()) return Status::Error(name + ": " + s.message());
   }
   if (a->trace.ops_without_end > 0) {
-    a->diagnostics.Add("op without an end time", std::to_string(a->trace.ops_without_end) +
-                                                     " ops; their end is taken as their start");
+    a->diagnostics.Add("op without an end time", "their end is taken as their start", a->trace.ops_without_end);
   }
   a->allocations = CheckAllocations(a->trace, a->diagnostics);
   a->identity = AssignIdentity(a->trace, a->schemas, a->diagnostics);
