@@ -1,9 +1,21 @@
 #!/usr/bin/env bash
-# Builds memtl and runs every test: unit, golden, CLI and Python (recorder)
-# tests under CTest.
+# Builds memtl and runs every test under CTest: unit, golden, CLI, bad-input
+# corpus and Python (recorder) tests.
+#   scripts/test.sh              Release build in build/
+#   scripts/test.sh --sanitize   AddressSanitizer + UndefinedBehaviorSanitizer build in build-asan/
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh test
-scripts/build.sh
-cd build
-ctest --output-on-failure -j2
+if [ "${1:-}" = "--sanitize" ]; then
+  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEMTL_SANITIZE=ON >/dev/null
+  cmake --build build-asan -j"$(nproc)"
+  cd build-asan
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
+  export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  export LSAN_OPTIONS="suppressions=$PWD/../tests/lsan.supp:print_suppressions=0"
+  ctest --output-on-failure -j2
+else
+  scripts/build.sh
+  cd build
+  ctest --output-on-failure -j2
+fi

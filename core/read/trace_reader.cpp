@@ -204,7 +204,10 @@ class Builder {
       arg.begin = ParseTensor(a, false);
       return arg;
     }
-    const auto& [key, value] = *a.items().begin();
+    const auto first = a.begin();  // a tagged value: exactly one key
+    if (a.size() != 1) Fail("invalid argument value (expected one key)");
+    const std::string& key = first.key();
+    const json& value = first.value();
     if (key == "list") {
       if (!value.is_array()) Fail("expected a list for \"list\"");
       arg.kind = ArgKind::kTensorList;
