@@ -36,6 +36,7 @@ constexpr const char* kUsage =
     "  --partial             read a truncated trace up to its last complete record\n"
     "  --strict              treat trace inconsistencies (double frees, free sizes that\n"
     "                        differ from the allocation, ops with no end) as errors\n"
+    "  --timings             print the wall time of each stage on stderr\n"
     "  -h, --help            show this help\n";
 
 int Fail(const std::string& message) {
@@ -50,6 +51,7 @@ struct Args {
   std::string device;
   bool partial = false;
   bool strict = false;
+  bool timings = false;
 };
 
 bool ParseArgs(int argc, char** argv, Args* args, std::string* error) {
@@ -59,6 +61,8 @@ bool ParseArgs(int argc, char** argv, Args* args, std::string* error) {
       args->partial = true;
     } else if (a == "--strict") {
       args->strict = true;
+    } else if (a == "--timings") {
+      args->timings = true;
     } else if (a == "-o" || a == "--output" || a == "--device") {
       if (i + 1 >= argc) {
         *error = a + " needs a value";
@@ -104,6 +108,19 @@ memtl::Expected<std::unique_ptr<memtl::Analysis>> Load(const Args& args) {
   return analysis;
 }
 
+void PrintTimings(const Args& args, const memtl::PhaseTimer& timer) {
+  if (!args.timings) return;
+  double total = 0;
+  char buf[128];
+  for (const auto& [phase, seconds] : timer.phases()) {
+    std::snprintf(buf, sizeof buf, "memtl: timing: %-10s %.3f\n", phase, seconds);
+    std::cerr << buf;
+    total += seconds;
+  }
+  std::snprintf(buf, sizeof buf, "memtl: timing: %-10s %.3f\n", "total", total);
+  std::cerr << buf;
+}
+
 void PrintNotes(const memtl::Diagnostics& diag) {
   for (const auto& [kind, entry] : diag.entries()) {
     std::cerr << "memtl: note: " << kind << " (" << entry.count << "x, e.g. " << entry.example << ")\n";
@@ -121,6 +138,7 @@ int RunGraph(const Args& args) {
   if (!analysis.ok()) return Fail(analysis.status().message());
   const memtl::Analysis& a = *analysis.value();
   if (int rc = WriteStdout(memtl::FormatDataFlow(a.trace, *a.graph)); rc != 0) return rc;
+  PrintTimings(args, a.timer);
   PrintNotes(a.diagnostics);
   return 0;
 }
@@ -147,7 +165,9 @@ memtl::Expected<std::unique_ptr<Categorized>> Categorize(const Args& args) {
   }
   const memtl::PassInput in{a.trace, *a.tree, *a.graph, *a.sizes};
   memtl::RunAllPasses(in, c->categories);
+  a.timer.Mark("passes");
   c->timeline = memtl::BuildTimeline(*a.tree, *a.graph, *a.sizes, c->categories, a.diagnostics);
+  a.timer.Mark("timeline");
   return c;
 }
 
@@ -174,6 +194,8 @@ int RunExport(const Args& args) {
   memtl::ExportInput in{a.trace, c.value()->timeline, c.value()->categories, a.diagnostics, a.name, ""};
   if (a.read_info.stopped_early) in.note = PartialNote(a);
   if (auto s = memtl::ExportMemoryTimeline(in, args.output, device.value()); !s.ok()) return Fail(s.message());
+  c.value()->analysis->timer.Mark("export");
+  PrintTimings(args, a.timer);
   PrintNotes(a.diagnostics);
   return 0;
 }

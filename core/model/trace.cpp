@@ -62,7 +62,7 @@ uint32_t ElementSize(std::string_view dtype) {
 }
 
 uint32_t StringTable::Intern(std::string_view s) {
-  auto it = index_.find(std::string(s));
+  auto it = index_.find(s);
   if (it != index_.end()) return it->second;
   const auto id = static_cast<uint32_t>(strings_.size());
   strings_.emplace_back(s);

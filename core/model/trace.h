@@ -147,7 +147,11 @@ class StringTable {
   size_t size() const { return strings_.size(); }
 
  private:
-  std::unordered_map<std::string, uint32_t> index_;
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+  };
+  std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> index_;
   std::vector<std::string> strings_;
 };
 

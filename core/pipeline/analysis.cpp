@@ -3,8 +3,11 @@
 
 namespace memtl {
 
-Expected<std::unique_ptr<Analysis>> Analyze(Trace trace, const std::string& name) {
+namespace {
+
+Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string& name, PhaseTimer timer) {
   auto a = std::make_unique<Analysis>();
+  a->timer = std::move(timer);
   a->name = name;
   a->trace = std::move(trace);
   a->schemas = SchemaRegistry::Builtin();
@@ -15,20 +18,34 @@ Expected<std::unique_ptr<Analysis>> Analyze(Trace trace, const std::string& name
     a->diagnostics.Add("op without an end time", "their end is taken as their start", a->trace.ops_without_end);
   }
   a->allocations = CheckAllocations(a->trace, a->diagnostics);
+  a->timer.Mark("checks");
   a->identity = AssignIdentity(a->trace, a->schemas, a->diagnostics);
+  a->timer.Mark("identity");
   a->tree = std::make_unique<OpTree>(a->trace, a->schemas);
+  a->timer.Mark("op tree");
   auto graph = DataFlowGraph::Build(*a->tree);
   if (!graph.ok()) return Status::Error(name + ": " + graph.status().message());
   a->graph = std::make_unique<DataFlowGraph>(std::move(graph.value()));
+  a->timer.Mark("graph");
   a->sizes = std::make_unique<SizeMap>(*a->tree);
+  a->timer.Mark("size map");
   return a;
 }
 
+}  // namespace
+
+Expected<std::unique_ptr<Analysis>> Analyze(Trace trace, const std::string& name) {
+  return AnalyzeTimed(std::move(trace), name, PhaseTimer());
+}
+
 Expected<std::unique_ptr<Analysis>> AnalyzeFile(const std::string& path, const ReadOptions& options) {
+  PhaseTimer timer;
+  timer.Start();
   ReadInfo info;
   auto trace = ReadTraceFile(path, options, &info);
   if (!trace.ok()) return trace.status();
-  auto a = Analyze(std::move(trace.value()), path);
+  timer.Mark("read");
+  auto a = AnalyzeTimed(std::move(trace.value()), path, std::move(timer));
   if (a.ok()) a.value()->read_info = info;
   return a;
 }

@@ -3,8 +3,11 @@
 // that every caller runs exactly the same pipeline.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/checks/allocation_checks.h"
 #include "core/graph/data_flow.h"
@@ -17,6 +20,22 @@
 
 namespace memtl {
 
+// Wall time of each stage, in run order, for --timings and benchmarks.
+class PhaseTimer {
+ public:
+  void Start() { last_ = std::chrono::steady_clock::now(); }
+  void Mark(const char* phase) {
+    const auto now = std::chrono::steady_clock::now();
+    phases_.emplace_back(phase, std::chrono::duration<double>(now - last_).count());
+    last_ = now;
+  }
+  const std::vector<std::pair<const char*, double>>& phases() const { return phases_; }
+
+ private:
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+  std::vector<std::pair<const char*, double>> phases_;
+};
+
 struct Analysis {
   std::string name;  // file name used in messages
   Trace trace;
@@ -28,6 +47,7 @@ struct Analysis {
   std::unique_ptr<OpTree> tree;
   std::unique_ptr<SizeMap> sizes;
   std::unique_ptr<DataFlowGraph> graph;
+  PhaseTimer timer;
 };
 
 // Runs the core stages on a trace already read. Errors name `name`.

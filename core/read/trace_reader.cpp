@@ -1,67 +1,34 @@
-// JSON Lines trace reader: one nlohmann parse per line, straight into the
-// flat Trace arrays. Every field is checked for presence and type so that a
-// malformed trace yields "FILE: line N: ..." rather than a crash.
+// JSON Lines trace reader: one JsonCursor pass per line, straight into the
+// flat Trace arrays, with no per-line DOM. Keys may come in any order; every
+// field is checked for presence and type so that a malformed trace yields
+// "FILE: line N: ..." rather than a crash.
+//
+// Inflating and parsing overlap: a reader thread decompresses and cuts the
+// input into blocks of whole lines while the calling thread parses them, in
+// order, so the result does not depend on the thread count.
 #include "core/read/trace_reader.h"
 
-#include <cmath>
+#include <condition_variable>
+#include <deque>
 #include <memory>
-#include <nlohmann/json.hpp>
+#include <mutex>
 #include <stdexcept>
 #include <string_view>
+#include <thread>
 
+#include "core/read/json_cursor.h"
 #include "core/read/line_source.h"
 
 namespace memtl {
 
 namespace {
 
-using json = nlohmann::json;
-
-// Thrown inside this file only; converted to a Status at the boundary.
+// Semantic errors inside a record; converted to a Status at the boundary.
 struct RecordError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
 [[noreturn]] void Fail(const std::string& what) { throw RecordError(what); }
-
-const json& Field(const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end()) Fail(std::string("missing field \"") + key + "\"");
-  return *it;
-}
-
-int64_t AsInt(const json& v, const char* key) {
-  if (v.is_number_integer()) {
-    if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
-      Fail(std::string("\"") + key + "\" is out of range");
-    }
-    return v.get<int64_t>();
-  }
-  Fail(std::string("expected an integer for \"") + key + "\"");
-}
-
-int64_t IntField(const json& j, const char* key) { return AsInt(Field(j, key), key); }
-
-int64_t OptIntField(const json& j, const char* key, int64_t fallback) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return fallback;
-  return AsInt(*it, key);
-}
-
-uint64_t AsAddress(const json& v, const char* key) {
-  if (v.is_number_unsigned()) return v.get<uint64_t>();
-  if (v.is_number_integer()) {
-    if (v.get<int64_t>() < 0) Fail(std::string("\"") + key + "\" must not be negative");
-    return static_cast<uint64_t>(v.get<int64_t>());
-  }
-  Fail(std::string("expected an unsigned integer for \"") + key + "\"");
-}
-
-const std::string& StringField(const json& j, const char* key) {
-  const json& v = Field(j, key);
-  if (!v.is_string()) Fail(std::string("expected a string for \"") + key + "\"");
-  return v.get_ref<const std::string&>();
-}
 
 // Device strings as PyTorch parses them (c10::Device): "type" or
 // "type:index", with a type PyTorch knows.
@@ -83,66 +50,98 @@ bool ValidDeviceName(std::string_view s) {
   return true;
 }
 
+// The kind of the next value; text that is not JSON at all is a syntax
+// error (JsonError), not a type error.
+JsonCursor::Kind NextKind(JsonCursor& c) {
+  const auto k = c.Peek();
+  if (k == JsonCursor::Kind::kInvalid || k == JsonCursor::Kind::kEnd) c.SkipValue();  // throws JsonError
+  return k;
+}
+
 class Builder {
  public:
   explicit Builder(Trace* trace) : t_(trace) {}
 
-  void Header(const json& j) {
-    if (!j.is_object()) Fail("the first line must be the header object");
-    auto f = j.find("format");
-    if (f == j.end() || !f->is_string() || f->get_ref<const std::string&>() != "memtl-trace") {
-      Fail("not a memtl trace (the header's \"format\" must be \"memtl-trace\")");
+  void Header(JsonCursor& c) {
+    if (NextKind(c) != JsonCursor::Kind::kObject) {
+      c.SkipValue();  // a syntax error is reported as such
+      c.ExpectEnd();
+      Fail("the first line must be the header object");
     }
-    const int64_t version = IntField(j, "version");
+    c.BeginObject();
+    std::string_view key;
+    bool format_ok = false;
+    int64_t version = -1;
+    while (c.NextKey(&key)) {
+      if (key == "format") {
+        format_ok = c.Peek() == JsonCursor::Kind::kString && c.ReadString(&scratch_) == "memtl-trace";
+        if (!format_ok) Fail("not a memtl trace (the header's \"format\" must be \"memtl-trace\")");
+      } else if (key == "version") {
+        version = Int(c, "version");
+      } else if (key == "producer" && c.Peek() == JsonCursor::Kind::kString) {
+        t_->header.producer = std::string(c.ReadString(&scratch_));
+      } else if (key == "torch_version" && c.Peek() == JsonCursor::Kind::kString) {
+        t_->header.torch_version = std::string(c.ReadString(&scratch_));
+      } else if (key == "ids") {
+        t_->header.has_ids = Bool(c, "ids");
+      } else if (key == "profile_memory") {
+        t_->header.profile_memory = Bool(c, "profile_memory") ? 1 : 0;
+      } else {
+        c.SkipValue();
+      }
+    }
+    if (!format_ok) Fail("not a memtl trace (the header's \"format\" must be \"memtl-trace\")");
+    if (version == -1) Fail("missing field \"version\"");
     if (version < 1) Fail("invalid format version " + std::to_string(version));
     if (version > kTraceFormatVersion) {
       Fail("format version " + std::to_string(version) + " is newer than this memtl reads (" +
            std::to_string(kTraceFormatVersion) + ")");
     }
     t_->header.version = static_cast<int>(version);
-    if (auto it = j.find("producer"); it != j.end() && it->is_string()) {
-      t_->header.producer = it->get<std::string>();
-    }
-    if (auto it = j.find("torch_version"); it != j.end() && it->is_string()) {
-      t_->header.torch_version = it->get<std::string>();
-    }
-    if (auto it = j.find("profile_memory"); it != j.end()) {
-      if (!it->is_boolean()) Fail("expected a boolean for \"profile_memory\"");
-      t_->header.profile_memory = it->get<bool>() ? 1 : 0;
-    }
-    if (auto it = j.find("ids"); it != j.end()) {
-      if (!it->is_boolean()) Fail("expected a boolean for \"ids\"");
-      t_->header.has_ids = it->get<bool>();
-    }
   }
 
-  void Record(const json& j) {
-    if (!j.is_object()) Fail("expected a JSON object");
-    const std::string& kind = StringField(j, "k");
-    if (kind == "schema") return Schema(j);
-    Event e;
-    const int64_t index = IntField(j, "i");
-    if (index != static_cast<int64_t>(t_->events.size())) {
-      Fail("record index " + std::to_string(index) + " out of order (expected " +
-           std::to_string(t_->events.size()) + ")");
+  void Record(JsonCursor& c) {
+    if (NextKind(c) != JsonCursor::Kind::kObject) {
+      c.SkipValue();
+      c.ExpectEnd();
+      Fail("expected a JSON object");
     }
-    const int64_t parent = IntField(j, "p");
-    if (parent >= index) Fail("parent " + std::to_string(parent) + " does not precede its child");
-    if (parent < -1) Fail("invalid parent " + std::to_string(parent));
-    e.parent = parent == -1 ? kNone32 : static_cast<uint32_t>(parent);
-    if (kind == "op") {
-      Op(j, &e);
-    } else if (kind == "alloc") {
-      Alloc(j, &e);
-    } else if (kind == "py") {
-      Py(j, &e);
-    } else if (kind == "other") {
-      e.kind = EventKind::kOther;
-      e.name = t_->strings.Intern(StringField(j, "name"));
-      e.t0 = IntField(j, "t0");
-      e.t1 = OptIntField(j, "t1", e.t0);
-    } else {
-      Fail("unknown record kind \"" + kind + "\"");
+    Fields f;
+    c.BeginObject();
+    std::string_view key;
+    while (c.NextKey(&key)) Field(c, key, f);
+    if (!f.has_k) Fail("missing field \"k\"");
+    if (f.kind == Kind::kSchema) return Schema(f);
+    if (!f.has_i) Fail("missing field \"i\"");
+    if (!f.has_p) Fail("missing field \"p\"");
+    if (f.i != static_cast<int64_t>(t_->events.size())) {
+      Fail("record index " + std::to_string(f.i) + " out of order (expected " + std::to_string(t_->events.size()) +
+           ")");
+    }
+    if (f.p >= f.i) Fail("parent " + std::to_string(f.p) + " does not precede its child");
+    if (f.p < -1) Fail("invalid parent " + std::to_string(f.p));
+    Event e;
+    e.parent = f.p == -1 ? kNone32 : static_cast<uint32_t>(f.p);
+    switch (f.kind) {
+      case Kind::kOp:
+        Op(f, &e);
+        break;
+      case Kind::kAlloc:
+        Alloc(f, &e);
+        break;
+      case Kind::kPy:
+        Py(f, &e);
+        break;
+      case Kind::kOther:
+        Require(f.has_name, "name");
+        Require(f.has_t0, "t0");
+        e.kind = EventKind::kOther;
+        e.name = f.name;
+        e.t0 = f.t0;
+        e.t1 = f.has_t1 ? f.t1 : f.t0;
+        break;
+      case Kind::kSchema:
+        break;
     }
     if (e.parent != kNone32 && e.t0 < t_->events[e.parent].t0 && e.kind != EventKind::kAlloc) {
       // PyTorch's tree builder only nests events inside their parent's span;
@@ -153,175 +152,437 @@ class Builder {
   }
 
  private:
-  void Schema(const json& j) {
-    const std::string& op = StringField(j, "op");
-    const json& list = Field(j, "schemas");
-    if (!list.is_array()) Fail("expected a list for \"schemas\"");
+  enum class Kind : uint8_t { kOp, kAlloc, kPy, kOther, kSchema };
+
+  // Every field a record may have; which ones are required depends on "k".
+  struct Fields {
+    Kind kind = Kind::kOther;
+    bool has_k = false, has_i = false, has_p = false, has_name = false, has_t0 = false, has_t1 = false;
+    bool has_t = false, has_ptr = false, has_bytes = false, has_dev = false, has_args = false;
+    bool has_op = false, has_schemas = false;
+    int64_t i = 0, p = 0, t0 = 0, t1 = 0, t = 0, tid = 0, seq = -1, bytes = 0;
+    int64_t total_allocated = 0, total_reserved = 0, id = -1, aid = -1;
+    uint64_t ptr = 0;
+    uint32_t name = 0;
+    DeviceIndex dev = 0;
+    RecordScope scope = RecordScope::kFunction;
+    uint32_t args_begin = 0, args_count = 0;
+    uint32_t module = kNone32, optimizer = kNone32;
+    std::string op;
     std::vector<std::string> schemas;
-    for (const auto& s : list) {
-      if (!s.is_string()) Fail("expected schema strings in \"schemas\"");
-      schemas.push_back(s.get<std::string>());
-    }
-    for (const auto& [name, _] : t_->schemas) {
-      if (name == op) Fail("schemas of \"" + op + "\" registered twice");
-    }
-    t_->schemas.emplace_back(op, std::move(schemas));
+  };
+
+  static void Require(bool present, const char* key) {
+    if (!present) Fail(std::string("missing field \"") + key + "\"");
   }
 
-  void Op(const json& j, Event* e) {
-    e->kind = EventKind::kOp;
-    e->name = t_->strings.Intern(StringField(j, "name"));
-    e->t0 = IntField(j, "t0");
-    e->t1 = OptIntField(j, "t1", -1);
-    if (e->t1 == -1) {
-      e->t1 = e->t0;
-      ++t_->ops_without_end;
+  int64_t Int(JsonCursor& c, const char* key) {
+    if (NextKind(c) != JsonCursor::Kind::kNumber) Fail(std::string("expected an integer for \"") + key + "\"");
+    bool is_int = false, overflow = false;
+    const int64_t v = c.ReadInt64(&is_int, &overflow);
+    if (!is_int) Fail(std::string("expected an integer for \"") + key + "\"");
+    if (overflow) Fail(std::string("\"") + key + "\" is out of range");
+    return v;
+  }
+
+  int64_t OptInt(JsonCursor& c, const char* key, int64_t null_value) {
+    if (c.Peek() == JsonCursor::Kind::kNull) {
+      c.ReadNull();
+      return null_value;
     }
-    if (e->t1 < e->t0) Fail("end time before start time");
-    OpInfo op;
-    op.tid = static_cast<uint64_t>(OptIntField(j, "tid", 0));
-    op.sequence = OptIntField(j, "seq", -1);
-    if (auto it = j.find("scope"); it != j.end()) {
-      if (!it->is_string() || !ParseRecordScope(it->get_ref<const std::string&>(), &e->scope)) {
+    return Int(c, key);
+  }
+
+  uint64_t Address(JsonCursor& c, const char* key) {
+    if (NextKind(c) != JsonCursor::Kind::kNumber) Fail(std::string("expected an unsigned integer for \"") + key + "\"");
+    bool is_int = false, overflow = false;
+    bool negative = false;
+    const uint64_t v = c.ReadUint64(&is_int, &overflow, &negative);
+    if (!is_int) Fail(std::string("expected an unsigned integer for \"") + key + "\"");
+    if (negative) Fail(std::string("\"") + key + "\" must not be negative");
+    if (overflow) Fail(std::string("\"") + key + "\" is out of range (more than 2^64-1)");
+    return v;
+  }
+
+  bool Bool(JsonCursor& c, const char* key) {
+    if (NextKind(c) != JsonCursor::Kind::kBool) Fail(std::string("expected a boolean for \"") + key + "\"");
+    return c.ReadBool();
+  }
+
+  std::string_view String(JsonCursor& c, const char* key) {
+    if (NextKind(c) != JsonCursor::Kind::kString) Fail(std::string("expected a string for \"") + key + "\"");
+    return c.ReadString(&scratch_);
+  }
+
+  DeviceIndex Device(JsonCursor& c, const char* key) {
+    const std::string_view name = String(c, key);
+    if (!ValidDeviceName(name)) {
+      Fail("invalid device \"" + std::string(name.substr(0, 64)) +
+           "\" (PyTorch accepts \"type\" or \"type:index\" with a known type such as cpu or cuda)");
+    }
+    return t_->InternDevice(name);
+  }
+
+  void Field(JsonCursor& c, std::string_view key, Fields& f) {
+    switch (key.size()) {
+      case 1:
+        if (key == "k") {
+          const std::string_view k = String(c, "k");
+          f.has_k = true;
+          if (k == "op") {
+            f.kind = Kind::kOp;
+          } else if (k == "alloc") {
+            f.kind = Kind::kAlloc;
+          } else if (k == "py") {
+            f.kind = Kind::kPy;
+          } else if (k == "other") {
+            f.kind = Kind::kOther;
+          } else if (k == "schema") {
+            f.kind = Kind::kSchema;
+          } else {
+            Fail("unknown record kind \"" + std::string(k.substr(0, 64)) + "\"");
+          }
+          return;
+        }
+        if (key == "i") {
+          f.i = Int(c, "i");
+          f.has_i = true;
+          return;
+        }
+        if (key == "p") {
+          f.p = Int(c, "p");
+          f.has_p = true;
+          return;
+        }
+        if (key == "t") {
+          f.t = Int(c, "t");
+          f.has_t = true;
+          return;
+        }
+        break;
+      case 2:
+        if (key == "t0") {
+          f.t0 = Int(c, "t0");
+          f.has_t0 = true;
+          return;
+        }
+        if (key == "t1") {
+          f.t1 = OptInt(c, "t1", -1);
+          f.has_t1 = f.t1 != -1;
+          return;
+        }
+        if (key == "op") {
+          f.op = std::string(String(c, "op"));
+          f.has_op = true;
+          return;
+        }
+        if (key == "id") {
+          f.id = OptInt(c, "id", -1);
+          if (f.id < -1) Fail("negative tensor id");
+          return;
+        }
+        break;
+      default:
+        break;
+    }
+    if (key == "name") {
+      f.name = t_->strings.Intern(String(c, "name"));
+      f.has_name = true;
+    } else if (key == "tid") {
+      f.tid = OptInt(c, "tid", 0);
+    } else if (key == "seq") {
+      f.seq = OptInt(c, "seq", -1);
+    } else if (key == "scope") {
+      if (c.Peek() != JsonCursor::Kind::kString || !ParseRecordScope(c.ReadString(&scratch_), &f.scope)) {
         Fail("unknown \"scope\"");
       }
+    } else if (key == "args") {
+      Args(c, f);
+    } else if (key == "ptr") {
+      f.ptr = Address(c, "ptr");
+      f.has_ptr = true;
+    } else if (key == "bytes") {
+      f.bytes = Int(c, "bytes");
+      if (f.bytes > (int64_t{1} << 50) || f.bytes < -(int64_t{1} << 50)) Fail("\"bytes\" is out of range");
+      f.has_bytes = true;
+    } else if (key == "dev") {
+      f.dev = Device(c, "dev");
+      f.has_dev = true;
+    } else if (key == "total_allocated") {
+      f.total_allocated = OptInt(c, "total_allocated", 0);
+    } else if (key == "total_reserved") {
+      f.total_reserved = OptInt(c, "total_reserved", 0);
+    } else if (key == "aid") {
+      f.aid = OptInt(c, "aid", -1);
+      if (f.aid < -1) Fail("negative allocation id");
+    } else if (key == "module") {
+      if (c.Peek() == JsonCursor::Kind::kNull) {
+        c.ReadNull();
+      } else {
+        f.module = Module(c);
+      }
+    } else if (key == "optimizer") {
+      if (c.Peek() == JsonCursor::Kind::kNull) {
+        c.ReadNull();
+      } else {
+        f.optimizer = Optimizer(c);
+      }
+    } else if (key == "schemas") {
+      if (c.Peek() != JsonCursor::Kind::kArray) Fail("expected a list for \"schemas\"");
+      c.BeginArray();
+      while (c.NextItem()) {
+        if (c.Peek() != JsonCursor::Kind::kString) Fail("expected schema strings in \"schemas\"");
+        f.schemas.emplace_back(c.ReadString(&scratch_));
+      }
+      f.has_schemas = true;
+    } else {
+      c.SkipValue();  // unknown fields are ignored (forward compatibility)
     }
-    const json& args = Field(j, "args");
-    if (!args.is_array()) Fail("expected a list for \"args\"");
-    op.args_begin = static_cast<uint32_t>(t_->args.size());
-    op.args_count = static_cast<uint32_t>(args.size());
-    for (const auto& a : args) t_->args.push_back(ParseArg(a));
+  }
+
+  void Schema(Fields& f) {
+    Require(f.has_op, "op");
+    Require(f.has_schemas, "schemas");
+    for (const auto& [name, _] : t_->schemas) {
+      if (name == f.op) Fail("schemas of \"" + f.op.substr(0, 200) + "\" registered twice");
+    }
+    t_->schemas.emplace_back(std::move(f.op), std::move(f.schemas));
+  }
+
+  void Op(const Fields& f, Event* e) {
+    Require(f.has_name, "name");
+    Require(f.has_t0, "t0");
+    Require(f.has_args, "args");
+    e->kind = EventKind::kOp;
+    e->name = f.name;
+    e->scope = f.scope;
+    e->t0 = f.t0;
+    e->t1 = f.has_t1 ? f.t1 : f.t0;
+    if (!f.has_t1) ++t_->ops_without_end;
+    if (e->t1 < e->t0) Fail("end time before start time");
+    OpInfo op;
+    op.tid = static_cast<uint64_t>(f.tid);
+    op.sequence = f.seq;
+    op.args_begin = f.args_begin;
+    op.args_count = f.args_count;
     e->payload = static_cast<uint32_t>(t_->ops.size());
     t_->ops.push_back(op);
   }
 
-  Arg ParseArg(const json& a) {
+  void Args(JsonCursor& c, Fields& f) {
+    if (c.Peek() != JsonCursor::Kind::kArray) Fail("expected a list for \"args\"");
+    // Arguments are appended after any nested records' pools; collect them
+    // locally first so an op's arguments stay contiguous.
+    std::vector<Arg>& args = arg_stack_;
+    const size_t base = args.size();
+    c.BeginArray();
+    while (c.NextItem()) args.push_back(ParseArg(c));
+    f.args_begin = static_cast<uint32_t>(t_->args.size());
+    f.args_count = static_cast<uint32_t>(args.size() - base);
+    t_->args.insert(t_->args.end(), args.begin() + static_cast<std::ptrdiff_t>(base), args.end());
+    args.resize(base);
+    f.has_args = true;
+  }
+
+  Arg ParseArg(JsonCursor& c) {
     Arg arg;
-    if (a.is_null()) return arg;
-    if (!a.is_object() || a.empty()) Fail("invalid argument value");
-    if (a.contains("impl")) {
-      arg.kind = ArgKind::kTensor;
-      arg.begin = ParseTensor(a, false);
+    const auto kind = c.Peek();
+    if (kind == JsonCursor::Kind::kNull) {
+      c.ReadNull();
       return arg;
     }
-    const auto first = a.begin();  // a tagged value: exactly one key
-    if (a.size() != 1) Fail("invalid argument value (expected one key)");
-    const std::string& key = first.key();
-    const json& value = first.value();
+    if (kind != JsonCursor::Kind::kObject) Fail("invalid argument value");
+    c.BeginObject();
+    std::string_view key;
+    if (!c.NextKey(&key)) Fail("invalid argument value (an empty object)");
     if (key == "list") {
-      if (!value.is_array()) Fail("expected a list for \"list\"");
+      if (c.Peek() != JsonCursor::Kind::kArray) Fail("expected a list for \"list\"");
       arg.kind = ArgKind::kTensorList;
-      std::vector<uint32_t> items;
-      for (const auto& item : value) {
-        items.push_back(item.is_null() ? kNone32 : ParseTensor(item, false));
+      std::vector<uint32_t>& items = list_scratch_;
+      items.clear();
+      c.BeginArray();
+      while (c.NextItem()) {
+        if (c.Peek() == JsonCursor::Kind::kNull) {
+          c.ReadNull();
+          items.push_back(kNone32);
+        } else {
+          items.push_back(ParseTensor(c, false));
+        }
       }
       arg.begin = static_cast<uint32_t>(t_->list_items.size());
       arg.count = static_cast<uint32_t>(items.size());
       t_->list_items.insert(t_->list_items.end(), items.begin(), items.end());
     } else if (key == "bool") {
-      if (!value.is_boolean()) Fail("expected a boolean for \"bool\"");
+      Bool(c, "bool");
       arg.kind = ArgKind::kBool;
     } else if (key == "int") {
-      AsInt(value, "int");
+      Int(c, "int");
       arg.kind = ArgKind::kInt;
     } else if (key == "float") {
-      if (!value.is_number() && !(value.is_string() && (value == "nan" || value == "inf" || value == "-inf"))) {
-        Fail("expected a number for \"float\"");
+      if (c.Peek() == JsonCursor::Kind::kNumber) {
+        c.SkipValue();
+      } else {
+        const auto kind2 = c.Peek();
+        const std::string_view v = kind2 == JsonCursor::Kind::kString ? c.ReadString(&scratch_) : "";
+        if (v != "nan" && v != "inf" && v != "-inf") Fail("expected a number for \"float\"");
       }
       arg.kind = ArgKind::kFloat;
     } else if (key == "complex") {
-      if (!value.is_array() || value.size() != 2) Fail("expected [re, im] for \"complex\"");
+      if (c.Peek() != JsonCursor::Kind::kArray) Fail("expected [re, im] for \"complex\"");
+      c.BeginArray();
+      int n = 0;
+      while (c.NextItem()) {
+        c.SkipValue();
+        ++n;
+      }
+      if (n != 2) Fail("expected [re, im] for \"complex\"");
       arg.kind = ArgKind::kComplex;
     } else if (key == "str") {
-      if (!value.is_string()) Fail("expected a string for \"str\"");
+      String(c, "str");
       arg.kind = ArgKind::kString;
     } else {
-      Fail("unknown argument kind \"" + key + "\"");
+      // A tensor object: its first key is already read.
+      arg.kind = ArgKind::kTensor;
+      arg.begin = TensorBody(c, key, false);
+      return arg;
     }
+    if (c.NextKey(&key)) Fail("invalid argument value (expected one key)");
     return arg;
   }
 
-  DeviceIndex Device(const json& j, const char* key) {
-    const std::string& name = StringField(j, key);
-    if (!ValidDeviceName(name)) {
-      Fail("invalid device \"" + name.substr(0, 64) + "\" (PyTorch accepts \"type\" or \"type:index\" with a known type such as cpu or cuda)");
-    }
-    return t_->InternDevice(name);
+  uint32_t ParseTensor(JsonCursor& c, bool allow_partial) {
+    if (c.Peek() != JsonCursor::Kind::kObject) Fail("expected a tensor object");
+    c.BeginObject();
+    std::string_view key;
+    if (!c.NextKey(&key)) Fail(allow_partial ? "missing field \"ptr\"" : "tensor without \"impl\"");
+    return TensorBody(c, key, allow_partial);
   }
 
-  uint32_t ParseTensor(const json& j, bool allow_partial) {
-    if (!j.is_object()) Fail("expected a tensor object");
+  // The rest of a tensor object whose first key is `key` (its value next).
+  uint32_t TensorBody(JsonCursor& c, std::string_view key, bool allow_partial) {
     Tensor t;
-    if (!j.contains("impl")) {
-      if (!allow_partial) Fail("tensor without \"impl\"");
-      t.partial = true;
-      t.ptr = AsAddress(Field(j, "ptr"), "ptr");
-    } else {
-      t.impl = AsAddress(Field(j, "impl"), "impl");
-      t.ptr = AsAddress(Field(j, "ptr"), "ptr");
-      const int64_t id = OptIntField(j, "id", -1);
-      const int64_t aid = OptIntField(j, "aid", -1);
-      if (id < -1 || aid < -1) Fail("negative tensor id");
-      t.id = TensorId(id);
-      t.allocation = AllocationId(aid);
-      t.device = Device(j, "dev");
-      const std::string& dtype = StringField(j, "dtype");
-      t.element_size = static_cast<uint8_t>(ElementSize(dtype));
-      if (auto it = j.find("layout"); it != j.end()) {
-        if (!it->is_string() || !ParseLayout(it->get_ref<const std::string&>(), &t.layout)) {
+    bool has_impl = false, has_ptr = false, has_dev = false, has_dtype = false;
+    sizes_.clear();
+    strides_.clear();
+    do {
+      if (key == "impl") {
+        t.impl = Address(c, "impl");
+        has_impl = true;
+      } else if (key == "ptr") {
+        t.ptr = Address(c, "ptr");
+        has_ptr = true;
+      } else if (key == "id") {
+        const int64_t id = OptInt(c, "id", -1);
+        if (id < -1) Fail("negative tensor id");
+        t.id = TensorId(id);
+      } else if (key == "aid") {
+        const int64_t aid = OptInt(c, "aid", -1);
+        if (aid < -1) Fail("negative allocation id");
+        t.allocation = AllocationId(aid);
+      } else if (key == "dev") {
+        t.device = Device(c, "dev");
+        has_dev = true;
+      } else if (key == "dtype") {
+        t.element_size = static_cast<uint8_t>(ElementSize(String(c, "dtype")));
+        has_dtype = true;
+      } else if (key == "layout") {
+        if (c.Peek() != JsonCursor::Kind::kString || !ParseLayout(c.ReadString(&scratch_), &t.layout)) {
           t.layout = Layout::kOther;
         }
+      } else if (key == "sizes") {
+        Dims(c, "sizes", &sizes_);
+      } else if (key == "strides") {
+        Dims(c, "strides", &strides_);
+      } else {
+        c.SkipValue();
       }
+    } while (c.NextKey(&key));
+    if (!has_impl) {
+      if (!allow_partial) Fail("tensor without \"impl\"");
+      Require(has_ptr, "ptr");
+      t.partial = true;
+    } else {
+      Require(has_ptr, "ptr");
+      Require(has_dev, "dev");
+      Require(has_dtype, "dtype");
       t.dims_begin = static_cast<uint32_t>(t_->dims.size());
-      t.num_sizes = Dims(j, "sizes");
-      t.num_strides = Dims(j, "strides");
+      t.num_sizes = static_cast<uint16_t>(sizes_.size());
+      t.num_strides = static_cast<uint16_t>(strides_.size());
+      t_->dims.insert(t_->dims.end(), sizes_.begin(), sizes_.end());
+      t_->dims.insert(t_->dims.end(), strides_.begin(), strides_.end());
     }
     t_->tensors.push_back(t);
     return static_cast<uint32_t>(t_->tensors.size() - 1);
   }
 
-  uint16_t Dims(const json& j, const char* key) {
-    auto it = j.find(key);
-    if (it == j.end() || it->is_null()) return 0;
-    if (!it->is_array()) Fail(std::string("expected a list for \"") + key + "\"");
-    if (it->size() > 4096) Fail(std::string("too many dimensions in \"") + key + "\"");
-    for (const auto& d : *it) {
-      const int64_t v = AsInt(d, key);
+  void Dims(JsonCursor& c, const char* key, std::vector<int64_t>* out) {
+    if (c.Peek() == JsonCursor::Kind::kNull) {
+      c.ReadNull();
+      return;
+    }
+    if (c.Peek() != JsonCursor::Kind::kArray) Fail(std::string("expected a list for \"") + key + "\"");
+    c.BeginArray();
+    while (c.NextItem()) {
+      const int64_t v = Int(c, key);
       if (v < 0 && std::string_view(key) == "sizes") Fail("negative tensor size in \"sizes\"");
       if (v > (int64_t{1} << 48) || v < -(int64_t{1} << 48)) Fail(std::string("\"") + key + "\" is out of range");
-      t_->dims.push_back(v);
+      if (out->size() >= 4096) Fail(std::string("too many dimensions in \"") + key + "\"");
+      out->push_back(v);
     }
-    return static_cast<uint16_t>(it->size());
   }
 
-  void Alloc(const json& j, Event* e) {
+  void Alloc(const Fields& f, Event* e) {
+    Require(f.has_t, "t");
+    Require(f.has_ptr, "ptr");
+    Require(f.has_bytes, "bytes");
+    Require(f.has_dev, "dev");
     e->kind = EventKind::kAlloc;
-    e->name = t_->strings.Intern("[memory]");
-    e->t0 = e->t1 = IntField(j, "t");
+    e->name = memory_name_;
+    e->t0 = e->t1 = f.t;
     AllocInfo a;
-    a.ptr = AsAddress(Field(j, "ptr"), "ptr");
-    a.bytes = IntField(j, "bytes");
-    if (a.bytes > (int64_t{1} << 50) || a.bytes < -(int64_t{1} << 50)) Fail("\"bytes\" is out of range");
-    a.device = Device(j, "dev");
-    a.total_allocated = OptIntField(j, "total_allocated", 0);
-    a.total_reserved = OptIntField(j, "total_reserved", 0);
-    a.tid = static_cast<uint64_t>(OptIntField(j, "tid", 0));
-    a.id = TensorId(OptIntField(j, "id", -1));
-    a.allocation = AllocationId(OptIntField(j, "aid", -1));
+    a.ptr = f.ptr;
+    a.bytes = f.bytes;
+    a.device = f.dev;
+    a.total_allocated = f.total_allocated;
+    a.total_reserved = f.total_reserved;
+    a.tid = static_cast<uint64_t>(f.tid);
+    a.id = TensorId(f.id);
+    a.allocation = AllocationId(f.aid);
     e->payload = static_cast<uint32_t>(t_->allocs.size());
     t_->allocs.push_back(a);
   }
 
-  void Params(const json& list, bool module, uint32_t* begin, uint32_t* count) {
-    if (!list.is_array()) Fail("expected a list for \"params\"");
+  void Params(JsonCursor& c, bool module, uint32_t* begin, uint32_t* count) {
+    if (c.Peek() != JsonCursor::Kind::kArray) Fail("expected a list for \"params\"");
     std::vector<ParamInfo> params;
-    for (const auto& p : list) {
-      if (!p.is_object()) Fail("expected a parameter object");
+    c.BeginArray();
+    while (c.NextItem()) {
+      if (c.Peek() != JsonCursor::Kind::kObject) Fail("expected a parameter object");
       ParamInfo info;
-      if (module) info.name = t_->strings.Intern(StringField(p, "name"));
-      info.tensor = ParseTensor(Field(p, "t"), true);
-      if (auto g = p.find("grad"); g != p.end() && !g->is_null()) info.grad = ParseTensor(*g, true);
-      if (auto s = p.find("state"); s != p.end()) States(*s, &info.state_begin, &info.state_count);
+      bool has_t = false, has_name = false;
+      c.BeginObject();
+      std::string_view key;
+      while (c.NextKey(&key)) {
+        if (key == "name") {
+          info.name = t_->strings.Intern(String(c, "name"));
+          has_name = true;
+        } else if (key == "t") {
+          info.tensor = ParseTensor(c, true);
+          has_t = true;
+        } else if (key == "grad") {
+          if (c.Peek() == JsonCursor::Kind::kNull) {
+            c.ReadNull();
+          } else {
+            info.grad = ParseTensor(c, true);
+          }
+        } else if (key == "state") {
+          States(c, &info.state_begin, &info.state_count);
+        } else {
+          c.SkipValue();
+        }
+      }
+      Require(has_t, "t");
+      if (module) Require(has_name, "name");
       params.push_back(info);
     }
     *begin = static_cast<uint32_t>(t_->params.size());
@@ -329,107 +590,253 @@ class Builder {
     t_->params.insert(t_->params.end(), params.begin(), params.end());
   }
 
-  void States(const json& list, uint32_t* begin, uint32_t* count) {
-    if (!list.is_array()) Fail("expected a list for \"state\"");
+  void States(JsonCursor& c, uint32_t* begin, uint32_t* count) {
+    if (c.Peek() != JsonCursor::Kind::kArray) Fail("expected a list for \"state\"");
     std::vector<StateEntry> states;
-    for (const auto& s : list) {
-      if (!s.is_array() || s.size() != 2 || !s[0].is_string()) Fail("expected [name, tensor] in \"state\"");
-      states.push_back(StateEntry{t_->strings.Intern(s[0].get<std::string>()), ParseTensor(s[1], true)});
+    c.BeginArray();
+    while (c.NextItem()) {
+      if (c.Peek() != JsonCursor::Kind::kArray) Fail("expected [name, tensor] in \"state\"");
+      c.BeginArray();
+      if (!c.NextItem()) Fail("expected [name, tensor] in \"state\"");
+      StateEntry s;
+      s.name = t_->strings.Intern(String(c, "state"));
+      if (!c.NextItem()) Fail("expected [name, tensor] in \"state\"");
+      s.tensor = ParseTensor(c, true);
+      if (c.NextItem()) Fail("expected [name, tensor] in \"state\"");
+      states.push_back(s);
     }
     *begin = static_cast<uint32_t>(t_->states.size());
     *count = static_cast<uint32_t>(states.size());
     t_->states.insert(t_->states.end(), states.begin(), states.end());
   }
 
-  void Py(const json& j, Event* e) {
+  uint32_t Module(JsonCursor& c) {
+    if (c.Peek() != JsonCursor::Kind::kObject) Fail("expected an object for \"module\"");
+    ModuleInfo mod;
+    bool has_cls = false, has_params = false;
+    c.BeginObject();
+    std::string_view key;
+    while (c.NextKey(&key)) {
+      if (key == "self") {
+        if (c.Peek() == JsonCursor::Kind::kNull) {
+          c.ReadNull();
+        } else {
+          mod.has_self = true;
+          mod.self = Address(c, "self");
+        }
+      } else if (key == "cls") {
+        mod.cls = t_->strings.Intern(String(c, "cls"));
+        has_cls = true;
+      } else if (key == "params") {
+        Params(c, true, &mod.params_begin, &mod.params_count);
+        has_params = true;
+      } else {
+        c.SkipValue();
+      }
+    }
+    Require(has_cls, "cls");
+    Require(has_params, "params");
+    t_->modules.push_back(mod);
+    return static_cast<uint32_t>(t_->modules.size() - 1);
+  }
+
+  uint32_t Optimizer(JsonCursor& c) {
+    if (c.Peek() != JsonCursor::Kind::kObject) Fail("expected an object for \"optimizer\"");
+    OptimizerInfo opt;
+    bool has_params = false;
+    c.BeginObject();
+    std::string_view key;
+    while (c.NextKey(&key)) {
+      if (key == "self") {
+        if (c.Peek() == JsonCursor::Kind::kNull) {
+          c.ReadNull();
+        } else {
+          opt.has_self = true;
+          opt.self = Address(c, "self");
+        }
+      } else if (key == "params") {
+        Params(c, false, &opt.params_begin, &opt.params_count);
+        has_params = true;
+      } else if (key == "state") {
+        States(c, &opt.state_begin, &opt.state_count);
+      } else {
+        c.SkipValue();
+      }
+    }
+    Require(has_params, "params");
+    t_->optimizers.push_back(opt);
+    return static_cast<uint32_t>(t_->optimizers.size() - 1);
+  }
+
+  void Py(const Fields& f, Event* e) {
+    Require(f.has_name, "name");
+    Require(f.has_t0, "t0");
     e->kind = EventKind::kPy;
-    e->name = t_->strings.Intern(StringField(j, "name"));
-    e->t0 = IntField(j, "t0");
-    e->t1 = OptIntField(j, "t1", e->t0);
+    e->name = f.name;
+    e->t0 = f.t0;
+    e->t1 = f.has_t1 ? f.t1 : f.t0;
+    if (f.module != kNone32 && f.optimizer != kNone32) Fail("a python call cannot be both a module and an optimizer");
     PyInfo py;
-    py.tid = static_cast<uint64_t>(OptIntField(j, "tid", 0));
-    if (auto m = j.find("module"); m != j.end() && !m->is_null()) {
-      if (!m->is_object()) Fail("expected an object for \"module\"");
-      ModuleInfo mod;
-      if (auto s = m->find("self"); s != m->end() && !s->is_null()) {
-        mod.has_self = true;
-        mod.self = AsAddress(*s, "self");
-      }
-      mod.cls = t_->strings.Intern(StringField(*m, "cls"));
-      Params(Field(*m, "params"), true, &mod.params_begin, &mod.params_count);
-      py.module = static_cast<uint32_t>(t_->modules.size());
-      t_->modules.push_back(mod);
-    }
-    if (auto o = j.find("optimizer"); o != j.end() && !o->is_null()) {
-      if (!o->is_object()) Fail("expected an object for \"optimizer\"");
-      if (py.module != kNone32) Fail("a python call cannot be both a module and an optimizer");
-      OptimizerInfo opt;
-      if (auto s = o->find("self"); s != o->end() && !s->is_null()) {
-        opt.has_self = true;
-        opt.self = AsAddress(*s, "self");
-      }
-      Params(Field(*o, "params"), false, &opt.params_begin, &opt.params_count);
-      if (auto s = o->find("state"); s != o->end()) States(*s, &opt.state_begin, &opt.state_count);
-      py.optimizer = static_cast<uint32_t>(t_->optimizers.size());
-      t_->optimizers.push_back(opt);
-    }
+    py.tid = static_cast<uint64_t>(f.tid);
+    py.module = f.module;
+    py.optimizer = f.optimizer;
     e->payload = static_cast<uint32_t>(t_->pys.size());
     t_->pys.push_back(py);
   }
 
   Trace* t_;
+  std::string scratch_;
+  std::vector<Arg> arg_stack_;
+  std::vector<uint32_t> list_scratch_;
+  std::vector<int64_t> sizes_, strides_;
+  uint32_t memory_name_ = t_->strings.Intern("[memory]");
 };
+
+// Blocks of whole lines, produced by a reader thread (inflate + cut) and
+// consumed in order by the parsing thread.
+struct Block {
+  std::string text;       // whole lines, each ending in '\n' except maybe the last
+  size_t first_line = 0;  // 1-based number of the block's first line
+  bool last_unterminated = false;
+};
+
+class BlockQueue {
+ public:
+  void Push(Block b) {
+    std::unique_lock<std::mutex> lock(mu_);
+    not_full_.wait(lock, [&] { return q_.size() < kMax || cancelled_; });
+    if (cancelled_) return;
+    q_.push_back(std::move(b));
+    not_empty_.notify_one();
+  }
+  void Close(Status status) {
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_ = true;
+    status_ = std::move(status);
+    not_empty_.notify_all();
+  }
+  void Cancel() {
+    std::lock_guard<std::mutex> lock(mu_);
+    cancelled_ = true;
+    not_full_.notify_all();
+  }
+  bool Cancelled() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return cancelled_;
+  }
+  // False at the end; then status() tells whether the input was good.
+  bool Pop(Block* b) {
+    std::unique_lock<std::mutex> lock(mu_);
+    not_empty_.wait(lock, [&] { return !q_.empty() || closed_; });
+    if (q_.empty()) return false;
+    *b = std::move(q_.front());
+    q_.pop_front();
+    not_full_.notify_one();
+    return true;
+  }
+  const Status& status() const { return status_; }
+
+ private:
+  static constexpr size_t kMax = 4;
+  std::mutex mu_;
+  std::condition_variable not_empty_, not_full_;
+  std::deque<Block> q_;
+  bool closed_ = false;
+  bool cancelled_ = false;
+  Status status_;
+};
+
+void Produce(LineSource& src, BlockQueue& queue) {
+  constexpr size_t kBlock = 4 << 20;
+  Block block;
+  block.first_line = 1;
+  size_t line_no = 0;
+  std::string_view line;
+  while (src.Next(&line)) {
+    ++line_no;
+    if (block.text.empty()) block.first_line = line_no;
+    block.text.append(line.data(), line.size());
+    if (src.last_line_unterminated()) {
+      block.last_unterminated = true;
+    } else {
+      block.text.push_back('\n');
+    }
+    if (block.text.size() >= kBlock) {
+      queue.Push(std::move(block));
+      if (queue.Cancelled()) return queue.Close(Status());
+      block = Block();
+    }
+  }
+  if (!block.text.empty()) queue.Push(std::move(block));
+  queue.Close(src.status());
+}
 
 Expected<Trace> ReadFrom(LineSource& src, const ReadOptions& options, ReadInfo* info) {
   Trace trace;
   Builder builder(&trace);
-  std::string_view line;
-  size_t line_no = 0;
+  BlockQueue queue;
+  std::thread producer([&] { Produce(src, queue); });
+  struct Joiner {  // stops and joins the producer on every exit path
+    std::thread& t;
+    BlockQueue& q;
+    ~Joiner() {
+      q.Cancel();
+      if (t.joinable()) t.join();
+    }
+  } joiner{producer, queue};
+
   bool saw_header = false;
+  size_t line_no = 0;
   ReadInfo local;
-  while (src.Next(&line)) {
-    ++line_no;
-    if (line.size() > (64u << 20)) {
-      return Status::Error(src.name() + ": line " + std::to_string(line_no) + ": line longer than 64 MiB");
-    }
-    json j;
-    try {
-      j = json::parse(line);
-    } catch (const json::parse_error& e) {
-      if (src.last_line_unterminated() && saw_header) {
-        if (options.partial) {
-          local.stopped_early = true;
-          local.stopped_at_line = line_no;
-          break;
+  Block block;
+  bool stopped = false;
+  while (!stopped && queue.Pop(&block)) {
+    size_t pos = 0;
+    line_no = block.first_line - 1;
+    while (pos < block.text.size()) {
+      size_t nl = block.text.find('\n', pos);
+      const bool unterminated = nl == std::string::npos;
+      if (unterminated) nl = block.text.size();
+      const std::string_view line(block.text.data() + pos, nl - pos);
+      pos = nl + 1;
+      ++line_no;
+      const std::string where = src.name() + ": line " + std::to_string(line_no) + ": ";
+      if (line.size() > (64u << 20)) return Status::Error(where + "line longer than 64 MiB");
+      JsonCursor cursor(line);
+      try {
+        if (!saw_header) {
+          builder.Header(cursor);
+          saw_header = true;
+        } else {
+          builder.Record(cursor);
         }
-        return Status::Error(src.name() + ": line " + std::to_string(line_no) +
-                             ": the last record is cut off (the trace was truncated; use --partial "
-                             "to analyze up to the last complete record)");
+        cursor.ExpectEnd();
+      } catch (const JsonError& e) {
+        if (unterminated && saw_header) {
+          if (options.partial) {
+            local.stopped_early = true;
+            local.stopped_at_line = line_no;
+            stopped = true;
+            break;
+          }
+          return Status::Error(where +
+                               "the last record is cut off (the trace was truncated; use --partial to analyze up to "
+                               "the last complete record)");
+        }
+        return Status::Error(where + "not valid JSON (column " + std::to_string(e.column) + ": " + e.what + ")");
+      } catch (const RecordError& e) {
+        return Status::Error(where + e.what());
       }
-      std::string what = e.what();
-      if (auto p = what.find("syntax error"); p != std::string::npos) what = what.substr(p);
-      return Status::Error(src.name() + ": line " + std::to_string(line_no) + ": not valid JSON (" +
-                           what + ")");
-    }
-    try {
-      if (!saw_header) {
-        builder.Header(j);
-        saw_header = true;
-      } else {
-        builder.Record(j);
-      }
-    } catch (const RecordError& e) {
-      return Status::Error(src.name() + ": line " + std::to_string(line_no) + ": " + e.what());
-    } catch (const json::exception& e) {
-      return Status::Error(src.name() + ": line " + std::to_string(line_no) + ": " + e.what());
     }
   }
-  if (!src.status().ok()) {
-    if (options.partial && saw_header && src.status().message().find("truncated") != std::string::npos) {
+  queue.Cancel();
+  if (producer.joinable()) producer.join();
+  if (!stopped && !queue.status().ok()) {
+    if (options.partial && saw_header && queue.status().message().find("truncated") != std::string::npos) {
       local.stopped_early = true;
-      local.stopped_at_line = line_no;
+      local.stopped_at_line = line_no + 1;
     } else {
-      return src.status();
+      return queue.status();
     }
   }
   if (!saw_header) return Status::Error(src.name() + ": empty file (no memtl trace header)");
