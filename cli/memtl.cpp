@@ -182,6 +182,15 @@ int RunCategories(const Args& args) {
   return 0;
 }
 
+// The analysis is large and about to be freed by process exit anyway; keep
+// it alive instead of spending time in destructors (the pointer stays
+// reachable, so leak checkers stay quiet).
+template <typename T>
+void KeepUntilExit(std::unique_ptr<T> p) {
+  static std::vector<std::unique_ptr<T>>* kept = new std::vector<std::unique_ptr<T>>();
+  kept->push_back(std::move(p));
+}
+
 int RunExport(const Args& args) {
   if (args.output.empty()) return Fail("export needs -o PATH (see memtl --help)");
   // Check the output name before the (possibly long) analysis.
@@ -197,6 +206,7 @@ int RunExport(const Args& args) {
   c.value()->analysis->timer.Mark("export");
   PrintTimings(args, a.timer);
   PrintNotes(a.diagnostics);
+  KeepUntilExit(std::move(c.value()));
   return 0;
 }
 

@@ -30,15 +30,15 @@ std::string_view CategoryName(std::optional<Category> c) {
 }
 
 std::optional<Category> CategoryDict::Get(const TensorKey& key, int32_t version) const {
-  if (auto it = by_id_.find(key.id.value()); it != by_id_.end()) return it->second;
-  if (auto it = by_key_.find(key); it != by_key_.end()) return it->second;
-  if (auto it = by_version_.find({key, version}); it != by_version_.end()) return it->second;
+  if (const Category* c = by_id_.find(static_cast<uint64_t>(key.id.value()))) return *c;
+  if (const Category* c = by_key_.find(key)) return *c;
+  if (const Category* c = by_version_.find({key, version})) return *c;
   return std::nullopt;
 }
 
 void CategoryWriter::SetById(const TensorKey& key, Category c) {
-  d_.by_id_[key.id.value()] = c;
-  if (d_.by_id_key_seen_.emplace(key, true).second) d_.by_id_keys_.push_back(key);
+  d_.by_id_[static_cast<uint64_t>(key.id.value())] = c;
+  if (d_.by_id_key_seen_.try_emplace(key, true).second) d_.by_id_keys_.push_back(key);
 }
 
 }  // namespace memtl

@@ -10,10 +10,10 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "core/model/flat_map.h"
 #include "core/model/ids.h"
 
 namespace memtl {
@@ -42,9 +42,11 @@ inline constexpr std::array<std::string_view, 8> kExportIndexNames = {
 
 struct KeyVersionHash {
   size_t operator()(const std::pair<TensorKey, int32_t>& p) const {
-    return TensorKeyHash()(p.first) * 1000003u + static_cast<size_t>(p.second);
+    return static_cast<size_t>(Mix64(TensorKeyHash()(p.first) + static_cast<uint64_t>(p.second)));
   }
 };
+using KeyVersion = std::pair<TensorKey, int32_t>;
+using KeyVersionSet = FlatMap<KeyVersion, char, KeyVersionHash>;
 
 class CategoryDict {
  public:
@@ -54,11 +56,11 @@ class CategoryDict {
 
  private:
   friend class CategoryWriter;
-  std::unordered_map<int64_t, Category> by_id_;
-  std::unordered_map<TensorKey, Category, TensorKeyHash> by_key_;
-  std::unordered_map<std::pair<TensorKey, int32_t>, Category, KeyVersionHash> by_version_;
+  FlatMap<uint64_t, Category, U64Hash> by_id_;
+  FlatMap<TensorKey, Category, TensorKeyHash> by_key_;
+  FlatMap<KeyVersion, Category, KeyVersionHash> by_version_;
   std::vector<TensorKey> by_id_keys_;
-  std::unordered_map<TensorKey, bool, TensorKeyHash> by_id_key_seen_;
+  FlatMap<TensorKey, bool, TensorKeyHash> by_id_key_seen_;
 };
 
 // The only way passes change categories.

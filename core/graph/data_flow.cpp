@@ -3,17 +3,11 @@
 #include "core/graph/data_flow.h"
 
 #include <algorithm>
-#include <unordered_set>
+#include "core/model/flat_map.h"
 
 namespace memtl {
 
 namespace {
-
-struct PairKeyHash {
-  size_t operator()(const std::pair<TensorKey, int32_t>& p) const {
-    return TensorKeyHash()(p.first) * 31 + static_cast<size_t>(p.second);
-  }
-};
 
 std::string Describe(const Trace& trace, uint32_t event) {
   const Event& e = trace.events[event];
@@ -43,10 +37,16 @@ std::vector<uint32_t> LeafEvents(const OpTree& tree) {
       ++p;
     }
   }
-  std::stable_sort(leaves.begin(), leaves.end(),
-                   [&](uint32_t a, uint32_t b) { return trace.events[a].t0 < trace.events[b].t0; });
+  auto by_start = [&](uint32_t a, uint32_t b) { return trace.events[a].t0 < trace.events[b].t0; };
+  if (!std::is_sorted(leaves.begin(), leaves.end(), by_start)) std::stable_sort(leaves.begin(), leaves.end(), by_start);
   return leaves;
 }
+
+struct KeyVersionHashForGraph {
+  size_t operator()(const std::pair<TensorKey, int32_t>& p) const {
+    return static_cast<size_t>(Mix64(TensorKeyHash()(p.first) + static_cast<uint64_t>(p.second)));
+  }
+};
 
 struct Pending {
   FlowEdge edge;
@@ -58,22 +58,37 @@ struct Pending {
 Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree) {
   const Trace& trace = tree.trace();
   DataFlowGraph g;
-  auto lookup = [&g](const TensorKey& k) -> int32_t { return g.active_.try_emplace(k, 0).first->second; };
+  // The current version of every key seen (PyTorch's _active_version).
+  FlatMap<TensorKey, int32_t, TensorKeyHash> active;
+  auto lookup = [&active](const TensorKey& k) -> int32_t { return *active.try_emplace(k, 0).first; };
 
+  // A node's edges: a linear scan while few (the common case), a hash index
+  // once a node touches many tensors.
   std::vector<Pending> pending;
-  std::unordered_map<TensorKey, size_t, TensorKeyHash> index;
+  FlatMap<TensorKey, uint32_t, TensorKeyHash> index;
+  constexpr size_t kLinear = 16;
   auto slot = [&](const TensorKey& k) -> Pending& {
-    auto [it, inserted] = index.try_emplace(k, pending.size());
-    if (inserted) {
-      pending.emplace_back();
-      pending.back().edge.key = k;
+    if (pending.size() <= kLinear) {
+      for (auto& p : pending) {
+        if (p.edge.key == k) return p;
+      }
+      if (pending.size() == kLinear) {
+        for (uint32_t i = 0; i < pending.size(); ++i) index.try_emplace(pending[i].edge.key, i);
+      }
+    } else if (const uint32_t* i = index.find(k)) {
+      return pending[*i];
     }
-    return pending[it->second];
+    pending.emplace_back();
+    pending.back().edge.key = k;
+    if (pending.size() > kLinear) index.try_emplace(k, static_cast<uint32_t>(pending.size() - 1));
+    return pending.back();
   };
 
-  for (uint32_t leaf : LeafEvents(tree)) {
+  const auto leaves = LeafEvents(tree);
+  g.nodes_.reserve(leaves.size());
+  for (uint32_t leaf : leaves) {
+    if (pending.size() > kLinear) index.clear();
     pending.clear();
-    index.clear();
     const uint32_t first = tree.position(leaf);
     const uint32_t last = first + tree.subtree_size(leaf);
     const auto& pre = tree.preorder();
@@ -84,8 +99,8 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree) {
       const Event& ev = trace.events[e];
       if (ev.kind != EventKind::kOp) continue;
       const OpInfo& op = trace.ops[ev.payload];
-      const auto& mut = tree.mutability(e);
-      const size_t n = std::min<size_t>(mut.size(), op.args_count);
+      const auto [mut, mut_count] = tree.mutability(e);
+      const size_t n = std::min<size_t>(mut_count, op.args_count);
       auto note = [&](uint32_t tensor, int8_t m) {
         const auto key = KeyOfTensor(trace, tensor);
         if (!key) return;
@@ -138,7 +153,7 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree) {
     node.edges_begin = static_cast<uint32_t>(g.edges_.size());
     node.edges_count = static_cast<uint32_t>(pending.size());
     for (const auto& s : pending) {
-      if (s.edge.mutated == 1 && !s.edge.is_allocation()) ++g.active_[s.edge.key];
+      if (s.edge.mutated == 1 && !s.edge.is_allocation()) ++*active.find(s.edge.key);
       g.edges_.push_back(s.edge);
     }
     for (const auto& s : pending) {
@@ -154,19 +169,21 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree) {
   }
 
   // Validation, as PyTorch's DataFlowGraph.validate.
-  std::unordered_set<std::pair<TensorKey, int32_t>, PairKeyHash> created;
-  std::unordered_map<TensorKey, int32_t, TensorKeyHash> versions;
+  FlatMap<std::pair<TensorKey, int32_t>, char, KeyVersionHashForGraph> created;
+  FlatMap<TensorKey, int32_t, TensorKeyHash> versions;
+  created.reserve(g.edges_.size());
+  versions.reserve(active.size());
   for (const auto& node : g.nodes_) {
     for (const FlowEdge* e = g.begin(node); e != g.end(node); ++e) {
-      if (e->is_output() && !created.insert({e->key, e->output_version()}).second) {
+      if (e->is_output() && !created.try_emplace({e->key, e->output_version()}, 1).second) {
         return Status::Error("data-flow invariant broken at " + Describe(trace, node.event) + ": " +
                              KeyText(e->key, e->output_version()) + " is created twice");
       }
     }
     for (const FlowEdge* e = g.begin(node); e != g.end(node); ++e) {
       if (!e->is_input()) continue;
-      auto it = versions.find(e->key);
-      const int32_t expected = it == versions.end() ? 0 : it->second;
+      const int32_t* seen = versions.find(e->key);
+      const int32_t expected = seen == nullptr ? 0 : *seen;
       if (expected != e->input_version) {
         return Status::Error("data-flow invariant broken at " + Describe(trace, node.event) + ": it reads " +
                              KeyText(e->key, e->input_version) + " but the latest version is v" +
@@ -175,14 +192,13 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree) {
     }
     for (const FlowEdge* e = g.begin(node); e != g.end(node); ++e) {
       if (!e->is_output()) continue;
-      auto [it, inserted] = versions.try_emplace(e->key, e->output_version());
+      auto [v, inserted] = versions.try_emplace(e->key, e->output_version());
       if (!inserted) {
-        if (e->output_version() < it->second) {
+        if (e->output_version() < *v) {
           return Status::Error("data-flow invariant broken at " + Describe(trace, node.event) + ": " +
-                               KeyText(e->key, e->output_version()) + " comes after v" +
-                               std::to_string(it->second));
+                               KeyText(e->key, e->output_version()) + " comes after v" + std::to_string(*v));
         }
-        it->second = e->output_version();
+        *v = e->output_version();
       }
     }
   }

@@ -6,7 +6,6 @@
 
 #include <cstdint>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "core/graph/op_tree.h"
@@ -45,13 +44,9 @@ class DataFlowGraph {
   const std::vector<FlowEdge>& edges() const { return edges_; }
   const FlowEdge* begin(const FlowNode& n) const { return edges_.data() + n.edges_begin; }
   const FlowEdge* end(const FlowNode& n) const { return edges_.data() + n.edges_begin + n.edges_count; }
-  // Every key the graph has seen (PyTorch's _active_version keys).
-  const std::unordered_map<TensorKey, int32_t, TensorKeyHash>& active_versions() const { return active_; }
-
  private:
   std::vector<FlowNode> nodes_;
   std::vector<FlowEdge> edges_;
-  std::unordered_map<TensorKey, int32_t, TensorKeyHash> active_;
 };
 
 // The graph in the line layout of PyTorch's `_run_and_format_data_flow`

@@ -42,16 +42,22 @@ OpTree::OpTree(const Trace& trace, const SchemaRegistry& schemas) : trace_(trace
     const uint32_t e = preorder_[p];
     if (trace.events[e].parent != kNone32) subtree_size_[trace.events[e].parent] += subtree_size_[e];
   }
+  // Pre-order of a well-nested trace is nearly always sorted by start
+  // time already; check before paying for the sort.
   sorted_ = preorder_;
-  std::stable_sort(sorted_.begin(), sorted_.end(),
-                   [&](uint32_t a, uint32_t b) { return trace.events[a].t0 < trace.events[b].t0; });
+  auto by_start = [&](uint32_t a, uint32_t b) { return trace.events[a].t0 < trace.events[b].t0; };
+  if (!std::is_sorted(sorted_.begin(), sorted_.end(), by_start)) {
+    std::stable_sort(sorted_.begin(), sorted_.end(), by_start);
+  }
 
   // Schema facts, computed once per op.
   num_matches_.assign(n, 0);
-  mutability_.resize(n);
+  mutability_begin_.assign(n + 1, 0);
+  mutability_pool_.reserve(trace.args.size());
   std::vector<Observed> observed;
   for (uint32_t e = 0; e < n; ++e) {
     const Event& ev = trace.events[e];
+    mutability_begin_[e] = static_cast<uint32_t>(mutability_pool_.size());
     if (ev.kind != EventKind::kOp) continue;
     const OpInfo& op = trace.ops[ev.payload];
     observed.clear();
@@ -89,8 +95,10 @@ OpTree::OpTree(const Trace& trace, const SchemaRegistry& schemas) : trace_(trace
     }
     const auto matches = MatchSchemas(schemas.Lookup(trace.Name(ev)), observed);
     num_matches_[e] = static_cast<uint32_t>(matches.size());
-    mutability_[e] = InputsAreMutable(matches, observed.size());
+    const auto mut = InputsAreMutable(matches, observed.size());
+    mutability_pool_.insert(mutability_pool_.end(), mut.begin(), mut.end());
   }
+  mutability_begin_[n] = static_cast<uint32_t>(mutability_pool_.size());
 }
 
 }  // namespace memtl

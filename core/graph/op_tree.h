@@ -31,7 +31,11 @@ class OpTree {
   // Schema facts of an op event: number of matching overloads and, per
   // input, 1 written / 0 not / -1 unknown.
   size_t num_matches(uint32_t event) const { return num_matches_[event]; }
-  const std::vector<int8_t>& mutability(uint32_t event) const { return mutability_[event]; }
+  // Per input of an op event (empty for other events).
+  std::pair<const int8_t*, size_t> mutability(uint32_t event) const {
+    return {mutability_pool_.data() + mutability_begin_[event],
+            mutability_begin_[event + 1] - mutability_begin_[event]};
+  }
   // True when the event or one of its ancestors is a backward function.
   bool in_backward(uint32_t event) const { return in_backward_[event]; }
 
@@ -42,7 +46,8 @@ class OpTree {
   std::vector<uint32_t> subtree_size_;
   std::vector<uint32_t> sorted_;
   std::vector<uint32_t> num_matches_;
-  std::vector<std::vector<int8_t>> mutability_;
+  std::vector<uint32_t> mutability_begin_;  // CSR offsets into mutability_pool_
+  std::vector<int8_t> mutability_pool_;
   std::vector<bool> in_backward_;
 };
 

@@ -25,8 +25,8 @@ void SizeMap::Observe(const Trace& trace, uint32_t tensor) {
     if (i == 0 || v > best) best = v;
   }
   const int64_t bytes = best * static_cast<int64_t>(t.element_size);
-  auto [it, inserted] = values_.try_emplace(*key, std::max<int64_t>(bytes, 0));
-  if (!inserted) it->second = std::max(it->second, bytes);
+  auto [v, inserted] = values_.try_emplace(*key, std::max<int64_t>(bytes, 0));
+  if (!inserted) *v = std::max(*v, bytes);
 }
 
 SizeMap::SizeMap(const OpTree& tree) {
@@ -62,7 +62,7 @@ SizeMap::SizeMap(const OpTree& tree) {
       }
     }
   }
-  std::unordered_map<TensorKey, int64_t, TensorKeyHash> allocations;
+  FlatMap<TensorKey, int64_t, TensorKeyHash> allocations;
   for (uint32_t e : tree.sorted()) {
     const Event& ev = trace.events[e];
     if (ev.kind != EventKind::kAlloc) continue;
@@ -74,7 +74,7 @@ SizeMap::SizeMap(const OpTree& tree) {
     // CheckAllocations (core/checks), as PyTorch only logs them.
     allocations.try_emplace(*key, size);
   }
-  for (const auto& [k, v] : allocations) values_[k] = v;
+  allocations.for_each([&](const TensorKey& k, int64_t v) { values_[k] = v; });
 }
 
 }  // namespace memtl

@@ -5,9 +5,9 @@
 #pragma once
 
 #include <cstdint>
-#include <unordered_map>
 
 #include "core/graph/op_tree.h"
+#include "core/model/flat_map.h"
 
 namespace memtl {
 
@@ -16,14 +16,14 @@ class SizeMap {
   explicit SizeMap(const OpTree& tree);
   // 0 for a key never sized (PyTorch would raise KeyError; memtl counts it).
   int64_t operator[](const TensorKey& key) const {
-    auto it = values_.find(key);
-    return it == values_.end() ? 0 : it->second;
+    const int64_t* v = values_.find(key);
+    return v == nullptr ? 0 : *v;
   }
-  bool contains(const TensorKey& key) const { return values_.count(key) != 0; }
+  bool contains(const TensorKey& key) const { return values_.contains(key); }
 
  private:
   void Observe(const Trace& trace, uint32_t tensor);
-  std::unordered_map<TensorKey, int64_t, TensorKeyHash> values_;
+  FlatMap<TensorKey, int64_t, TensorKeyHash> values_;
 };
 
 }  // namespace memtl

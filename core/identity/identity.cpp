@@ -15,6 +15,8 @@
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
+
+#include "core/model/flat_map.h"
 #include <utility>
 
 namespace memtl {
@@ -33,10 +35,13 @@ struct Raw {
   int64_t id = -1;
 };
 
-struct PairHash {
-  size_t operator()(const std::pair<uint64_t, uint64_t>& p) const {
-    return std::hash<uint64_t>()(p.first * 0x9E3779B97F4A7C15ull ^ (p.second + 0x7F4A7C15ull));
-  }
+struct PtrDev {
+  uint64_t ptr = 0;
+  uint64_t device = 0;
+  bool operator==(const PtrDev& o) const { return ptr == o.ptr && device == o.device; }
+};
+struct PtrDevHash {
+  size_t operator()(const PtrDev& p) const { return static_cast<size_t>(Mix64(p.ptr ^ (p.device << 56))); }
 };
 
 int Rank(EventKind k) {
@@ -214,9 +219,13 @@ class Flattener {
 // with the old storage at an argument some overload of that op writes.
 void DealiasImpls(const Trace& trace, const SchemaRegistry& schemas, std::vector<Raw>& raws,
                   IdentityStats& stats) {
-  std::unordered_map<int64_t, uint32_t> alloc_event_of_aid;
+  // Allocation ids are dense (1..n): index the allocating event by id.
+  std::vector<uint32_t> alloc_event_of_aid;
   for (const auto& r : raws) {
-    if (!r.is_tensor && !r.is_free) alloc_event_of_aid.emplace(r.aid, r.event);
+    if (r.is_tensor || r.is_free) continue;
+    const auto a = static_cast<size_t>(r.aid);
+    if (a >= alloc_event_of_aid.size()) alloc_event_of_aid.resize(a + 1, kNone32);
+    if (alloc_event_of_aid[a] == kNone32) alloc_event_of_aid[a] = r.event;
   }
   auto op_wrote_impl = [&](uint32_t op_event, uint64_t impl, int64_t old_aid) {
     const Event& e = trace.events[op_event];
@@ -239,29 +248,29 @@ void DealiasImpls(const Trace& trace, const SchemaRegistry& schemas, std::vector
     uint64_t virtual_impl;
     int64_t last_aid;
   };
-  std::unordered_map<uint64_t, ImplState> state;
+  FlatMap<uint64_t, ImplState, U64Hash> state;
   uint64_t next_virtual = 1;
   for (auto& r : raws) {
     if (r.impl == 0) continue;
-    auto [it, inserted] = state.try_emplace(r.impl, ImplState{next_virtual, r.aid});
+    auto [st, inserted] = state.try_emplace(r.impl, ImplState{next_virtual, r.aid});
     if (inserted) {
       ++next_virtual;
-    } else if (it->second.last_aid != r.aid) {
+    } else if (st->last_aid != r.aid) {
       bool genuine = false;
-      auto alloc = alloc_event_of_aid.find(r.aid);
-      if (alloc != alloc_event_of_aid.end()) {
-        for (uint32_t p = trace.events[alloc->second].parent; p != kNone32 && !genuine;
+      const auto a = static_cast<size_t>(r.aid);
+      if (a < alloc_event_of_aid.size() && alloc_event_of_aid[a] != kNone32) {
+        for (uint32_t p = trace.events[alloc_event_of_aid[a]].parent; p != kNone32 && !genuine;
              p = trace.events[p].parent) {
-          if (trace.events[p].kind == EventKind::kOp) genuine = op_wrote_impl(p, r.impl, it->second.last_aid);
+          if (trace.events[p].kind == EventKind::kOp) genuine = op_wrote_impl(p, r.impl, st->last_aid);
         }
       }
       if (!genuine) {
-        it->second.virtual_impl = next_virtual++;
+        st->virtual_impl = next_virtual++;
         ++stats.dealiased_impls;
       }
-      it->second.last_aid = r.aid;
+      st->last_aid = r.aid;
     }
-    r.impl = it->second.virtual_impl;
+    r.impl = st->virtual_impl;
   }
 }
 
@@ -296,15 +305,18 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
   stats.raw_tensors = raws.size();
 
   // Step 2: allocation ids solve ABA for storage pointers.
+  int64_t num_aids = 0;
   {
-    std::unordered_map<std::pair<uint64_t, uint64_t>, int64_t, PairHash> live;
+    FlatMap<PtrDev, int64_t, PtrDevHash> live;
     int64_t counter = 1;
     for (auto& r : raws) {
-      auto [it, inserted] = live.try_emplace({r.ptr, r.device}, counter);
+      const PtrDev pd{r.ptr, r.device};
+      auto [aid, inserted] = live.try_emplace(pd, counter);
       counter += inserted ? 1 : 0;
-      r.aid = it->second;
-      if (r.is_free) live.erase(it);
+      r.aid = *aid;
+      if (r.is_free) live.erase(pd);
     }
+    num_aids = counter;
   }
   // Write allocation ids now: step 3 reads them from op arguments.
   auto write_aids = [&](Trace& t) {
@@ -329,44 +341,50 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
 
   // Step 4: allocations never seen with a tensor are not tensor storage.
   {
-    std::unordered_set<int64_t> tensor_aids;
+    std::vector<bool> tensor_aids(static_cast<size_t>(num_aids), false);
     for (const auto& r : raws) {
-      if (r.impl != 0) tensor_aids.insert(r.aid);
+      if (r.impl != 0) tensor_aids[static_cast<size_t>(r.aid)] = true;
     }
-    raws.erase(std::remove_if(raws.begin(), raws.end(), [&](const Raw& r) { return !tensor_aids.count(r.aid); }),
+    raws.erase(std::remove_if(raws.begin(), raws.end(),
+                              [&](const Raw& r) { return !tensor_aids[static_cast<size_t>(r.aid)]; }),
                raws.end());
   }
 
   // Step 5: the first allocation id of each impl paired with every later one.
   std::vector<std::pair<int64_t, int64_t>> pairs;
   {
-    std::unordered_map<uint64_t, int64_t> first_aid;
-    std::unordered_set<std::pair<uint64_t, uint64_t>, PairHash> seen;
+    FlatMap<uint64_t, int64_t, U64Hash> first_aid;
+    int64_t last_impl_aid = -1;  // consecutive repeats are common: skip them early
+    uint64_t last_impl = 0;
     for (const auto& r : raws) {
       if (r.impl == 0) continue;
-      const int64_t first = first_aid.try_emplace(r.impl, r.aid).first->second;
+      if (r.impl == last_impl && r.aid == last_impl_aid) continue;
+      last_impl = r.impl;
+      last_impl_aid = r.aid;
+      const int64_t first = *first_aid.try_emplace(r.impl, r.aid).first;
       const auto p = std::minmax(first, r.aid);
-      if (seen.insert({static_cast<uint64_t>(p.first), static_cast<uint64_t>(p.second)}).second) {
-        pairs.emplace_back(p.first, p.second);
-      }
+      pairs.emplace_back(p.first, p.second);
     }
+    std::sort(pairs.begin(), pairs.end());
+    pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
   }
 
-  // Step 6: greedy coalescing over the sorted pairs.
-  std::unordered_map<int64_t, int64_t> id_of;
+  // Step 6: greedy coalescing over the sorted pairs. Allocation ids are
+  // dense, so the id map is a vector (-1: none yet).
+  std::vector<int64_t> id_of(static_cast<size_t>(num_aids), -1);
   {
-    std::sort(pairs.begin(), pairs.end());
     int64_t current = 0;
     for (const auto& [a, b] : pairs) {
-      auto [it, inserted] = id_of.try_emplace(a, current);
-      current += inserted ? 1 : 0;
-      id_of.try_emplace(b, it->second);
+      int64_t& ia = id_of[static_cast<size_t>(a)];
+      if (ia == -1) ia = current++;
+      int64_t& ib = id_of[static_cast<size_t>(b)];
+      if (ib == -1) ib = ia;
     }
   }
 
   if (legacy) {
     for (const auto& r : raws) {
-      const TensorId id(id_of.at(r.aid));
+      const TensorId id(id_of[static_cast<size_t>(r.aid)]);
       if (r.is_tensor) {
         trace.tensors[r.target].id = id;
       } else {
@@ -386,7 +404,7 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
     trace.allocs[i].allocation = saved_alloc_aids[i];
   }
   for (const auto& r : raws) {
-    const TensorId computed(id_of.at(r.aid));
+    const TensorId computed(id_of[static_cast<size_t>(r.aid)]);
     const TensorId given = r.is_tensor ? trace.tensors[r.target].id : trace.allocs[r.target].id;
     if (computed != given) ++stats.id_mismatches;
   }

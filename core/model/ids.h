@@ -85,10 +85,12 @@ struct TensorKey {
 
 struct TensorKeyHash {
   size_t operator()(const TensorKey& k) const {
-    uint64_t h = static_cast<uint64_t>(k.id.value()) * 0x9E3779B97F4A7C15ull;
-    h ^= static_cast<uint64_t>(k.allocation.value()) + 0x632BE59BD9B4E019ull + (h << 6) + (h >> 2);
-    h ^= static_cast<uint64_t>(k.device) * 0xff51afd7ed558ccdull;
-    return static_cast<size_t>(h ^ (h >> 29));
+    uint64_t x = static_cast<uint64_t>(k.id.value()) * 0x9E3779B97F4A7C15ull ^
+                 static_cast<uint64_t>(k.allocation.value()) * 0xC2B2AE3D27D4EB4Full ^ k.device;
+    x ^= x >> 31;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 29;
+    return static_cast<size_t>(x);
   }
 };
 

@@ -5,8 +5,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
-#include <unordered_map>
-#include <unordered_set>
 
 namespace memtl {
 
@@ -25,19 +23,29 @@ std::string_view ActionName(Action a) {
 }
 
 std::vector<std::pair<TensorKey, int32_t>> AllTensorVersions(const DataFlowGraph& graph, const CategoryDict& cats) {
-  std::vector<std::pair<TensorKey, int32_t>> all;
+  // Versions of a key are contiguous from v0: every key starts at v0 and
+  // each bump is an edge from v to v+1. So the set is, per key, 0..max.
+  FlatMap<TensorKey, int32_t, TensorKeyHash> max_version;
+  max_version.reserve(graph.edges().size() / 2);
+  auto note = [&](const TensorKey& k, int32_t v) {
+    auto [m, inserted] = max_version.try_emplace(k, v);
+    if (!inserted && v > *m) *m = v;
+  };
   for (const auto& e : graph.edges()) {
-    if (e.is_input()) all.emplace_back(e.key, e.input_version);
-    if (e.is_intermediate()) all.emplace_back(e.key, 0);
-    if (e.is_output()) all.emplace_back(e.key, e.output_version());
+    if (e.is_input()) note(e.key, e.input_version);
+    if (e.is_intermediate()) note(e.key, 0);
+    if (e.is_output()) note(e.key, e.output_version());
   }
-  for (const auto& k : cats.by_id_keys()) all.emplace_back(k, 0);
-  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
-    if (a.first < b.first) return true;
-    if (b.first < a.first) return false;
-    return a.second < b.second;
-  });
-  all.erase(std::unique(all.begin(), all.end()), all.end());
+  for (const auto& k : cats.by_id_keys()) note(k, 0);
+  std::vector<std::pair<TensorKey, int32_t>> keys;
+  keys.reserve(max_version.size());
+  max_version.for_each([&](const TensorKey& k, int32_t v) { keys.emplace_back(k, v); });
+  std::sort(keys.begin(), keys.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::pair<TensorKey, int32_t>> all;
+  all.reserve(keys.size() + keys.size() / 4);
+  for (const auto& [k, max] : keys) {
+    for (int32_t v = 0; v <= max; ++v) all.emplace_back(k, v);
+  }
   return all;
 }
 
@@ -48,16 +56,16 @@ std::vector<TimelineEvent> BuildTimeline(const OpTree& tree, const DataFlowGraph
 
   // Allocations in tree order: tensor allocations remember their times;
   // untracked ones go straight to the timeline, keyed by (pointer, device).
-  std::unordered_map<TensorKey, int64_t, TensorKeyHash> alloc_time, free_time;
+  FlatMap<TensorKey, int64_t, TensorKeyHash> alloc_time, free_time;
   struct PtrDev {
-    uint64_t ptr;
-    DeviceIndex dev;
+    uint64_t ptr = 0;
+    uint64_t dev = 0;
     bool operator==(const PtrDev& o) const { return ptr == o.ptr && dev == o.dev; }
   };
   struct PtrDevHash {
-    size_t operator()(const PtrDev& p) const { return std::hash<uint64_t>()(p.ptr * 31 + p.dev); }
+    size_t operator()(const PtrDev& p) const { return static_cast<size_t>(Mix64(p.ptr ^ (p.dev << 56))); }
   };
-  std::unordered_set<PtrDev, PtrDevHash> live_unknown;
+  FlatMap<PtrDev, char, PtrDevHash> live_unknown;
   for (uint32_t e : tree.preorder()) {
     const Event& ev = trace.events[e];
     if (ev.kind != EventKind::kAlloc) continue;
@@ -72,14 +80,14 @@ std::vector<TimelineEvent> BuildTimeline(const OpTree& tree, const DataFlowGraph
     te.time = ev.t0;
     const PtrDev pd{a.ptr, a.device};
     if (is_allocation) {
-      te.action = live_unknown.insert(pd).second ? Action::kCreate : Action::kIncrementVersion;
+      te.action = live_unknown.try_emplace(pd, 1).second ? Action::kCreate : Action::kIncrementVersion;
       te.bytes = a.bytes;
       out.push_back(te);
     } else {
       te.action = Action::kDestroy;
       te.bytes = -a.bytes;
       out.push_back(te);
-      if (live_unknown.erase(pd) == 0) {
+      if (!live_unknown.erase(pd)) {
         te.time = -1;
         te.action = Action::kPreexisting;
         out.push_back(te);
@@ -88,7 +96,8 @@ std::vector<TimelineEvent> BuildTimeline(const OpTree& tree, const DataFlowGraph
   }
 
   const auto snapshot = AllTensorVersions(graph, cats);
-  std::unordered_map<TensorKey, int32_t, TensorKeyHash> last_version;
+  FlatMap<TensorKey, int32_t, TensorKeyHash> last_version;
+  last_version.reserve(snapshot.size());
   for (const auto& [k, v] : snapshot) last_version[k] = v;  // sorted: the last is the highest
 
   auto push = [&](int64_t t, Action action, const TensorKey& key, int32_t version) {
@@ -106,16 +115,16 @@ std::vector<TimelineEvent> BuildTimeline(const OpTree& tree, const DataFlowGraph
     out.push_back(te);
   };
   for (const auto& [k, v] : snapshot) {
-    if (v == 0 && !alloc_time.count(k)) push(-1, Action::kPreexisting, k, 0);
+    if (v == 0 && !alloc_time.contains(k)) push(-1, Action::kPreexisting, k, 0);
   }
   for (const auto& node : graph.nodes()) {
     for (const FlowEdge* e = graph.begin(node); e != graph.end(node); ++e) {
       if (e->is_allocation()) {
-        push(alloc_time.at(e->key), Action::kCreate, e->key, 0);
+        push(*alloc_time.find(e->key), Action::kCreate, e->key, 0);
       } else if (e->mutated == 1) {
         push(node.start, Action::kIncrementVersion, e->key, e->input_version);
       }
-      if (e->is_deletion()) push(free_time.at(e->key), Action::kDestroy, e->key, last_version[e->key]);
+      if (e->is_deletion()) push(*free_time.find(e->key), Action::kDestroy, e->key, *last_version.find(e->key));
     }
   }
   std::stable_sort(out.begin(), out.end(), [](const TimelineEvent& a, const TimelineEvent& b) {
