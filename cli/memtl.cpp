@@ -1,5 +1,6 @@
 // The memtl command: parses flags and runs the pipeline stages in order.
 // Every failure is one line on stderr and exit status 2.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -111,13 +112,17 @@ memtl::Expected<std::unique_ptr<memtl::Analysis>> Load(const Args& args) {
 void PrintTimings(const Args& args, const memtl::PhaseTimer& timer) {
   if (!args.timings) return;
   double total = 0;
-  char buf[128];
-  for (const auto& [phase, seconds] : timer.phases()) {
-    std::snprintf(buf, sizeof buf, "memtl: timing: %-10s %.3f\n", phase, seconds);
+  int64_t peak = 0;
+  char buf[160];
+  for (const auto& p : timer.phases()) {
+    std::snprintf(buf, sizeof buf, "memtl: timing: %-10s %.3f s  peak RSS %.1f MiB\n", p.name, p.seconds,
+                  static_cast<double>(p.peak_rss) / (1 << 20));
     std::cerr << buf;
-    total += seconds;
+    total += p.seconds;
+    peak = std::max(peak, p.peak_rss);
   }
-  std::snprintf(buf, sizeof buf, "memtl: timing: %-10s %.3f\n", "total", total);
+  std::snprintf(buf, sizeof buf, "memtl: timing: %-10s %.3f s  peak RSS %.1f MiB\n", "total", total,
+                static_cast<double>(peak) / (1 << 20));
   std::cerr << buf;
 }
 

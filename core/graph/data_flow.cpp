@@ -168,21 +168,16 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree) {
     g.nodes_.push_back(node);
   }
 
-  // Validation, as PyTorch's DataFlowGraph.validate.
-  FlatMap<std::pair<TensorKey, int32_t>, char, KeyVersionHashForGraph> created;
-  FlatMap<TensorKey, int32_t, TensorKeyHash> versions;
-  created.reserve(g.edges_.size());
-  versions.reserve(active.size());
+  // Validation, as PyTorch's DataFlowGraph.validate: each (tensor, version)
+  // is created once, inputs read the latest version, versions never go
+  // back. Versions of a key are created in increasing order, so one map of
+  // the latest version per key checks all three (no set of every pair).
+  FlatMap<TensorKey, int32_t, TensorKeyHash>& latest = active;  // reuse its memory
+  latest.clear();
   for (const auto& node : g.nodes_) {
     for (const FlowEdge* e = g.begin(node); e != g.end(node); ++e) {
-      if (e->is_output() && !created.try_emplace({e->key, e->output_version()}, 1).second) {
-        return Status::Error("data-flow invariant broken at " + Describe(trace, node.event) + ": " +
-                             KeyText(e->key, e->output_version()) + " is created twice");
-      }
-    }
-    for (const FlowEdge* e = g.begin(node); e != g.end(node); ++e) {
       if (!e->is_input()) continue;
-      const int32_t* seen = versions.find(e->key);
+      const int32_t* seen = latest.find(e->key);
       const int32_t expected = seen == nullptr ? 0 : *seen;
       if (expected != e->input_version) {
         return Status::Error("data-flow invariant broken at " + Describe(trace, node.event) + ": it reads " +
@@ -192,14 +187,14 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree) {
     }
     for (const FlowEdge* e = g.begin(node); e != g.end(node); ++e) {
       if (!e->is_output()) continue;
-      auto [v, inserted] = versions.try_emplace(e->key, e->output_version());
-      if (!inserted) {
-        if (e->output_version() < *v) {
-          return Status::Error("data-flow invariant broken at " + Describe(trace, node.event) + ": " +
-                               KeyText(e->key, e->output_version()) + " comes after v" + std::to_string(*v));
-        }
-        *v = e->output_version();
+      auto [v, inserted] = latest.try_emplace(e->key, e->output_version());
+      if (inserted) continue;
+      if (e->output_version() <= *v) {
+        return Status::Error("data-flow invariant broken at " + Describe(trace, node.event) + ": " +
+                             KeyText(e->key, e->output_version()) +
+                             (e->output_version() == *v ? " is created twice" : " comes after v" + std::to_string(*v)));
       }
+      *v = e->output_version();
     }
   }
   return g;

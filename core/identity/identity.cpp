@@ -298,6 +298,7 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
 
   // Step 1.
   std::vector<Raw> raws;
+  raws.reserve(trace.tensors.size() + trace.allocs.size());  // an upper bound: no regrowth at the peak
   {
     Flattener flat(trace, &raws);
     for (uint32_t ei : RecordOrder(trace)) flat.Event(ei);

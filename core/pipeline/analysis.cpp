@@ -1,7 +1,26 @@
 // The core pipeline, stage by stage.
 #include "core/pipeline/analysis.h"
 
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
 namespace memtl {
+
+int64_t PeakRssBytes() {
+  FILE* f = std::fopen("/proc/self/status", "r");
+  if (f == nullptr) return 0;
+  char line[256];
+  int64_t kb = 0;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::strncmp(line, "VmHWM:", 6) == 0) {
+      kb = std::strtoll(line + 6, nullptr, 10);
+      break;
+    }
+  }
+  std::fclose(f);
+  return kb * 1024;
+}
 
 namespace {
 

@@ -20,20 +20,29 @@
 
 namespace memtl {
 
-// Wall time of each stage, in run order, for --timings and benchmarks.
+// Peak resident memory of the process so far, in bytes (0 if unknown).
+int64_t PeakRssBytes();
+
+// Wall time of each stage, in run order, and the process's peak resident
+// memory when it ended, for --timings and benchmarks.
 class PhaseTimer {
  public:
+  struct Phase {
+    const char* name;
+    double seconds;
+    int64_t peak_rss;
+  };
   void Start() { last_ = std::chrono::steady_clock::now(); }
   void Mark(const char* phase) {
     const auto now = std::chrono::steady_clock::now();
-    phases_.emplace_back(phase, std::chrono::duration<double>(now - last_).count());
+    phases_.push_back({phase, std::chrono::duration<double>(now - last_).count(), PeakRssBytes()});
     last_ = now;
   }
-  const std::vector<std::pair<const char*, double>>& phases() const { return phases_; }
+  const std::vector<Phase>& phases() const { return phases_; }
 
  private:
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
-  std::vector<std::pair<const char*, double>> phases_;
+  std::vector<Phase> phases_;
 };
 
 struct Analysis {

@@ -53,6 +53,7 @@ std::vector<TimelineEvent> BuildTimeline(const OpTree& tree, const DataFlowGraph
                                          const CategoryDict& cats, Diagnostics& diag) {
   const Trace& trace = tree.trace();
   std::vector<TimelineEvent> out;
+  out.reserve(trace.allocs.size() + graph.edges().size() + graph.edges().size() / 4);
 
   // Allocations in tree order: tensor allocations remember their times;
   // untracked ones go straight to the timeline, keyed by (pointer, device).
