@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "core/pipeline/analysis.h"
+#include "passes/pass.h"
 #include "trace_text.h"
 
 using namespace memtl;
@@ -82,4 +83,33 @@ TEST_CASE("graph: re-allocating a live tensor after an in-place write breaks an 
   CHECK(a.status().message() ==
         "t.trace: data-flow invariant broken at \"[memory]\" (event 1, t=3): it creates T0(v0) but the tensor is "
         "at v1");
+}
+
+TEST_CASE("categories: a PyTorch 2.x trace with producer ids, module gradients and optimizer state") {
+  // ids=true: tensors carry PyTorch's ids. The python tracer reports the
+  // weight with its gradient, and the optimizer's momentum buffer.
+  // PyTorch's numbering: allocation ids in record order (weight, grad, the
+  // mul output, then the buffer at the optimizer step), tensor ids by them.
+  const std::string w = T(1, 100, 4, 0, 1), g = T(2, 200, 4, 1, 2), buf = T(3, 300, 4, 3, 4);
+  const std::string text =
+      Header(true) +
+      R"({"k":"py","i":0,"p":-1,"name":"nn.Module: Linear_0","t0":1,"t1":50,"tid":1,"module":{"self":7,"cls":"Linear","params":[{"name":"weight","t":)" +
+      w + R"(,"grad":)" + g + R"(}]}})" + "\n" + Op(1, 0, "aten::mul", 2, 9, w + "," + w) +
+      Alloc(2, 1, 3, 400, 16, "cpu", 2, 3) + Op(3, 0, "aten::relu", 10, 12, T(4, 400, 4, 2, 3)) +
+      R"({"k":"py","i":4,"p":-1,"name":"Optimizer.step#SGD.step","t0":60,"t1":90,"tid":1,"optimizer":{"self":8,"params":[{"t":)" +
+      w + R"(,"grad":)" + g + R"(,"state":[["momentum_buffer",)" + buf + R"(]]}]}})" + "\n" +
+      Op(5, 4, "aten::add_", 61, 70, buf + "," + g + R"(,{"float":1.0})") +
+      Op(6, 4, "aten::add_", 71, 80, w + "," + buf + R"(,{"float":-0.1})") + Alloc(7, -1, 95, 400, -16, "cpu", 2, 3);
+  auto a = Run(text);
+  REQUIRE_MESSAGE(a.ok(), (a.ok() ? "" : a.status().message()));
+  Analysis& an = *a.value();
+  CHECK(an.identity.id_mismatches == 0);  // memtl's ids agree with the producer's
+  CategoryDict cats;
+  RunAllPasses(PassInput{an.trace, *an.tree, *an.graph, *an.sizes}, cats);
+  const auto key = [&](int64_t id, int64_t aid) { return an.trace.KeyOf(TensorId(id), AllocationId(aid), 0); };
+  CHECK(cats.Get(key(0, 1), 0) == Category::kParameter);
+  CHECK(cats.Get(key(0, 1), 1) == Category::kParameter);
+  CHECK(cats.Get(key(1, 2), 0) == Category::kGradient);
+  CHECK(cats.Get(key(3, 4), 1) == Category::kOptimizerState);
+  CHECK(cats.Get(key(2, 3), 0) != Category::kParameter);
 }
