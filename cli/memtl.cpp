@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
-#include <memory>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -83,8 +83,8 @@ bool ParseArgs(int argc, char** argv, Args* args, std::string* error) {
 }
 
 std::string PartialNote(const memtl::Analysis& a) {
-  return "the trace is truncated: analyzed up to line " + std::to_string(a.read_info.stopped_at_line - 1) +
-         ", the last complete record";
+  return "the trace is truncated: analyzed up to line " +
+         std::to_string(a.read_info.stopped_at_line - 1) + ", the last complete record";
 }
 
 // Reads and analyzes the one TRACE argument; prints notes to stderr.
@@ -100,8 +100,8 @@ memtl::Expected<std::unique_ptr<memtl::Analysis>> Load(const Args& args) {
   const memtl::Analysis& a = *analysis.value();
   if (args.strict && !a.diagnostics.empty()) {
     const auto& [kind, entry] = *a.diagnostics.entries().begin();
-    return memtl::Status::Error(path + ": --strict: " + kind + " (" + std::to_string(entry.count) + "x, e.g. " +
-                                entry.example + ")");
+    return memtl::Status::Error(path + ": --strict: " + kind + " (" + std::to_string(entry.count) +
+                                "x, e.g. " + entry.example + ")");
   }
   if (a.read_info.stopped_early) {
     std::cerr << "memtl: " << path << ": " << PartialNote(a) << "\n";
@@ -115,8 +115,8 @@ void PrintTimings(const Args& args, const memtl::PhaseTimer& timer) {
   int64_t peak = 0;
   char buf[160];
   for (const auto& p : timer.phases()) {
-    std::snprintf(buf, sizeof buf, "memtl: timing: %-10s %.3f s  peak RSS %.1f MiB\n", p.name, p.seconds,
-                  static_cast<double>(p.peak_rss) / (1 << 20));
+    std::snprintf(buf, sizeof buf, "memtl: timing: %-10s %.3f s  peak RSS %.1f MiB\n", p.name,
+                  p.seconds, static_cast<double>(p.peak_rss) / (1 << 20));
     std::cerr << buf;
     total += p.seconds;
     peak = std::max(peak, p.peak_rss);
@@ -128,7 +128,8 @@ void PrintTimings(const Args& args, const memtl::PhaseTimer& timer) {
 
 void PrintNotes(const memtl::Diagnostics& diag) {
   for (const auto& [kind, entry] : diag.entries()) {
-    std::cerr << "memtl: note: " << kind << " (" << entry.count << "x, e.g. " << entry.example << ")\n";
+    std::cerr << "memtl: note: " << kind << " (" << entry.count << "x, e.g. " << entry.example
+              << ")\n";
   }
 }
 
@@ -161,12 +162,14 @@ memtl::Expected<std::unique_ptr<Categorized>> Categorize(const Args& args) {
   c->analysis = std::move(analysis.value());
   memtl::Analysis& a = *c->analysis;
   const bool no_memory_events = a.allocations.allocations + a.allocations.frees == 0;
-  if (a.trace.header.profile_memory == 0 || (no_memory_events && a.trace.header.profile_memory != 1)) {
+  if (a.trace.header.profile_memory == 0 ||
+      (no_memory_events && a.trace.header.profile_memory != 1)) {
     // As PyTorch's _memory_profile: without memory events there is no timeline.
-    return memtl::Status::Error(a.name +
-                                ": the trace has no memory events (it was recorded without profile_memory=True?); "
-                                "record with torch.profiler.profile(record_shapes=True, profile_memory=True, "
-                                "with_stack=True)");
+    return memtl::Status::Error(
+        a.name +
+        ": the trace has no memory events (it was recorded without profile_memory=True?); "
+        "record with torch.profiler.profile(record_shapes=True, profile_memory=True, "
+        "with_stack=True)");
   }
   const memtl::PassInput in{a.trace, *a.tree, *a.graph, *a.sizes};
   memtl::RunAllPasses(in, c->categories);
@@ -180,7 +183,9 @@ int RunCategories(const Args& args) {
   auto c = Categorize(args);
   if (!c.ok()) return Fail(c.status().message());
   const memtl::Trace& trace = c.value()->analysis->trace;
-  if (int rc = WriteStdout(memtl::FormatTimeline(trace, c.value()->timeline, c.value()->categories)); rc != 0) {
+  if (int rc =
+          WriteStdout(memtl::FormatTimeline(trace, c.value()->timeline, c.value()->categories));
+      rc != 0) {
     return rc;
   }
   PrintNotes(c.value()->analysis->diagnostics);
@@ -205,9 +210,11 @@ int RunExport(const Args& args) {
   const memtl::Analysis& a = *c.value()->analysis;
   auto device = memtl::ResolveDevice(a.trace, args.device);
   if (!device.ok()) return Fail(a.name + ": " + device.status().message());
-  memtl::ExportInput in{a.trace, c.value()->timeline, c.value()->categories, a.diagnostics, a.name, ""};
+  memtl::ExportInput in{a.trace, c.value()->timeline, c.value()->categories, a.diagnostics, a.name,
+                        ""};
   if (a.read_info.stopped_early) in.note = PartialNote(a);
-  if (auto s = memtl::ExportMemoryTimeline(in, args.output, device.value()); !s.ok()) return Fail(s.message());
+  if (auto s = memtl::ExportMemoryTimeline(in, args.output, device.value()); !s.ok())
+    return Fail(s.message());
   c.value()->analysis->timer.Mark("export");
   PrintTimings(args, a.timer);
   PrintNotes(a.diagnostics);

@@ -21,7 +21,8 @@ Expected<AtomicFile*> AtomicFile::Create(const std::string& path, bool gzip) {
   std::unique_ptr<AtomicFile> f(new AtomicFile());
   f->path_ = path;
   const size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  const std::string dir =
+      slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
   const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
   if (base.empty()) return Status::Error(path + ": not a file name");
   std::string tmpl = dir + "/." + base + ".tmp.XXXXXX";

@@ -39,7 +39,8 @@ Expected<DeviceIndex> ResolveDevice(const Trace& trace, const std::string& reque
 
 // Serializations, byte for byte what Python's json.dump writes.
 std::string SizesJson(const CoalescedTimeline& c);
-std::string RawJson(const std::vector<TimelineEvent>& timeline, const CategoryDict& cats, DeviceIndex device);
+std::string RawJson(const std::vector<TimelineEvent>& timeline, const CategoryDict& cats,
+                    DeviceIndex device);
 
 // Writes `path` atomically in the format its suffix selects.
 Status ExportMemoryTimeline(const ExportInput& in, const std::string& path, DeviceIndex device);

@@ -12,12 +12,23 @@ std::string Escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -25,7 +36,8 @@ std::string Escape(const std::string& s) {
 
 std::string GiB(int64_t bytes) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
+  std::snprintf(buf, sizeof buf, "%.2f GiB",
+                static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
   return buf;
 }
 
@@ -38,25 +50,30 @@ std::string HtmlReport(const ExportInput& in, DeviceIndex device) {
     max_allocated = std::max(max_allocated, a.total_allocated);
     max_reserved = std::max(max_reserved, a.total_reserved);
   }
-  const std::string device_name = device < in.trace.devices.size() ? in.trace.devices[device].name : "none";
+  const std::string device_name =
+      device < in.trace.devices.size() ? in.trace.devices[device].name : "none";
   PlotOptions options;
-  options.title = "Max memory allocated: " + GiB(max_allocated) + " \nMax memory reserved: " + GiB(max_reserved);
+  options.title = "Max memory allocated: " + GiB(max_allocated) +
+                  " \nMax memory reserved: " + GiB(max_reserved);
   const CoalescedTimeline c = Coalesce(in.timeline, in.categories, device);
   const std::string png = RenderPlotPng(c, options);
 
   std::string html =
       "<html>\n<head><meta charset=\"utf-8\" /><title>GPU Memory Timeline HTML</title>\n"
-      "<style>body{font-family:'DejaVu Sans',sans-serif;margin:16px} p,li{font-size:14px;color:#333} "
+      "<style>body{font-family:'DejaVu Sans',sans-serif;margin:16px} "
+      "p,li{font-size:14px;color:#333} "
       "img{max-width:100%}</style></head>\n<body>\n";
-  html += "<p>memtl memory timeline of <b>" + Escape(in.source_name) + "</b> on device <b>" + Escape(device_name) +
-          "</b>: " + std::to_string(c.times.size()) + " time points; max allocated " + GiB(max_allocated) +
-          ", max reserved " + GiB(max_reserved) + ".</p>\n";
+  html += "<p>memtl memory timeline of <b>" + Escape(in.source_name) + "</b> on device <b>" +
+          Escape(device_name) + "</b>: " + std::to_string(c.times.size()) +
+          " time points; max allocated " + GiB(max_allocated) + ", max reserved " +
+          GiB(max_reserved) + ".</p>\n";
   if (!in.note.empty()) html += "<p><b>Note:</b> " + Escape(in.note) + ".</p>\n";
   html += "  <img src='data:image/png;base64," + Base64(png) + "'>\n";
   if (!in.diagnostics.empty()) {
     html += "<h3>Diagnostics</h3>\n<ul>\n";
     for (const auto& [kind, e] : in.diagnostics.entries()) {
-      html += "<li>" + Escape(kind) + ": " + std::to_string(e.count) + " (e.g. " + Escape(e.example) + ")</li>\n";
+      html += "<li>" + Escape(kind) + ": " + std::to_string(e.count) + " (e.g. " +
+              Escape(e.example) + ")</li>\n";
     }
     html += "</ul>\n";
   }

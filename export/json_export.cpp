@@ -9,16 +9,19 @@ namespace memtl {
 namespace {
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 }  // namespace
 
 Expected<ExportFormat> FormatForPath(const std::string& path) {
   if (EndsWith(path, ".html")) return ExportFormat::kHtml;
-  if (EndsWith(path, ".gz")) return EndsWith(path, "raw.json.gz") ? ExportFormat::kRawJsonGz : ExportFormat::kSizesJsonGz;
+  if (EndsWith(path, ".gz"))
+    return EndsWith(path, "raw.json.gz") ? ExportFormat::kRawJsonGz : ExportFormat::kSizesJsonGz;
   if (EndsWith(path, ".json")) return ExportFormat::kSizesJson;
-  return Status::Error(path + ": unknown output format (use .html, .json, .json.gz or .raw.json.gz)");
+  return Status::Error(path +
+                       ": unknown output format (use .html, .json, .json.gz or .raw.json.gz)");
 }
 
 Expected<DeviceIndex> ResolveDevice(const Trace& trace, const std::string& requested) {
@@ -61,7 +64,8 @@ std::string SizesJson(const CoalescedTimeline& c) {
   return out;
 }
 
-std::string RawJson(const std::vector<TimelineEvent>& timeline, const CategoryDict& cats, DeviceIndex device) {
+std::string RawJson(const std::vector<TimelineEvent>& timeline, const CategoryDict& cats,
+                    DeviceIndex device) {
   std::string out = "[";
   bool first = true;
   auto row = [&](int64_t t, Action a, int64_t bytes, int category) {
@@ -108,9 +112,11 @@ Status ExportMemoryTimeline(const ExportInput& in, const std::string& path, Devi
     case ExportFormat::kRawJsonGz:
       return WriteFileAtomically(path, RawJson(in.timeline, in.categories, device), true);
     case ExportFormat::kSizesJsonGz:
-      return WriteFileAtomically(path, SizesJson(Coalesce(in.timeline, in.categories, device)), true);
+      return WriteFileAtomically(path, SizesJson(Coalesce(in.timeline, in.categories, device)),
+                                 true);
     case ExportFormat::kSizesJson:
-      return WriteFileAtomically(path, SizesJson(Coalesce(in.timeline, in.categories, device)), false);
+      return WriteFileAtomically(path, SizesJson(Coalesce(in.timeline, in.categories, device)),
+                                 false);
   }
   return Status::Error(path + ": unknown output format");
 }

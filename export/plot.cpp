@@ -2,9 +2,9 @@
 //
 // Layout follows PyTorch's matplotlib figure (20 x 12 inches at 80 dpi,
 // PyTorch's colours at alpha 0.7, legend, title with the device's peaks), with
-// the y axis in GiB labelled as such, and areas drawn as steps. A timeline with more samples than pixel
-// columns is reduced per column to the sample with the largest total, so the
-// peak is never lost.
+// the y axis in GiB labelled as such, and areas drawn as steps. A timeline with more samples than
+// pixel columns is reduced per column to the sample with the largest total, so the peak is never
+// lost.
 #include <cairo/cairo.h>
 
 #include <algorithm>
@@ -50,7 +50,8 @@ double NiceStep(double range, int target_ticks) {
 
 std::string FormatTick(double v, double step) {
   int decimals = 0;
-  while (decimals < 9 && std::fabs(step * std::pow(10.0, decimals) - std::round(step * std::pow(10.0, decimals))) > 1e-9) {
+  while (decimals < 9 && std::fabs(step * std::pow(10.0, decimals) -
+                                   std::round(step * std::pow(10.0, decimals))) > 1e-9) {
     ++decimals;
   }
   char buf[64];
@@ -58,8 +59,8 @@ std::string FormatTick(double v, double step) {
   return buf;
 }
 
-void Text(cairo_t* cr, const std::string& s, double x, double y, double size, double align_x, double align_y,
-          bool bold = false) {
+void Text(cairo_t* cr, const std::string& s, double x, double y, double size, double align_x,
+          double align_y, bool bold = false) {
   cairo_select_font_face(cr, "DejaVu Sans", CAIRO_FONT_SLANT_NORMAL,
                          bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
   cairo_set_font_size(cr, size);
@@ -204,19 +205,22 @@ std::string RenderPlotPng(const CoalescedTimeline& c, const PlotOptions& o) {
 
   std::string png;
   cairo_surface_flush(surface);
-  if (cairo_surface_write_to_png_stream(surface, AppendPng, &png) != CAIRO_STATUS_SUCCESS) png.clear();
+  if (cairo_surface_write_to_png_stream(surface, AppendPng, &png) != CAIRO_STATUS_SUCCESS)
+    png.clear();
   cairo_destroy(cr);
   cairo_surface_destroy(surface);
   return png;
 }
 
 std::string Base64(const std::string& bytes) {
-  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string out;
   out.reserve((bytes.size() + 2) / 3 * 4);
   size_t i = 0;
   for (; i + 2 < bytes.size(); i += 3) {
-    const uint32_t v = (static_cast<unsigned char>(bytes[i]) << 16) | (static_cast<unsigned char>(bytes[i + 1]) << 8) |
+    const uint32_t v = (static_cast<unsigned char>(bytes[i]) << 16) |
+                       (static_cast<unsigned char>(bytes[i + 1]) << 8) |
                        static_cast<unsigned char>(bytes[i + 2]);
     out += kAlphabet[v >> 18];
     out += kAlphabet[(v >> 12) & 63];

@@ -27,7 +27,8 @@ void RunActivations(const PassInput& in, CategoryWriter& out) {
     }
     if (!required || disallowed) continue;
     for (const FlowEdge* e = g.begin(node); e != g.end(node); ++e) {
-      if (e->is_output()) out.SetDefaultByVersion(e->key, e->output_version(), Category::kActivation);
+      if (e->is_output())
+        out.SetDefaultByVersion(e->key, e->output_version(), Category::kActivation);
     }
   }
 }

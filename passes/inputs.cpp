@@ -47,7 +47,8 @@ void RunInputs(const PassInput& in, CategoryWriter& out) {
     }
   }
   for (const auto& [key, version] : produces_gradient) {
-    if (!depends_on_gradient.count(key.id.value())) out.SetDefaultByVersion(key, version, Category::kInput);
+    if (!depends_on_gradient.count(key.id.value()))
+      out.SetDefaultByVersion(key, version, Category::kInput);
   }
 }
 

@@ -20,7 +20,9 @@ void RunParametersFromDataFlow(const PassInput& in, CategoryWriter& out) {
   const DataFlowGraph& g = in.graph;
   const auto& nodes = g.nodes();
   const auto snapshot = AllTensorVersions(g, out.dict());
-  auto is_gradient = [&](const KV& kv) { return out.Get(kv.first, kv.second) == Category::kGradient; };
+  auto is_gradient = [&](const KV& kv) {
+    return out.Get(kv.first, kv.second) == Category::kGradient;
+  };
 
   std::unordered_set<KV, KeyVersionHash> candidate_parameters;
   std::unordered_set<KV, KeyVersionHash> candidate_fwd;
@@ -67,7 +69,8 @@ void RunParametersFromDataFlow(const PassInput& in, CategoryWriter& out) {
   const auto depends = AnyVersionDependsOnGradient(in, out);
   std::unordered_set<int64_t> parameter_ids;
   for (const auto& kv : candidate_parameters) {
-    if (used_for_gradient.count(kv) && depends.count(kv.first.id.value())) parameter_ids.insert(kv.first.id.value());
+    if (used_for_gradient.count(kv) && depends.count(kv.first.id.value()))
+      parameter_ids.insert(kv.first.id.value());
   }
   for (const auto& [key, version] : snapshot) {
     if (parameter_ids.count(key.id.value())) out.SetById(key, Category::kParameter);

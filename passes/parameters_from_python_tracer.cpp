@@ -8,9 +8,10 @@ namespace memtl {
 
 void RunParametersFromPythonTracer(const PassInput& in, CategoryWriter& out) {
   for (uint32_t e : in.tree.preorder()) {
-    ForEachParameterAndGradient(in, e, [&](std::optional<TensorKey> param, std::optional<TensorKey>) {
-      if (param) out.SetById(*param, Category::kParameter);
-    });
+    ForEachParameterAndGradient(in, e,
+                                [&](std::optional<TensorKey> param, std::optional<TensorKey>) {
+                                  if (param) out.SetById(*param, Category::kParameter);
+                                });
   }
 }
 

@@ -44,6 +44,7 @@ void ForEachParameterAndGradient(
 // (PyTorch's _any_version_depends_on_gradient). PyTorch iterates over the
 // whole graph to a fixed point; this propagates along an index from ids to
 // the nodes that read them, which reaches the same set in linear time.
-std::unordered_set<int64_t> AnyVersionDependsOnGradient(const PassInput& in, const CategoryWriter& cats);
+std::unordered_set<int64_t> AnyVersionDependsOnGradient(const PassInput& in,
+                                                        const CategoryWriter& cats);
 
 }  // namespace memtl

@@ -14,7 +14,8 @@ void ForEachParameterAndGradient(
     // AccumulateGrad either detaches a new gradient or adds into the old one
     // in place; its first child shows which, and that child's first input is
     // the gradient.
-    if (e.scope != RecordScope::kBackwardFunction || t.Name(e) != "torch::autograd::AccumulateGrad") return;
+    if (e.scope != RecordScope::kBackwardFunction || t.Name(e) != "torch::autograd::AccumulateGrad")
+      return;
     auto [begin, end] = t.Children(event);
     if (begin == end) return;
     const Event& child = t.events[*begin];
@@ -35,11 +36,14 @@ void ForEachParameterAndGradient(
       fn(KeyOfTensor(t, t.params[p].tensor), KeyOfTensor(t, t.params[p].grad));
     }
   };
-  if (py.module != kNone32) params(t.modules[py.module].params_begin, t.modules[py.module].params_count);
-  if (py.optimizer != kNone32) params(t.optimizers[py.optimizer].params_begin, t.optimizers[py.optimizer].params_count);
+  if (py.module != kNone32)
+    params(t.modules[py.module].params_begin, t.modules[py.module].params_count);
+  if (py.optimizer != kNone32)
+    params(t.optimizers[py.optimizer].params_begin, t.optimizers[py.optimizer].params_count);
 }
 
-std::unordered_set<int64_t> AnyVersionDependsOnGradient(const PassInput& in, const CategoryWriter& cats) {
+std::unordered_set<int64_t> AnyVersionDependsOnGradient(const PassInput& in,
+                                                        const CategoryWriter& cats) {
   const DataFlowGraph& g = in.graph;
   const auto& nodes = g.nodes();
   // Which nodes read each id.
@@ -51,7 +55,8 @@ std::unordered_set<int64_t> AnyVersionDependsOnGradient(const PassInput& in, con
     if (fired[n]) return;
     fired[n] = true;
     for (const FlowEdge* e = g.begin(nodes[n]); e != g.end(nodes[n]); ++e) {
-      if (e->is_output() && depends.insert(e->key.id.value()).second) work.push_back(e->key.id.value());
+      if (e->is_output() && depends.insert(e->key.id.value()).second)
+        work.push_back(e->key.id.value());
     }
   };
   for (uint32_t n = 0; n < nodes.size(); ++n) {

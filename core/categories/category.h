@@ -38,7 +38,8 @@ int ExportIndex(std::optional<Category> c);
 std::string_view CategoryName(std::optional<Category> c);  // "PARAMETER", ..., "unknown"
 // Colours of the plot, by export index.
 inline constexpr std::array<std::string_view, 8> kExportIndexNames = {
-    "PARAMETER", "OPTIMIZER_STATE", "INPUT", "TEMPORARY", "ACTIVATION", "GRADIENT", "AUTOGRAD_DETAIL", "Unknown"};
+    "PARAMETER",  "OPTIMIZER_STATE", "INPUT",           "TEMPORARY",
+    "ACTIVATION", "GRADIENT",        "AUTOGRAD_DETAIL", "Unknown"};
 
 struct KeyVersionHash {
   size_t operator()(const std::pair<TensorKey, int32_t>& p) const {
@@ -69,11 +70,15 @@ class CategoryWriter {
   explicit CategoryWriter(CategoryDict& dict) : d_(dict) {}
   void SetById(const TensorKey& key, Category c);
   void SetByKey(const TensorKey& key, Category c) { d_.by_key_[key] = c; }
-  void SetByVersion(const TensorKey& key, int32_t version, Category c) { d_.by_version_[{key, version}] = c; }
+  void SetByVersion(const TensorKey& key, int32_t version, Category c) {
+    d_.by_version_[{key, version}] = c;
+  }
   void SetDefaultByVersion(const TensorKey& key, int32_t version, Category c) {
     d_.by_version_.try_emplace({key, version}, c);
   }
-  std::optional<Category> Get(const TensorKey& key, int32_t version) const { return d_.Get(key, version); }
+  std::optional<Category> Get(const TensorKey& key, int32_t version) const {
+    return d_.Get(key, version);
+  }
   const CategoryDict& dict() const { return d_; }
 
  private:

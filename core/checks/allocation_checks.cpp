@@ -25,7 +25,8 @@ AllocationSummary CheckAllocations(const Trace& trace, Diagnostics& diag) {
   for (const auto& e : trace.events) {
     if (e.kind != EventKind::kAlloc) continue;
     const AllocInfo& a = trace.allocs[e.payload];
-    const std::string where = Hex(a.ptr) + " on " + trace.devices[a.device].name + " at t=" + std::to_string(e.t0);
+    const std::string where =
+        Hex(a.ptr) + " on " + trace.devices[a.device].name + " at t=" + std::to_string(e.t0);
     if (a.bytes > 0) {
       ++s.allocations;
       state[key(a)].bytes = a.bytes;
@@ -46,7 +47,8 @@ AllocationSummary CheckAllocations(const Trace& trace, Diagnostics& diag) {
       diag.Add("double free", where);
     } else if (it->second.bytes != -a.bytes) {
       diag.Add("free size differs from its allocation",
-               where + ": " + std::to_string(it->second.bytes) + " allocated, " + std::to_string(-a.bytes) + " freed");
+               where + ": " + std::to_string(it->second.bytes) + " allocated, " +
+                   std::to_string(-a.bytes) + " freed");
     }
     it->second.bytes = 0;
   }

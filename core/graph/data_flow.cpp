@@ -11,8 +11,8 @@ namespace {
 
 std::string Describe(const Trace& trace, uint32_t event) {
   const Event& e = trace.events[event];
-  return "\"" + trace.Name(e).substr(0, 80) + "\" (event " + std::to_string(event) + ", t=" +
-         std::to_string(e.t0) + ")";
+  return "\"" + trace.Name(e).substr(0, 80) + "\" (event " + std::to_string(event) +
+         ", t=" + std::to_string(e.t0) + ")";
 }
 
 std::string KeyText(const TensorKey& k, int32_t v) {
@@ -38,7 +38,8 @@ std::vector<uint32_t> LeafEvents(const OpTree& tree) {
     }
   }
   auto by_start = [&](uint32_t a, uint32_t b) { return trace.events[a].t0 < trace.events[b].t0; };
-  if (!std::is_sorted(leaves.begin(), leaves.end(), by_start)) std::stable_sort(leaves.begin(), leaves.end(), by_start);
+  if (!std::is_sorted(leaves.begin(), leaves.end(), by_start))
+    std::stable_sort(leaves.begin(), leaves.end(), by_start);
   return leaves;
 }
 
@@ -60,7 +61,9 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree) {
   DataFlowGraph g;
   // The current version of every key seen (PyTorch's _active_version).
   FlatMap<TensorKey, int32_t, TensorKeyHash> active;
-  auto lookup = [&active](const TensorKey& k) -> int32_t { return *active.try_emplace(k, 0).first; };
+  auto lookup = [&active](const TensorKey& k) -> int32_t {
+    return *active.try_emplace(k, 0).first;
+  };
 
   // A node's edges: a linear scan while few (the common case), a hash index
   // once a node touches many tensors.
@@ -145,7 +148,8 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree) {
       if (!key) continue;
       slot(*key).edge.input_version = FlowEdge::kAllocated;
     }
-    std::sort(pending.begin(), pending.end(), [](const Pending& a, const Pending& b) { return a.edge.key < b.edge.key; });
+    std::sort(pending.begin(), pending.end(),
+              [](const Pending& a, const Pending& b) { return a.edge.key < b.edge.key; });
 
     FlowNode node;
     node.event = leaf;
@@ -160,9 +164,9 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree) {
       if (!s.edge.is_output()) continue;
       const int32_t now = lookup(s.edge.key);
       if (now != s.edge.output_version()) {
-        return Status::Error("data-flow invariant broken at " + Describe(trace, leaf) + ": it creates " +
-                             KeyText(s.edge.key, s.edge.output_version()) + " but the tensor is at v" +
-                             std::to_string(now));
+        return Status::Error("data-flow invariant broken at " + Describe(trace, leaf) +
+                             ": it creates " + KeyText(s.edge.key, s.edge.output_version()) +
+                             " but the tensor is at v" + std::to_string(now));
       }
     }
     g.nodes_.push_back(node);
@@ -180,9 +184,9 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree) {
       const int32_t* seen = latest.find(e->key);
       const int32_t expected = seen == nullptr ? 0 : *seen;
       if (expected != e->input_version) {
-        return Status::Error("data-flow invariant broken at " + Describe(trace, node.event) + ": it reads " +
-                             KeyText(e->key, e->input_version) + " but the latest version is v" +
-                             std::to_string(expected));
+        return Status::Error("data-flow invariant broken at " + Describe(trace, node.event) +
+                             ": it reads " + KeyText(e->key, e->input_version) +
+                             " but the latest version is v" + std::to_string(expected));
       }
     }
     for (const FlowEdge* e = g.begin(node); e != g.end(node); ++e) {
@@ -192,7 +196,8 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree) {
       if (e->output_version() <= *v) {
         return Status::Error("data-flow invariant broken at " + Describe(trace, node.event) + ": " +
                              KeyText(e->key, e->output_version()) +
-                             (e->output_version() == *v ? " is created twice" : " comes after v" + std::to_string(*v)));
+                             (e->output_version() == *v ? " is created twice"
+                                                        : " comes after v" + std::to_string(*v)));
       }
       *v = e->output_version();
     }
@@ -222,8 +227,8 @@ std::string FormatDataFlow(const Trace& trace, const DataFlowGraph& graph) {
     for (const FlowEdge* e = graph.begin(node); e != graph.end(node); ++e) {
       if (e->is_input()) {
         if (!inputs.empty()) inputs += ", ";
-        inputs += "T" + std::to_string(e->key.id.value()) + "(v" + std::to_string(e->input_version) +
-                  (e->is_deletion() ? "*" : "") + ")";
+        inputs += "T" + std::to_string(e->key.id.value()) + "(v" +
+                  std::to_string(e->input_version) + (e->is_deletion() ? "*" : "") + ")";
       }
       if (e->is_output()) {
         if (!outputs.empty()) outputs += ", ";

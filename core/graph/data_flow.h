@@ -43,7 +43,10 @@ class DataFlowGraph {
   const std::vector<FlowNode>& nodes() const { return nodes_; }
   const std::vector<FlowEdge>& edges() const { return edges_; }
   const FlowEdge* begin(const FlowNode& n) const { return edges_.data() + n.edges_begin; }
-  const FlowEdge* end(const FlowNode& n) const { return edges_.data() + n.edges_begin + n.edges_count; }
+  const FlowEdge* end(const FlowNode& n) const {
+    return edges_.data() + n.edges_begin + n.edges_count;
+  }
+
  private:
   std::vector<FlowNode> nodes_;
   std::vector<FlowEdge> edges_;

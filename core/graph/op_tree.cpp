@@ -40,7 +40,8 @@ OpTree::OpTree(const Trace& trace, const SchemaRegistry& schemas) : trace_(trace
   // Subtree sizes, children after parents in pre-order: accumulate backwards.
   for (uint32_t p = n; p-- > 0;) {
     const uint32_t e = preorder_[p];
-    if (trace.events[e].parent != kNone32) subtree_size_[trace.events[e].parent] += subtree_size_[e];
+    if (trace.events[e].parent != kNone32)
+      subtree_size_[trace.events[e].parent] += subtree_size_[e];
   }
   // Pre-order of a well-nested trace is nearly always sorted by start
   // time already; check before paying for the sort.
@@ -72,7 +73,8 @@ OpTree::OpTree(const Trace& trace, const SchemaRegistry& schemas) : trace_(trace
           break;
         case ArgKind::kTensorList: {
           bool all = true;
-          for (uint32_t k = 0; k < arg.count; ++k) all &= KeyOfTensor(trace, trace.list_items[arg.begin + k]).has_value();
+          for (uint32_t k = 0; k < arg.count; ++k)
+            all &= KeyOfTensor(trace, trace.list_items[arg.begin + k]).has_value();
           observed.push_back(all ? Observed::kTensorList : Observed::kBadTensorList);
           break;
         }

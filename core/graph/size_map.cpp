@@ -18,7 +18,8 @@ void SizeMap::Observe(const Trace& trace, uint32_t tensor) {
   const int64_t one = 1;
   const int64_t* s = t.num_sizes ? sizes : &one;
   const int64_t* st = t.num_strides ? strides : &one;
-  const size_t n = std::min<size_t>(t.num_sizes ? t.num_sizes : 1, t.num_strides ? t.num_strides : 1);
+  const size_t n =
+      std::min<size_t>(t.num_sizes ? t.num_sizes : 1, t.num_strides ? t.num_strides : 1);
   int64_t best = 0;
   for (size_t i = 0; i < n; ++i) {
     const int64_t v = s[i] * st[i];
@@ -54,11 +55,13 @@ SizeMap::SizeMap(const OpTree& tree) {
           }
         }
       };
-      if (py.module != kNone32) params(trace.modules[py.module].params_begin, trace.modules[py.module].params_count, false);
+      if (py.module != kNone32)
+        params(trace.modules[py.module].params_begin, trace.modules[py.module].params_count, false);
       if (py.optimizer != kNone32) {
         const auto& o = trace.optimizers[py.optimizer];
         params(o.params_begin, o.params_count, true);
-        for (uint32_t s = o.state_begin; s < o.state_begin + o.state_count; ++s) Observe(trace, trace.states[s].tensor);
+        for (uint32_t s = o.state_begin; s < o.state_begin + o.state_count; ++s)
+          Observe(trace, trace.states[s].tensor);
       }
     }
   }

@@ -16,8 +16,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "core/model/flat_map.h"
 #include <utility>
+#include "core/model/flat_map.h"
 
 namespace memtl {
 
@@ -41,7 +41,9 @@ struct PtrDev {
   bool operator==(const PtrDev& o) const { return ptr == o.ptr && device == o.device; }
 };
 struct PtrDevHash {
-  size_t operator()(const PtrDev& p) const { return static_cast<size_t>(Mix64(p.ptr ^ (p.device << 56))); }
+  size_t operator()(const PtrDev& p) const {
+    return static_cast<size_t>(Mix64(p.ptr ^ (p.device << 56)));
+  }
 };
 
 int Rank(EventKind k) {
@@ -85,7 +87,8 @@ void ResolvePartialTensors(Trace& trace, IdentityStats& stats) {
     }
   }
   for (auto& [ptr, list] : by_ptr) {
-    std::stable_sort(list.begin(), list.end(), [](const Seen& a, const Seen& b) { return a.t < b.t; });
+    std::stable_sort(list.begin(), list.end(),
+                     [](const Seen& a, const Seen& b) { return a.t < b.t; });
   }
   auto resolve = [&](uint32_t ti, int64_t when) {
     if (ti == kNone32 || !trace.tensors[ti].partial) return;
@@ -125,7 +128,8 @@ void ResolvePartialTensors(Trace& trace, IdentityStats& stats) {
         }
       }
     };
-    if (py.module != kNone32) params(trace.modules[py.module].params_begin, trace.modules[py.module].params_count);
+    if (py.module != kNone32)
+      params(trace.modules[py.module].params_begin, trace.modules[py.module].params_count);
     if (py.optimizer != kNone32) {
       const auto& o = trace.optimizers[py.optimizer];
       params(o.params_begin, o.params_count);
@@ -232,7 +236,8 @@ void DealiasImpls(const Trace& trace, const SchemaRegistry& schemas, std::vector
     const OpInfo& op = trace.ops[e.payload];
     const std::string& name = trace.Name(e);
     auto holds = [&](uint32_t ti) {
-      return ti != kNone32 && trace.tensors[ti].impl == impl && trace.tensors[ti].allocation.value() == old_aid;
+      return ti != kNone32 && trace.tensors[ti].impl == impl &&
+             trace.tensors[ti].allocation.value() == old_aid;
     };
     for (uint32_t a = 0; a < op.args_count; ++a) {
       const Arg& arg = trace.args[op.args_begin + a];
@@ -261,7 +266,8 @@ void DealiasImpls(const Trace& trace, const SchemaRegistry& schemas, std::vector
       if (a < alloc_event_of_aid.size() && alloc_event_of_aid[a] != kNone32) {
         for (uint32_t p = trace.events[alloc_event_of_aid[a]].parent; p != kNone32 && !genuine;
              p = trace.events[p].parent) {
-          if (trace.events[p].kind == EventKind::kOp) genuine = op_wrote_impl(p, r.impl, st->last_aid);
+          if (trace.events[p].kind == EventKind::kOp)
+            genuine = op_wrote_impl(p, r.impl, st->last_aid);
         }
       }
       if (!genuine) {
@@ -298,7 +304,8 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
 
   // Step 1.
   std::vector<Raw> raws;
-  raws.reserve(trace.tensors.size() + trace.allocs.size());  // an upper bound: no regrowth at the peak
+  raws.reserve(trace.tensors.size() +
+               trace.allocs.size());  // an upper bound: no regrowth at the peak
   {
     Flattener flat(trace, &raws);
     for (uint32_t ei : RecordOrder(trace)) flat.Event(ei);
@@ -346,9 +353,10 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
     for (const auto& r : raws) {
       if (r.impl != 0) tensor_aids[static_cast<size_t>(r.aid)] = true;
     }
-    raws.erase(std::remove_if(raws.begin(), raws.end(),
-                              [&](const Raw& r) { return !tensor_aids[static_cast<size_t>(r.aid)]; }),
-               raws.end());
+    raws.erase(
+        std::remove_if(raws.begin(), raws.end(),
+                       [&](const Raw& r) { return !tensor_aids[static_cast<size_t>(r.aid)]; }),
+        raws.end());
   }
 
   // Step 5: the first allocation id of each impl paired with every later one.
@@ -410,8 +418,9 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
     if (computed != given) ++stats.id_mismatches;
   }
   if (stats.id_mismatches > 0) {
-    diag.Add("producer ids differ from memtl's", std::to_string(stats.id_mismatches) +
-                                                     " tensor or allocation ids differ; the producer's are used");
+    diag.Add("producer ids differ from memtl's",
+             std::to_string(stats.id_mismatches) +
+                 " tensor or allocation ids differ; the producer's are used");
   }
   return stats;
 }

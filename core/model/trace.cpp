@@ -10,8 +10,8 @@ namespace memtl {
 
 namespace {
 constexpr std::array<std::string_view, 10> kScopeNames = {
-    "function",        "backward_function", "torchscript_function", "kernel_function_dtype",
-    "custom_class",    "build_feature",     "lite_interpreter",     "user_scope",
+    "function",          "backward_function",   "torchscript_function", "kernel_function_dtype",
+    "custom_class",      "build_feature",       "lite_interpreter",     "user_scope",
     "static_runtime_op", "static_runtime_model"};
 }  // namespace
 
@@ -29,7 +29,7 @@ std::string_view RecordScopeName(RecordScope s) { return kScopeNames[static_cast
 
 bool ParseLayout(std::string_view s, Layout* out) {
   static constexpr std::pair<std::string_view, Layout> kLayouts[] = {
-      {"strided", Layout::kStrided},       {"sparse_coo", Layout::kSparseCoo},
+      {"strided", Layout::kStrided},      {"sparse_coo", Layout::kSparseCoo},
       {"sparse_csr", Layout::kSparseCsr}, {"sparse_csc", Layout::kSparseCsc},
       {"sparse_bsr", Layout::kSparseBsr}, {"sparse_bsc", Layout::kSparseBsc},
       {"_mkldnn", Layout::kMkldnn},       {"mkldnn", Layout::kMkldnn},
@@ -45,16 +45,42 @@ bool ParseLayout(std::string_view s, Layout* out) {
 
 uint32_t ElementSize(std::string_view dtype) {
   // PyTorch dtype names (str(torch.float32) without "torch.") and aliases.
-  static constexpr std::pair<std::string_view, uint32_t> kSizes[] = {
-      {"float32", 4},    {"float", 4},         {"float64", 8},       {"double", 8},
-      {"float16", 2},    {"half", 2},          {"bfloat16", 2},      {"complex32", 4},
-      {"chalf", 4},      {"complex64", 8},     {"cfloat", 8},        {"complex128", 16},
-      {"cdouble", 16},   {"uint8", 1},         {"int8", 1},          {"int16", 2},
-      {"short", 2},      {"int32", 4},         {"int", 4},           {"int64", 8},
-      {"long", 8},       {"bool", 1},          {"qint8", 1},         {"quint8", 1},
-      {"qint32", 4},     {"quint4x2", 1},      {"quint2x4", 1},      {"float8_e5m2", 1},
-      {"float8_e4m3fn", 1}, {"float8_e5m2fnuz", 1}, {"float8_e4m3fnuz", 1}, {"uint16", 2},
-      {"uint32", 4},     {"uint64", 8},        {"bits8", 1},         {"bits16", 2}};
+  static constexpr std::pair<std::string_view, uint32_t> kSizes[] = {{"float32", 4},
+                                                                     {"float", 4},
+                                                                     {"float64", 8},
+                                                                     {"double", 8},
+                                                                     {"float16", 2},
+                                                                     {"half", 2},
+                                                                     {"bfloat16", 2},
+                                                                     {"complex32", 4},
+                                                                     {"chalf", 4},
+                                                                     {"complex64", 8},
+                                                                     {"cfloat", 8},
+                                                                     {"complex128", 16},
+                                                                     {"cdouble", 16},
+                                                                     {"uint8", 1},
+                                                                     {"int8", 1},
+                                                                     {"int16", 2},
+                                                                     {"short", 2},
+                                                                     {"int32", 4},
+                                                                     {"int", 4},
+                                                                     {"int64", 8},
+                                                                     {"long", 8},
+                                                                     {"bool", 1},
+                                                                     {"qint8", 1},
+                                                                     {"quint8", 1},
+                                                                     {"qint32", 4},
+                                                                     {"quint4x2", 1},
+                                                                     {"quint2x4", 1},
+                                                                     {"float8_e5m2", 1},
+                                                                     {"float8_e4m3fn", 1},
+                                                                     {"float8_e5m2fnuz", 1},
+                                                                     {"float8_e4m3fnuz", 1},
+                                                                     {"uint16", 2},
+                                                                     {"uint32", 4},
+                                                                     {"uint64", 8},
+                                                                     {"bits8", 1},
+                                                                     {"bits16", 2}};
   for (const auto& [name, size] : kSizes) {
     if (name == dtype) return size;
   }

@@ -40,7 +40,16 @@ std::string_view RecordScopeName(RecordScope s);
 
 // What the profiler observed at one argument position of an op. Only the kind
 // matters to the analysis (schema matching); scalar values are not kept.
-enum class ArgKind : uint8_t { kNone, kTensor, kTensorList, kBool, kInt, kFloat, kComplex, kString };
+enum class ArgKind : uint8_t {
+  kNone,
+  kTensor,
+  kTensorList,
+  kBool,
+  kInt,
+  kFloat,
+  kComplex,
+  kString
+};
 
 struct Arg {
   ArgKind kind = ArgKind::kNone;
@@ -48,7 +57,16 @@ struct Arg {
   uint32_t count = 0;  // kTensorList: number of elements
 };
 
-enum class Layout : uint8_t { kStrided, kSparseCoo, kSparseCsr, kSparseCsc, kSparseBsr, kSparseBsc, kMkldnn, kOther };
+enum class Layout : uint8_t {
+  kStrided,
+  kSparseCoo,
+  kSparseCsr,
+  kSparseCsc,
+  kSparseBsr,
+  kSparseBsc,
+  kMkldnn,
+  kOther
+};
 bool ParseLayout(std::string_view s, Layout* out);
 
 // Element sizes by PyTorch dtype name; 0 when the name is unknown.
@@ -127,17 +145,17 @@ struct Event {
   EventKind kind = EventKind::kOther;
   RecordScope scope = RecordScope::kFunction;  // ops only
   uint32_t parent = kNone32;
-  uint32_t name = 0;  // string id
+  uint32_t name = 0;           // string id
   uint32_t payload = kNone32;  // index into ops / allocs / pys by kind
-  int64_t t0 = 0;  // start ns (allocations: their time)
-  int64_t t1 = 0;  // end ns
+  int64_t t0 = 0;              // start ns (allocations: their time)
+  int64_t t1 = 0;              // end ns
 };
 
 struct DeviceInfo {
-  std::string name;  // as PyTorch prints it: "cpu", "cuda:0"
-  std::string type;  // "cpu", "cuda"
-  int index = -1;    // -1: no index
-  uint32_t rank = 0; // position when sorted by (type, index)
+  std::string name;   // as PyTorch prints it: "cpu", "cuda:0"
+  std::string type;   // "cpu", "cuda"
+  int index = -1;     // -1: no index
+  uint32_t rank = 0;  // position when sorted by (type, index)
 };
 
 class StringTable {
@@ -159,7 +177,7 @@ struct TraceHeader {
   int version = 0;
   std::string producer;
   std::string torch_version;
-  bool has_ids = false;  // tensors carry producer tensor/allocation ids
+  bool has_ids = false;     // tensors carry producer tensor/allocation ids
   int profile_memory = -1;  // the producer's profile_memory setting: 1, 0, or -1 unknown
 };
 

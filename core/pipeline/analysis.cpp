@@ -24,17 +24,20 @@ int64_t PeakRssBytes() {
 
 namespace {
 
-Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string& name, PhaseTimer timer) {
+Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string& name,
+                                                 PhaseTimer timer) {
   auto a = std::make_unique<Analysis>();
   a->timer = std::move(timer);
   a->name = name;
   a->trace = std::move(trace);
   a->schemas = SchemaRegistry::Builtin();
   for (const auto& [op, schemas] : a->trace.schemas) {
-    if (auto s = a->schemas.Override(op, schemas); !s.ok()) return Status::Error(name + ": " + s.message());
+    if (auto s = a->schemas.Override(op, schemas); !s.ok())
+      return Status::Error(name + ": " + s.message());
   }
   if (a->trace.ops_without_end > 0) {
-    a->diagnostics.Add("op without an end time", "their end is taken as their start", a->trace.ops_without_end);
+    a->diagnostics.Add("op without an end time", "their end is taken as their start",
+                       a->trace.ops_without_end);
   }
   a->allocations = CheckAllocations(a->trace, a->diagnostics);
   a->timer.Mark("checks");
@@ -57,7 +60,8 @@ Expected<std::unique_ptr<Analysis>> Analyze(Trace trace, const std::string& name
   return AnalyzeTimed(std::move(trace), name, PhaseTimer());
 }
 
-Expected<std::unique_ptr<Analysis>> AnalyzeFile(const std::string& path, const ReadOptions& options) {
+Expected<std::unique_ptr<Analysis>> AnalyzeFile(const std::string& path,
+                                                const ReadOptions& options) {
   PhaseTimer timer;
   timer.Start();
   ReadInfo info;

@@ -61,6 +61,7 @@ struct Analysis {
 
 // Runs the core stages on a trace already read. Errors name `name`.
 Expected<std::unique_ptr<Analysis>> Analyze(Trace trace, const std::string& name);
-Expected<std::unique_ptr<Analysis>> AnalyzeFile(const std::string& path, const ReadOptions& options = {});
+Expected<std::unique_ptr<Analysis>> AnalyzeFile(const std::string& path,
+                                                const ReadOptions& options = {});
 
 }  // namespace memtl

@@ -97,7 +97,8 @@ bool JsonCursor::NextItem() {
 }
 
 void JsonCursor::Literal(std::string_view word) {
-  if (static_cast<size_t>(end_ - p_) < word.size() || std::memcmp(p_, word.data(), word.size()) != 0) {
+  if (static_cast<size_t>(end_ - p_) < word.size() ||
+      std::memcmp(p_, word.data(), word.size()) != 0) {
     Fail("invalid literal");
   }
   p_ += word.size();
@@ -258,14 +259,30 @@ std::string_view JsonCursor::ReadString(std::string* scratch) {
     if (p_ >= end_) Fail("unterminated escape");
     const char e = *p_++;
     switch (e) {
-      case '"': scratch->push_back('"'); break;
-      case '\\': scratch->push_back('\\'); break;
-      case '/': scratch->push_back('/'); break;
-      case 'b': scratch->push_back('\b'); break;
-      case 'f': scratch->push_back('\f'); break;
-      case 'n': scratch->push_back('\n'); break;
-      case 'r': scratch->push_back('\r'); break;
-      case 't': scratch->push_back('\t'); break;
+      case '"':
+        scratch->push_back('"');
+        break;
+      case '\\':
+        scratch->push_back('\\');
+        break;
+      case '/':
+        scratch->push_back('/');
+        break;
+      case 'b':
+        scratch->push_back('\b');
+        break;
+      case 'f':
+        scratch->push_back('\f');
+        break;
+      case 'n':
+        scratch->push_back('\n');
+        break;
+      case 'r':
+        scratch->push_back('\r');
+        break;
+      case 't':
+        scratch->push_back('\t');
+        break;
       case 'u': {
         auto hex4 = [&]() -> uint32_t {
           if (end_ - p_ < 4) Fail("short \\u escape");

@@ -24,7 +24,8 @@ class JsonCursor {
  public:
   enum class Kind : uint8_t { kNull, kBool, kNumber, kString, kArray, kObject, kEnd, kInvalid };
 
-  explicit JsonCursor(std::string_view text) : p_(text.data()), begin_(text.data()), end_(text.data() + text.size()) {}
+  explicit JsonCursor(std::string_view text)
+      : p_(text.data()), begin_(text.data()), end_(text.data() + text.size()) {}
 
   // The kind of the next value (after whitespace), without consuming it.
   Kind Peek();

@@ -101,7 +101,8 @@ bool LineSource::Fill() {
       if (!ReadRaw()) {
         if (!status_.ok()) return false;
         if (!inflater_->member_done) {
-          status_ = Status::Error(name_ + ": truncated gzip stream (the file ends inside a gzip member)");
+          status_ =
+              Status::Error(name_ + ": truncated gzip stream (the file ends inside a gzip member)");
         }
         return false;
       }
@@ -125,10 +126,11 @@ bool LineSource::Fill() {
     if (rc == Z_STREAM_END) {
       inflater_->member_done = true;
     } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
-      status_ = Status::Error(name_ + ": corrupt gzip data (" +
-                              (zs.msg != nullptr ? std::string(zs.msg) : std::string("zlib error ") +
-                                                                             std::to_string(rc)) +
-                              ")");
+      status_ =
+          Status::Error(name_ + ": corrupt gzip data (" +
+                        (zs.msg != nullptr ? std::string(zs.msg)
+                                           : std::string("zlib error ") + std::to_string(rc)) +
+                        ")");
       return false;
     }
     if (produced > 0) {

@@ -34,8 +34,9 @@ struct RecordError : std::runtime_error {
 // "type:index", with a type PyTorch knows.
 bool ValidDeviceName(std::string_view s) {
   static constexpr std::string_view kTypes[] = {
-      "cpu", "cuda", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve", "fpga", "maia", "ort", "xla",
-      "lazy", "vulkan", "metal", "xpu", "mps", "meta", "hpu", "mtia", "privateuseone", "ipu"};
+      "cpu",  "cuda", "mkldnn", "opengl", "opencl",        "ideep",  "hip",   "ve",
+      "fpga", "maia", "ort",    "xla",    "lazy",          "vulkan", "metal", "xpu",
+      "mps",  "meta", "hpu",    "mtia",   "privateuseone", "ipu"};
   const auto colon = s.find(':');
   const auto type = s.substr(0, colon);
   bool known = false;
@@ -54,7 +55,8 @@ bool ValidDeviceName(std::string_view s) {
 // error (JsonError), not a type error.
 JsonCursor::Kind NextKind(JsonCursor& c) {
   const auto k = c.Peek();
-  if (k == JsonCursor::Kind::kInvalid || k == JsonCursor::Kind::kEnd) c.SkipValue();  // throws JsonError
+  if (k == JsonCursor::Kind::kInvalid || k == JsonCursor::Kind::kEnd)
+    c.SkipValue();  // throws JsonError
   return k;
 }
 
@@ -74,7 +76,8 @@ class Builder {
     int64_t version = -1;
     while (c.NextKey(&key)) {
       if (key == "format") {
-        format_ok = c.Peek() == JsonCursor::Kind::kString && c.ReadString(&scratch_) == "memtl-trace";
+        format_ok =
+            c.Peek() == JsonCursor::Kind::kString && c.ReadString(&scratch_) == "memtl-trace";
         if (!format_ok) Fail("not a memtl trace (the header's \"format\" must be \"memtl-trace\")");
       } else if (key == "version") {
         version = Int(c, "version");
@@ -115,8 +118,8 @@ class Builder {
     if (!f.has_i) Fail("missing field \"i\"");
     if (!f.has_p) Fail("missing field \"p\"");
     if (f.i != static_cast<int64_t>(t_->events.size())) {
-      Fail("record index " + std::to_string(f.i) + " out of order (expected " + std::to_string(t_->events.size()) +
-           ")");
+      Fail("record index " + std::to_string(f.i) + " out of order (expected " +
+           std::to_string(t_->events.size()) + ")");
     }
     if (f.p >= f.i) Fail("parent " + std::to_string(f.p) + " does not precede its child");
     if (f.p < -1) Fail("invalid parent " + std::to_string(f.p));
@@ -157,7 +160,8 @@ class Builder {
   // Every field a record may have; which ones are required depends on "k".
   struct Fields {
     Kind kind = Kind::kOther;
-    bool has_k = false, has_i = false, has_p = false, has_name = false, has_t0 = false, has_t1 = false;
+    bool has_k = false, has_i = false, has_p = false, has_name = false, has_t0 = false,
+         has_t1 = false;
     bool has_t = false, has_ptr = false, has_bytes = false, has_dev = false, has_args = false;
     bool has_op = false, has_schemas = false;
     int64_t i = 0, p = 0, t0 = 0, t1 = 0, t = 0, tid = 0, seq = -1, bytes = 0;
@@ -177,7 +181,8 @@ class Builder {
   }
 
   int64_t Int(JsonCursor& c, const char* key) {
-    if (NextKind(c) != JsonCursor::Kind::kNumber) Fail(std::string("expected an integer for \"") + key + "\"");
+    if (NextKind(c) != JsonCursor::Kind::kNumber)
+      Fail(std::string("expected an integer for \"") + key + "\"");
     bool is_int = false, overflow = false;
     const int64_t v = c.ReadInt64(&is_int, &overflow);
     if (!is_int) Fail(std::string("expected an integer for \"") + key + "\"");
@@ -194,7 +199,8 @@ class Builder {
   }
 
   uint64_t Address(JsonCursor& c, const char* key) {
-    if (NextKind(c) != JsonCursor::Kind::kNumber) Fail(std::string("expected an unsigned integer for \"") + key + "\"");
+    if (NextKind(c) != JsonCursor::Kind::kNumber)
+      Fail(std::string("expected an unsigned integer for \"") + key + "\"");
     bool is_int = false, overflow = false;
     bool negative = false;
     const uint64_t v = c.ReadUint64(&is_int, &overflow, &negative);
@@ -205,12 +211,14 @@ class Builder {
   }
 
   bool Bool(JsonCursor& c, const char* key) {
-    if (NextKind(c) != JsonCursor::Kind::kBool) Fail(std::string("expected a boolean for \"") + key + "\"");
+    if (NextKind(c) != JsonCursor::Kind::kBool)
+      Fail(std::string("expected a boolean for \"") + key + "\"");
     return c.ReadBool();
   }
 
   std::string_view String(JsonCursor& c, const char* key) {
-    if (NextKind(c) != JsonCursor::Kind::kString) Fail(std::string("expected a string for \"") + key + "\"");
+    if (NextKind(c) != JsonCursor::Kind::kString)
+      Fail(std::string("expected a string for \"") + key + "\"");
     return c.ReadString(&scratch_);
   }
 
@@ -293,7 +301,8 @@ class Builder {
     } else if (key == "seq") {
       f.seq = OptInt(c, "seq", -1);
     } else if (key == "scope") {
-      if (c.Peek() != JsonCursor::Kind::kString || !ParseRecordScope(c.ReadString(&scratch_), &f.scope)) {
+      if (c.Peek() != JsonCursor::Kind::kString ||
+          !ParseRecordScope(c.ReadString(&scratch_), &f.scope)) {
         Fail("unknown \"scope\"");
       }
     } else if (key == "args") {
@@ -303,7 +312,8 @@ class Builder {
       f.has_ptr = true;
     } else if (key == "bytes") {
       f.bytes = Int(c, "bytes");
-      if (f.bytes > (int64_t{1} << 50) || f.bytes < -(int64_t{1} << 50)) Fail("\"bytes\" is out of range");
+      if (f.bytes > (int64_t{1} << 50) || f.bytes < -(int64_t{1} << 50))
+        Fail("\"bytes\" is out of range");
       f.has_bytes = true;
     } else if (key == "dev") {
       f.dev = Device(c, "dev");
@@ -423,7 +433,8 @@ class Builder {
         c.SkipValue();
       } else {
         const auto kind2 = c.Peek();
-        const std::string_view v = kind2 == JsonCursor::Kind::kString ? c.ReadString(&scratch_) : "";
+        const std::string_view v =
+            kind2 == JsonCursor::Kind::kString ? c.ReadString(&scratch_) : "";
         if (v != "nan" && v != "inf" && v != "-inf") Fail("expected a number for \"float\"");
       }
       arg.kind = ArgKind::kFloat;
@@ -486,7 +497,8 @@ class Builder {
         t.element_size = static_cast<uint8_t>(ElementSize(String(c, "dtype")));
         has_dtype = true;
       } else if (key == "layout") {
-        if (c.Peek() != JsonCursor::Kind::kString || !ParseLayout(c.ReadString(&scratch_), &t.layout)) {
+        if (c.Peek() != JsonCursor::Kind::kString ||
+            !ParseLayout(c.ReadString(&scratch_), &t.layout)) {
           t.layout = Layout::kOther;
         }
       } else if (key == "sizes") {
@@ -520,12 +532,14 @@ class Builder {
       c.ReadNull();
       return;
     }
-    if (c.Peek() != JsonCursor::Kind::kArray) Fail(std::string("expected a list for \"") + key + "\"");
+    if (c.Peek() != JsonCursor::Kind::kArray)
+      Fail(std::string("expected a list for \"") + key + "\"");
     c.BeginArray();
     while (c.NextItem()) {
       const int64_t v = Int(c, key);
       if (v < 0 && std::string_view(key) == "sizes") Fail("negative tensor size in \"sizes\"");
-      if (v > (int64_t{1} << 48) || v < -(int64_t{1} << 48)) Fail(std::string("\"") + key + "\" is out of range");
+      if (v > (int64_t{1} << 48) || v < -(int64_t{1} << 48))
+        Fail(std::string("\"") + key + "\" is out of range");
       if (out->size() >= 4096) Fail(std::string("too many dimensions in \"") + key + "\"");
       out->push_back(v);
     }
@@ -675,7 +689,8 @@ class Builder {
     e->name = f.name;
     e->t0 = f.t0;
     e->t1 = f.has_t1 ? f.t1 : f.t0;
-    if (f.module != kNone32 && f.optimizer != kNone32) Fail("a python call cannot be both a module and an optimizer");
+    if (f.module != kNone32 && f.optimizer != kNone32)
+      Fail("a python call cannot be both a module and an optimizer");
     PyInfo py;
     py.tid = static_cast<uint64_t>(f.tid);
     py.module = f.module;
@@ -819,11 +834,13 @@ Expected<Trace> ReadFrom(LineSource& src, const ReadOptions& options, ReadInfo* 
             stopped = true;
             break;
           }
-          return Status::Error(where +
-                               "the last record is cut off (the trace was truncated; use --partial to analyze up to "
-                               "the last complete record)");
+          return Status::Error(
+              where +
+              "the last record is cut off (the trace was truncated; use --partial to analyze up to "
+              "the last complete record)");
         }
-        return Status::Error(where + "not valid JSON (column " + std::to_string(e.column) + ": " + e.what + ")");
+        return Status::Error(where + "not valid JSON (column " + std::to_string(e.column) + ": " +
+                             e.what + ")");
       } catch (const RecordError& e) {
         return Status::Error(where + e.what());
       }
@@ -832,7 +849,8 @@ Expected<Trace> ReadFrom(LineSource& src, const ReadOptions& options, ReadInfo* 
   queue.Cancel();
   if (producer.joinable()) producer.join();
   if (!stopped && !queue.status().ok()) {
-    if (options.partial && saw_header && queue.status().message().find("truncated") != std::string::npos) {
+    if (options.partial && saw_header &&
+        queue.status().message().find("truncated") != std::string::npos) {
       local.stopped_early = true;
       local.stopped_at_line = line_no + 1;
     } else {
@@ -854,8 +872,8 @@ Expected<Trace> ReadTraceFile(const std::string& path, const ReadOptions& option
   return ReadFrom(*src.value(), options, info);
 }
 
-Expected<Trace> ReadTraceString(std::string data, const std::string& name, const ReadOptions& options,
-                                ReadInfo* info) {
+Expected<Trace> ReadTraceString(std::string data, const std::string& name,
+                                const ReadOptions& options, ReadInfo* info) {
   auto src = LineSource::FromMemory(std::move(data), name);
   return ReadFrom(*src, options, info);
 }

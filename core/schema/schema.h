@@ -43,8 +43,8 @@ struct SchemaType {
     kOther,  // Device, Generator, Dict(...), Future(...), type variables, classes
   };
   Kind kind = kOther;
-  std::string name;  // as written, for kOther and for printing
-  int fixed_size = -1;  // kList: `int[2]` has 2
+  std::string name;                  // as written, for kOther and for printing
+  int fixed_size = -1;               // kList: `int[2]` has 2
   std::vector<SchemaType> elements;  // kList/kOptional: 1; kTuple/kOther: params
 };
 
@@ -98,7 +98,17 @@ class SchemaRegistry {
 };
 
 // What one argument position held, as the matcher sees it.
-enum class Observed : uint8_t { kNone, kTensor, kTensorList, kBadTensorList, kBool, kInt, kFloat, kComplex, kOther };
+enum class Observed : uint8_t {
+  kNone,
+  kTensor,
+  kTensorList,
+  kBadTensorList,
+  kBool,
+  kInt,
+  kFloat,
+  kComplex,
+  kOther
+};
 
 // True when `observed` fits `type` under PyTorch's rules (a bool is also an
 // int; Scalar takes any number; a tensor list needs every element identified).

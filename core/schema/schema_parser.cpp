@@ -21,7 +21,8 @@ class Parser {
     if (open == std::string_view::npos) return Err("missing '(' after the operator name");
     std::string_view full = Trim(s_.substr(0, open));
     const size_t ns = full.find("::");
-    if (ns == std::string_view::npos || ns == 0) return Err("operator name needs a namespace (\"ns::name\")");
+    if (ns == std::string_view::npos || ns == 0)
+      return Err("operator name needs a namespace (\"ns::name\")");
     const size_t dot = full.find('.', ns + 2);
     fs.name = std::string(full.substr(0, dot));
     if (dot != std::string_view::npos) fs.overload = std::string(full.substr(dot + 1));
@@ -64,8 +65,8 @@ class Parser {
     return true;
   }
   Status Err(const std::string& what) const {
-    return Status::Error("schema \"" + std::string(s_.substr(0, 120)) + (s_.size() > 120 ? "..." : "") +
-                         "\": " + what);
+    return Status::Error("schema \"" + std::string(s_.substr(0, 120)) +
+                         (s_.size() > 120 ? "..." : "") + "\": " + what);
   }
   char Peek() const { return pos_ < s_.size() ? s_[pos_] : '\0'; }
   void Skip() {
@@ -84,8 +85,8 @@ class Parser {
   }
   std::string_view Ident() {
     const size_t start = pos_;
-    while (pos_ < s_.size() &&
-           (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_' || s_[pos_] == '.')) {
+    while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) ||
+                                s_[pos_] == '_' || s_[pos_] == '.')) {
       ++pos_;
     }
     return s_.substr(start, pos_ - start);
@@ -129,8 +130,8 @@ class Parser {
     const size_t start = ++pos_;
     while (pos_ < s_.size() && s_[pos_] != ')') {
       const char c = s_[pos_];
-      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '!' || c == '*' || c == '|' || c == '-' ||
-            c == '>' || c == ' ' || c == '_')) {
+      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '!' || c == '*' || c == '|' ||
+            c == '-' || c == '>' || c == ' ' || c == '_')) {
         return Fail("invalid alias annotation");
       }
       ++pos_;
@@ -146,8 +147,8 @@ class Parser {
   }
 
   static bool IsContainerName(std::string_view n) {
-    return n == "Dict" || n == "Future" || n == "RRef" || n == "Await" || n == "Union" || n == "Tuple" ||
-           n == "Optional" || n == "List";
+    return n == "Dict" || n == "Future" || n == "RRef" || n == "Await" || n == "Union" ||
+           n == "Tuple" || n == "Optional" || n == "List";
   }
 
   bool BaseType(SchemaType* t, SchemaArgument* arg) {
@@ -183,15 +184,15 @@ class Parser {
     if (name.empty()) return Fail("expected a type");
     t->name = std::string(name);
     static constexpr std::pair<std::string_view, SchemaType::Kind> kKinds[] = {
-        {"Tensor", SchemaType::kTensor},     {"int", SchemaType::kInt},
-        {"SymInt", SchemaType::kInt},        {"ScalarType", SchemaType::kInt},
-        {"Layout", SchemaType::kInt},        {"MemoryFormat", SchemaType::kInt},
-        {"float", SchemaType::kFloat},       {"SymFloat", SchemaType::kFloat},
-        {"bool", SchemaType::kBool},         {"SymBool", SchemaType::kBool},
-        {"complex", SchemaType::kComplex},   {"Scalar", SchemaType::kNumber},
-        {"number", SchemaType::kNumber},     {"str", SchemaType::kStr},
-        {"Dimname", SchemaType::kStr},       {"NoneType", SchemaType::kNone},
-        {"None", SchemaType::kNone},         {"Any", SchemaType::kAny}};
+        {"Tensor", SchemaType::kTensor},   {"int", SchemaType::kInt},
+        {"SymInt", SchemaType::kInt},      {"ScalarType", SchemaType::kInt},
+        {"Layout", SchemaType::kInt},      {"MemoryFormat", SchemaType::kInt},
+        {"float", SchemaType::kFloat},     {"SymFloat", SchemaType::kFloat},
+        {"bool", SchemaType::kBool},       {"SymBool", SchemaType::kBool},
+        {"complex", SchemaType::kComplex}, {"Scalar", SchemaType::kNumber},
+        {"number", SchemaType::kNumber},   {"str", SchemaType::kStr},
+        {"Dimname", SchemaType::kStr},     {"NoneType", SchemaType::kNone},
+        {"None", SchemaType::kNone},       {"Any", SchemaType::kAny}};
     t->kind = SchemaType::kOther;
     for (const auto& [n, k] : kKinds) {
       if (n == name) t->kind = k;

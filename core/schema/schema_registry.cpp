@@ -28,7 +28,8 @@ SchemaRegistry SchemaRegistry::Builtin() {
     if (paren == std::string_view::npos) continue;
     std::string_view full = line.substr(0, paren);
     const size_t ns = full.find("::");
-    const size_t dot = ns == std::string_view::npos ? std::string_view::npos : full.find('.', ns + 2);
+    const size_t dot =
+        ns == std::string_view::npos ? std::string_view::npos : full.find('.', ns + 2);
     reg.entries_[std::string(full.substr(0, dot))].texts.emplace_back(line);
   }
   return reg;
@@ -41,7 +42,8 @@ Status SchemaRegistry::Override(const std::string& op, const std::vector<std::st
     auto fs = ParseSchema(s);
     if (!fs.ok()) return fs.status();
     if (fs.value().name != op) {
-      return Status::Error("schema \"" + s.substr(0, 120) + "\" is listed under operator \"" + op + "\"");
+      return Status::Error("schema \"" + s.substr(0, 120) + "\" is listed under operator \"" + op +
+                           "\"");
     }
     parsed.push_back(std::move(fs.value()));
     entry.texts.push_back(s);
@@ -112,8 +114,8 @@ bool TypeMatches(Observed observed, const SchemaType& type) {
     case SchemaType::kComplex:
       return observed == Observed::kComplex;
     case SchemaType::kNumber:
-      return observed == Observed::kBool || observed == Observed::kInt || observed == Observed::kFloat ||
-             observed == Observed::kComplex;
+      return observed == Observed::kBool || observed == Observed::kInt ||
+             observed == Observed::kFloat || observed == Observed::kComplex;
     default:
       // A type the profiler never records: only an uncaptured input fits.
       return observed == Observed::kNone;
@@ -127,13 +129,15 @@ std::vector<const FunctionSchema*> MatchSchemas(const std::vector<FunctionSchema
   for (const auto& s : *schemas) {
     if (s.arguments.size() != observed.size()) continue;
     bool ok = true;
-    for (size_t i = 0; i < observed.size() && ok; ++i) ok = TypeMatches(observed[i], s.arguments[i].type);
+    for (size_t i = 0; i < observed.size() && ok; ++i)
+      ok = TypeMatches(observed[i], s.arguments[i].type);
     if (ok) out.push_back(&s);
   }
   return out;
 }
 
-std::vector<int8_t> InputsAreMutable(const std::vector<const FunctionSchema*>& matches, size_t num_inputs) {
+std::vector<int8_t> InputsAreMutable(const std::vector<const FunctionSchema*>& matches,
+                                     size_t num_inputs) {
   if (matches.empty()) return std::vector<int8_t>(num_inputs, -1);
   std::vector<int8_t> out(matches.front()->arguments.size(), 0);
   for (const auto* s : matches) {

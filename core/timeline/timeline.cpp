@@ -22,7 +22,8 @@ std::string_view ActionName(Action a) {
   return "?";
 }
 
-std::vector<std::pair<TensorKey, int32_t>> AllTensorVersions(const DataFlowGraph& graph, const CategoryDict& cats) {
+std::vector<std::pair<TensorKey, int32_t>> AllTensorVersions(const DataFlowGraph& graph,
+                                                             const CategoryDict& cats) {
   // Versions of a key are contiguous from v0: every key starts at v0 and
   // each bump is an edge from v to v+1. So the set is, per key, 0..max.
   FlatMap<TensorKey, int32_t, TensorKeyHash> max_version;
@@ -40,7 +41,8 @@ std::vector<std::pair<TensorKey, int32_t>> AllTensorVersions(const DataFlowGraph
   std::vector<std::pair<TensorKey, int32_t>> keys;
   keys.reserve(max_version.size());
   max_version.for_each([&](const TensorKey& k, int32_t v) { keys.emplace_back(k, v); });
-  std::sort(keys.begin(), keys.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::sort(keys.begin(), keys.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<std::pair<TensorKey, int32_t>> all;
   all.reserve(keys.size() + keys.size() / 4);
   for (const auto& [k, max] : keys) {
@@ -49,8 +51,9 @@ std::vector<std::pair<TensorKey, int32_t>> AllTensorVersions(const DataFlowGraph
   return all;
 }
 
-std::vector<TimelineEvent> BuildTimeline(const OpTree& tree, const DataFlowGraph& graph, const SizeMap& sizes,
-                                         const CategoryDict& cats, Diagnostics& diag) {
+std::vector<TimelineEvent> BuildTimeline(const OpTree& tree, const DataFlowGraph& graph,
+                                         const SizeMap& sizes, const CategoryDict& cats,
+                                         Diagnostics& diag) {
   const Trace& trace = tree.trace();
   std::vector<TimelineEvent> out;
   out.reserve(trace.allocs.size() + graph.edges().size() + graph.edges().size() / 4);
@@ -64,7 +67,9 @@ std::vector<TimelineEvent> BuildTimeline(const OpTree& tree, const DataFlowGraph
     bool operator==(const PtrDev& o) const { return ptr == o.ptr && dev == o.dev; }
   };
   struct PtrDevHash {
-    size_t operator()(const PtrDev& p) const { return static_cast<size_t>(Mix64(p.ptr ^ (p.dev << 56))); }
+    size_t operator()(const PtrDev& p) const {
+      return static_cast<size_t>(Mix64(p.ptr ^ (p.dev << 56)));
+    }
   };
   FlatMap<PtrDev, char, PtrDevHash> live_unknown;
   for (uint32_t e : tree.preorder()) {
@@ -81,7 +86,8 @@ std::vector<TimelineEvent> BuildTimeline(const OpTree& tree, const DataFlowGraph
     te.time = ev.t0;
     const PtrDev pd{a.ptr, a.device};
     if (is_allocation) {
-      te.action = live_unknown.try_emplace(pd, 1).second ? Action::kCreate : Action::kIncrementVersion;
+      te.action =
+          live_unknown.try_emplace(pd, 1).second ? Action::kCreate : Action::kIncrementVersion;
       te.bytes = a.bytes;
       out.push_back(te);
     } else {
@@ -110,7 +116,8 @@ std::vector<TimelineEvent> BuildTimeline(const OpTree& tree, const DataFlowGraph
     te.device = key.device;
     te.version = version;
     if (!sizes.contains(key)) {
-      diag.Add("tensor with no known size", "T" + std::to_string(key.id.value()) + " counted as 0 bytes");
+      diag.Add("tensor with no known size",
+               "T" + std::to_string(key.id.value()) + " counted as 0 bytes");
     }
     te.bytes = sizes[key];
     out.push_back(te);
@@ -125,7 +132,8 @@ std::vector<TimelineEvent> BuildTimeline(const OpTree& tree, const DataFlowGraph
       } else if (e->mutated == 1) {
         push(node.start, Action::kIncrementVersion, e->key, e->input_version);
       }
-      if (e->is_deletion()) push(*free_time.find(e->key), Action::kDestroy, e->key, *last_version.find(e->key));
+      if (e->is_deletion())
+        push(*free_time.find(e->key), Action::kDestroy, e->key, *last_version.find(e->key));
     }
   }
   std::stable_sort(out.begin(), out.end(), [](const TimelineEvent& a, const TimelineEvent& b) {
@@ -159,7 +167,8 @@ int64_t PyTrueDivTrunc1000(int64_t t) {
   return static_cast<int64_t>(k >= 0 ? (n >> k) : (n << -k));
 }
 
-CoalescedTimeline Coalesce(const std::vector<TimelineEvent>& timeline, const CategoryDict& cats, DeviceIndex device) {
+CoalescedTimeline Coalesce(const std::vector<TimelineEvent>& timeline, const CategoryDict& cats,
+                           DeviceIndex device) {
   CoalescedTimeline out;
   int64_t t_min = -1;
   auto update = [&](const TimelineEvent& e, int32_t version, int64_t delta) {
@@ -197,19 +206,22 @@ CoalescedTimeline Coalesce(const std::vector<TimelineEvent>& timeline, const Cat
   return out;
 }
 
-std::string FormatTimeline(const Trace& trace, const std::vector<TimelineEvent>& timeline, const CategoryDict& cats) {
+std::string FormatTimeline(const Trace& trace, const std::vector<TimelineEvent>& timeline,
+                           const CategoryDict& cats) {
   std::string out;
   char buf[256];
   for (const auto& e : timeline) {
-    std::string key = e.has_key ? "T" + std::to_string(e.key.id.value()) + "(v" + std::to_string(e.version) + ")"
-                                : std::string("[memory]");
+    std::string key =
+        e.has_key ? "T" + std::to_string(e.key.id.value()) + "(v" + std::to_string(e.version) + ")"
+                  : std::string("[memory]");
     std::string cat(e.has_key ? CategoryName(cats.Get(e.key, e.version)) : "unknown");
     if (e.action == Action::kIncrementVersion && e.has_key) {
       const std::string next(CategoryName(cats.Get(e.key, e.version + 1)));
       if (next != cat) cat += " -> " + next;
     }
-    std::snprintf(buf, sizeof buf, "%-18s %-16s %12lld B  %s", std::string(ActionName(e.action)).c_str(),
-                  key.c_str(), static_cast<long long>(e.bytes), cat.c_str());
+    std::snprintf(buf, sizeof buf, "%-18s %-16s %12lld B  %s",
+                  std::string(ActionName(e.action)).c_str(), key.c_str(),
+                  static_cast<long long>(e.bytes), cat.c_str());
     out += buf;
     if (trace.devices.size() > 1) out += "  " + trace.devices[e.device].name;
     out += '\n';

@@ -35,10 +35,12 @@ struct TimelineEvent {
 // Every (key, version) the graph mentions (inputs, intermediates as v0,
 // outputs) plus keys categorized by id, sorted (PyTorch's _category_snapshot
 // keys).
-std::vector<std::pair<TensorKey, int32_t>> AllTensorVersions(const DataFlowGraph& graph, const CategoryDict& cats);
+std::vector<std::pair<TensorKey, int32_t>> AllTensorVersions(const DataFlowGraph& graph,
+                                                             const CategoryDict& cats);
 
-std::vector<TimelineEvent> BuildTimeline(const OpTree& tree, const DataFlowGraph& graph, const SizeMap& sizes,
-                                         const CategoryDict& cats, Diagnostics& diag);
+std::vector<TimelineEvent> BuildTimeline(const OpTree& tree, const DataFlowGraph& graph,
+                                         const SizeMap& sizes, const CategoryDict& cats,
+                                         Diagnostics& diag);
 
 // Category export index (0..7) of a timeline entry at `version`.
 int CategoryIndexOf(const CategoryDict& cats, const TimelineEvent& e, int32_t version);
@@ -54,13 +56,15 @@ struct CoalescedTimeline {
   std::vector<int64_t> times;
   std::vector<std::array<int64_t, 9>> sizes;
 };
-CoalescedTimeline Coalesce(const std::vector<TimelineEvent>& timeline, const CategoryDict& cats, DeviceIndex device);
+CoalescedTimeline Coalesce(const std::vector<TimelineEvent>& timeline, const CategoryDict& cats,
+                           DeviceIndex device);
 
 // The timeline as text, one event per line, e.g.
 //   create             T3(v0)              96 B  ACTIVATION
 // with `OLD -> NEW` categories when a version bump changes the category and
 // `[memory]` for allocations with no tensor identity. Devices other than the
 // first are named at the end of the line.
-std::string FormatTimeline(const Trace& trace, const std::vector<TimelineEvent>& timeline, const CategoryDict& cats);
+std::string FormatTimeline(const Trace& trace, const std::vector<TimelineEvent>& timeline,
+                           const CategoryDict& cats);
 
 }  // namespace memtl

@@ -89,7 +89,8 @@ TEST_SUITE("golden") {
       CHECK(last[0].get<int64_t>() == 0);
       for (int c = 0; c < 8; ++c) CHECK(sum[c] == last[c + 1].get<int64_t>());
       CHECK(sizes[0].size() == sizes[1].size());
-      for (size_t i = 1; i < sizes[0].size(); ++i) CHECK(sizes[0][i - 1].get<int64_t>() <= sizes[0][i].get<int64_t>());
+      for (size_t i = 1; i < sizes[0].size(); ++i)
+        CHECK(sizes[0][i - 1].get<int64_t>() <= sizes[0][i].get<int64_t>());
     }
   }
 }

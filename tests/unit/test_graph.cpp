@@ -27,8 +27,8 @@ std::string Graph(const std::string& text) {
 
 TEST_CASE("graph: allocations outside any op are [memory] nodes (PyTorch non_op_allocations)") {
   const std::string text = Header() + Alloc(0, -1, 1, 100, 8) +
-                           Op(1, -1, "aten::mul", 2, 5, T(10, 200) + "," + T(11, 100)) + Alloc(2, 1, 3, 300, 4) +
-                           Alloc(3, -1, 6, 100, -8);
+                           Op(1, -1, "aten::mul", 2, 5, T(10, 200) + "," + T(11, 100)) +
+                           Alloc(2, 1, 3, 300, 4) + Alloc(3, -1, 6, 100, -8);
   CHECK(Graph(text) ==
         "[memory]                                   ->  T0(v0)\n"
         "aten::mul                 T0(v0), T1(v0)   ->\n"
@@ -38,10 +38,12 @@ TEST_CASE("graph: allocations outside any op are [memory] nodes (PyTorch non_op_
 TEST_CASE("graph: annotations without a schema are looked through; in-place ops bump versions") {
   const std::string text =
       Header() + Op(0, -1, "Namespaced::Annotation", 1, 50, "", "user_scope") +
-      Op(1, 0, "My Annotation", 2, 49, "", "user_scope") + Op(2, 1, "aten::zero_", 3, 6, T(1, 100)) +
-      Op(3, 2, "aten::fill_", 4, 5, T(1, 100) + R"(,{"float":0.0})") + Op(4, 1, "aten::zero_", 7, 8, T(2, 200)) +
-      Op(5, 1, "aten::ones_like", 9, 12, T(1, 100) + ",null,null,null,null,null") + Alloc(6, 5, 10, 300, 4) +
-      Op(7, 5, "aten::fill_", 11, 11, T(3, 300) + R"(,{"float":1.0})");
+      Op(1, 0, "My Annotation", 2, 49, "", "user_scope") +
+      Op(2, 1, "aten::zero_", 3, 6, T(1, 100)) +
+      Op(3, 2, "aten::fill_", 4, 5, T(1, 100) + R"(,{"float":0.0})") +
+      Op(4, 1, "aten::zero_", 7, 8, T(2, 200)) +
+      Op(5, 1, "aten::ones_like", 9, 12, T(1, 100) + ",null,null,null,null,null") +
+      Alloc(6, 5, 10, 300, 4) + Op(7, 5, "aten::fill_", 11, 11, T(3, 300) + R"(,{"float":1.0})");
   CHECK(Graph(text) ==
         "aten::zero_               T0(v0)           ->  T0(v1)\n"
         "aten::zero_               T1(v0)           ->  T1(v1)\n"
@@ -51,7 +53,8 @@ TEST_CASE("graph: annotations without a schema are looked through; in-place ops 
 TEST_CASE("graph: temporaries are created and freed inside one op") {
   const std::string text = Header() + Op(0, -1, "aten::mul", 1, 9, T(1, 100) + "," + T(2, 200)) +
                            Alloc(1, 0, 2, 300, 4) + Op(2, 0, "aten::relu", 3, 4, T(3, 300)) +
-                           Alloc(3, 0, 5, 400, 4) + Op(4, 0, "aten::relu", 6, 7, T(4, 400)) + Alloc(5, 0, 8, 300, -4);
+                           Alloc(3, 0, 5, 400, 4) + Op(4, 0, "aten::relu", 6, 7, T(4, 400)) +
+                           Alloc(5, 0, 8, 300, -4);
   auto a = Run(text);
   REQUIRE(a.ok());
   const auto& g = *a.value()->graph;
@@ -77,15 +80,18 @@ TEST_CASE("graph: a second free of a pointer is a new, untracked allocation, not
 }
 
 TEST_CASE("graph: re-allocating a live tensor after an in-place write breaks an invariant") {
-  const std::string text = Header() + Op(0, -1, "aten::zero_", 1, 2, T(1, 100)) + Alloc(1, -1, 3, 100, 16);
+  const std::string text =
+      Header() + Op(0, -1, "aten::zero_", 1, 2, T(1, 100)) + Alloc(1, -1, 3, 100, 16);
   auto a = Run(text);
   REQUIRE_FALSE(a.ok());
   CHECK(a.status().message() ==
-        "t.trace: data-flow invariant broken at \"[memory]\" (event 1, t=3): it creates T0(v0) but the tensor is "
+        "t.trace: data-flow invariant broken at \"[memory]\" (event 1, t=3): it creates T0(v0) but "
+        "the tensor is "
         "at v1");
 }
 
-TEST_CASE("categories: a PyTorch 2.x trace with producer ids, module gradients and optimizer state") {
+TEST_CASE(
+    "categories: a PyTorch 2.x trace with producer ids, module gradients and optimizer state") {
   // ids=true: tensors carry PyTorch's ids. The python tracer reports the
   // weight with its gradient, and the optimizer's momentum buffer.
   // PyTorch's numbering: allocation ids in record order (weight, grad, the
@@ -99,14 +105,17 @@ TEST_CASE("categories: a PyTorch 2.x trace with producer ids, module gradients a
       R"({"k":"py","i":4,"p":-1,"name":"Optimizer.step#SGD.step","t0":60,"t1":90,"tid":1,"optimizer":{"self":8,"params":[{"t":)" +
       w + R"(,"grad":)" + g + R"(,"state":[["momentum_buffer",)" + buf + R"(]]}]}})" + "\n" +
       Op(5, 4, "aten::add_", 61, 70, buf + "," + g + R"(,{"float":1.0})") +
-      Op(6, 4, "aten::add_", 71, 80, w + "," + buf + R"(,{"float":-0.1})") + Alloc(7, -1, 95, 400, -16, "cpu", 2, 3);
+      Op(6, 4, "aten::add_", 71, 80, w + "," + buf + R"(,{"float":-0.1})") +
+      Alloc(7, -1, 95, 400, -16, "cpu", 2, 3);
   auto a = Run(text);
   REQUIRE_MESSAGE(a.ok(), (a.ok() ? "" : a.status().message()));
   Analysis& an = *a.value();
   CHECK(an.identity.id_mismatches == 0);  // memtl's ids agree with the producer's
   CategoryDict cats;
   RunAllPasses(PassInput{an.trace, *an.tree, *an.graph, *an.sizes}, cats);
-  const auto key = [&](int64_t id, int64_t aid) { return an.trace.KeyOf(TensorId(id), AllocationId(aid), 0); };
+  const auto key = [&](int64_t id, int64_t aid) {
+    return an.trace.KeyOf(TensorId(id), AllocationId(aid), 0);
+  };
   CHECK(cats.Get(key(0, 1), 0) == Category::kParameter);
   CHECK(cats.Get(key(0, 1), 1) == Category::kParameter);
   CHECK(cats.Get(key(1, 2), 0) == Category::kGradient);

@@ -27,9 +27,9 @@ int64_t Aid(const Trace& t, uint32_t tensor) { return t.tensors[tensor].allocati
 }  // namespace
 
 TEST_CASE("identity: a reused storage pointer is a new allocation and a new tensor") {
-  const Trace t = Identify(Header() + Alloc(0, -1, 1, 100, 16) + Op(1, -1, "aten::relu", 2, 3, T(1, 100)) +
-                           Alloc(2, -1, 4, 100, -16) + Alloc(3, -1, 5, 100, 16) +
-                           Op(4, -1, "aten::relu", 6, 7, T(2, 100)));
+  const Trace t = Identify(Header() + Alloc(0, -1, 1, 100, 16) +
+                           Op(1, -1, "aten::relu", 2, 3, T(1, 100)) + Alloc(2, -1, 4, 100, -16) +
+                           Alloc(3, -1, 5, 100, 16) + Op(4, -1, "aten::relu", 6, 7, T(2, 100)));
   CHECK(Aid(t, 0) != Aid(t, 1));
   CHECK(Id(t, 0) != Id(t, 1));
   CHECK(t.allocs[0].id.value() == Id(t, 0));  // the allocation carries its tensor's id
@@ -38,8 +38,8 @@ TEST_CASE("identity: a reused storage pointer is a new allocation and a new tens
 }
 
 TEST_CASE("identity: an allocation never seen with a tensor gets no tensor id") {
-  const Trace t = Identify(Header() + Alloc(0, -1, 1, 500, 16) + Op(1, -1, "aten::relu", 2, 3, T(1, 100)) +
-                           Alloc(2, -1, 4, 500, -16));
+  const Trace t = Identify(Header() + Alloc(0, -1, 1, 500, 16) +
+                           Op(1, -1, "aten::relu", 2, 3, T(1, 100)) + Alloc(2, -1, 4, 500, -16));
   CHECK(t.allocs[0].allocation.valid());
   CHECK_FALSE(t.allocs[0].id.valid());
   CHECK_FALSE(KeyOfAlloc(t, t.allocs[0]).has_value());
@@ -48,7 +48,8 @@ TEST_CASE("identity: an allocation never seen with a tensor gets no tensor id") 
 
 TEST_CASE("identity: ids follow PyTorch's order of first allocation id") {
   // The tensor allocated first gets T0 even though it is used second.
-  const Trace t = Identify(Header() + Alloc(0, -1, 1, 100, 16) + Op(1, -1, "aten::mul", 2, 5, T(10, 200) + "," + T(11, 100)));
+  const Trace t = Identify(Header() + Alloc(0, -1, 1, 100, 16) +
+                           Op(1, -1, "aten::mul", 2, 5, T(10, 200) + "," + T(11, 100)));
   CHECK(Id(t, 1) == 0);
   CHECK(Id(t, 0) == 1);
 }
@@ -65,8 +66,8 @@ TEST_CASE("identity: a genuine storage swap keeps the tensor id (1.13 rule)") {
 }
 
 TEST_CASE("identity: a reused TensorImpl address without a swap is a new tensor (1.13 rule)") {
-  const Trace t = Identify(Header() + Op(0, -1, "aten::relu", 1, 2, T(1, 100)) + Alloc(1, -1, 3, 200, 64) +
-                           Op(2, -1, "aten::relu", 7, 8, T(1, 200)));
+  const Trace t = Identify(Header() + Op(0, -1, "aten::relu", 1, 2, T(1, 100)) +
+                           Alloc(1, -1, 3, 200, 64) + Op(2, -1, "aten::relu", 7, 8, T(1, 200)));
   CHECK(Id(t, 1) != Id(t, 0));
 }
 
@@ -74,7 +75,8 @@ TEST_CASE("identity: with producer ids the storage merge of PyTorch 2.x applies 
   // ids=true: impl 1 seen with two storages is one tensor (no 1.13 rule),
   // and the producer's ids are kept.
   const Trace t = Identify(Header(true) + Op(0, -1, "aten::relu", 1, 2, T(1, 100, 4, 0, 1)) +
-                           Alloc(1, -1, 3, 200, 64, "cpu", 0, 2) + Op(2, -1, "aten::relu", 7, 8, T(1, 200, 4, 0, 2)));
+                           Alloc(1, -1, 3, 200, 64, "cpu", 0, 2) +
+                           Op(2, -1, "aten::relu", 7, 8, T(1, 200, 4, 0, 2)));
   CHECK(Id(t, 0) == 0);
   CHECK(Id(t, 1) == 0);
   CHECK(Aid(t, 1) == 2);
@@ -84,7 +86,8 @@ TEST_CASE("identity: 1.13 python-tracer storage addresses resolve to the nearest
   const std::string py =
       R"({"k":"py","i":2,"p":-1,"name":"nn.Module: Linear_0","t0":50,"t1":60,"tid":1,"module":{"self":null,"cls":"Linear","params":[{"name":"weight","t":{"ptr":100},"grad":null},{"name":"bias","t":{"ptr":999},"grad":null}]}})"
       "\n";
-  const Trace t = Identify(Header() + Op(0, -1, "aten::relu", 1, 2, T(1, 100)) + Op(1, -1, "aten::relu", 55, 58, T(7, 100)) + py);
+  const Trace t = Identify(Header() + Op(0, -1, "aten::relu", 1, 2, T(1, 100)) +
+                           Op(1, -1, "aten::relu", 55, 58, T(7, 100)) + py);
   const ParamInfo& w = t.params[0];
   CHECK(t.tensors[w.tensor].impl == 7);  // nearest in time: the op at 55
   CHECK(t.tensors[w.tensor].id == t.tensors[1].id);
@@ -92,7 +95,8 @@ TEST_CASE("identity: 1.13 python-tracer storage addresses resolve to the nearest
 }
 
 TEST_CASE("identity: record order puts ops before allocations before python at equal times") {
-  auto r = ReadTraceString(Header() + Alloc(0, -1, 5, 100, 8) + Op(1, -1, "a::b", 5, 6, "") + Op(2, -1, "a::c", 1, 9, ""),
+  auto r = ReadTraceString(Header() + Alloc(0, -1, 5, 100, 8) + Op(1, -1, "a::b", 5, 6, "") +
+                               Op(2, -1, "a::c", 1, 9, ""),
                            "t.trace");
   REQUIRE(r.ok());
   CHECK(RecordOrder(r.value()) == std::vector<uint32_t>{2, 1, 0});

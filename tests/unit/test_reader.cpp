@@ -35,7 +35,8 @@ const std::string kSmall = Header() + Op(0, -1, "aten::mul", 10, 20, T(1, 100) +
 }  // namespace
 
 TEST_CASE("reader: plain and gzip give the same trace") {
-  for (const std::string& data : {kSmall, Gzip(kSmall), Gzip(kSmall.substr(0, 80)) + Gzip(kSmall.substr(80))}) {
+  for (const std::string& data :
+       {kSmall, Gzip(kSmall), Gzip(kSmall.substr(0, 80)) + Gzip(kSmall.substr(80))}) {
     auto r = ReadTraceString(data, "t.trace");
     REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.status().message()));
     const Trace& t = r.value();
@@ -51,20 +52,29 @@ TEST_CASE("reader: plain and gzip give the same trace") {
 TEST_CASE("reader: errors name the file, the line and the problem") {
   CHECK(ErrorOf("") == "t.trace: empty file (no memtl trace header)");
   CHECK(ErrorOf("hello\n").find("t.trace: line 1: not valid JSON") == 0);
-  CHECK(ErrorOf(R"({"format":"other","version":1})" "\n").find("line 1: not a memtl trace") != std::string::npos);
-  CHECK(ErrorOf(R"({"format":"memtl-trace","version":9})" "\n").find("newer than this memtl reads") !=
+  CHECK(ErrorOf(R"({"format":"other","version":1})"
+                "\n")
+            .find("line 1: not a memtl trace") != std::string::npos);
+  CHECK(ErrorOf(R"({"format":"memtl-trace","version":9})"
+                "\n")
+            .find("newer than this memtl reads") != std::string::npos);
+  CHECK(ErrorOf(Header() + R"({"k":"op","i":0,"p":-1})"
+                           "\n")
+            .find("line 2: missing field \"name\"") != std::string::npos);
+  CHECK(ErrorOf(Header() + Op(0, 5, "a", 1, 2, "")).find("line 2: parent 5 does not precede") !=
         std::string::npos);
-  CHECK(ErrorOf(Header() + R"({"k":"op","i":0,"p":-1})" "\n").find("line 2: missing field \"name\"") !=
+  CHECK(ErrorOf(Header() + Op(1, -1, "a", 1, 2, "")).find("record index 1 out of order") !=
         std::string::npos);
-  CHECK(ErrorOf(Header() + Op(0, 5, "a", 1, 2, "")).find("line 2: parent 5 does not precede") != std::string::npos);
-  CHECK(ErrorOf(Header() + Op(1, -1, "a", 1, 2, "")).find("record index 1 out of order") != std::string::npos);
-  CHECK(ErrorOf(Header() + Alloc(0, -1, 1, 5, 8, "Cuda 0")).find("invalid device") != std::string::npos);
-  CHECK(ErrorOf(Header() + R"({"k":"alloc","i":0,"p":-1,"t":1,"ptr":-5,"bytes":8,"dev":"cpu"})" "\n")
+  CHECK(ErrorOf(Header() + Alloc(0, -1, 1, 5, 8, "Cuda 0")).find("invalid device") !=
+        std::string::npos);
+  CHECK(ErrorOf(Header() + R"({"k":"alloc","i":0,"p":-1,"t":1,"ptr":-5,"bytes":8,"dev":"cpu"})"
+                           "\n")
             .find("\"ptr\" must not be negative") != std::string::npos);
-  CHECK(ErrorOf(Header() + R"({"k":"alloc","i":0,"p":-1,"t":"x","ptr":5,"bytes":8,"dev":"cpu"})" "\n")
+  CHECK(ErrorOf(Header() + R"({"k":"alloc","i":0,"p":-1,"t":"x","ptr":5,"bytes":8,"dev":"cpu"})"
+                           "\n")
             .find("expected an integer for \"t\"") != std::string::npos);
-  CHECK(ErrorOf(Header() + Op(0, -1, "a", 10, 20, "") + Op(1, 0, "b", 5, 8, "")).find("starts before its parent") !=
-        std::string::npos);
+  CHECK(ErrorOf(Header() + Op(0, -1, "a", 10, 20, "") + Op(1, 0, "b", 5, 8, ""))
+            .find("starts before its parent") != std::string::npos);
 }
 
 TEST_CASE("reader: truncated input") {
@@ -107,6 +117,7 @@ TEST_CASE("reader: argument kinds and python-tracer records") {
   CHECK(t.tensors[t.params[0].tensor].partial);
   CHECK(t.tensors[t.params[0].tensor].ptr == 77);
   REQUIRE(t.schemas.size() == 1);
-  CHECK(ErrorOf(text + R"({"k":"schema","op":"aten::cat","schemas":[]})" "\n").find("registered twice") !=
-        std::string::npos);
+  CHECK(ErrorOf(text + R"({"k":"schema","op":"aten::cat","schemas":[]})"
+                       "\n")
+            .find("registered twice") != std::string::npos);
 }

@@ -51,7 +51,8 @@ TEST_CASE("schema: alias annotations mark writes") {
 
 TEST_CASE("schema: a write annotation on list elements makes the list written") {
   const auto s = Parse(
-      "aten::_amp_foreach_non_finite_check_and_unscale_(Tensor(a!)[] self, Tensor(b!) found_inf, Tensor "
+      "aten::_amp_foreach_non_finite_check_and_unscale_(Tensor(a!)[] self, Tensor(b!) found_inf, "
+      "Tensor "
       "inv_scale) -> ()");
   CHECK(s.arguments[0].is_write);
   CHECK(s.arguments[0].type.kind == SchemaType::kList);
@@ -63,19 +64,22 @@ TEST_CASE("schema: a write annotation on list elements makes the list written") 
 
 TEST_CASE("schema: fixed-size lists, optional lists, tuples, containers") {
   const auto s = Parse(
-      "aten::max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, "
+      "aten::max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, "
+      "int[2] dilation=1, "
       "bool ceil_mode=False) -> Tensor");
   CHECK(s.arguments[1].type.fixed_size == 2);
   const auto i = Parse("aten::index.Tensor(Tensor self, Tensor?[] indices) -> Tensor");
   CHECK(i.arguments[1].type.kind == SchemaType::kList);
   CHECK(i.arguments[1].type.elements[0].kind == SchemaType::kOptional);
-  const auto m = Parse("aten::max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)");
+  const auto m = Parse(
+      "aten::max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)");
   CHECK(m.returns.size() == 2);
   CHECK(m.returns[1].name == "indices");
   const auto d = Parse("aten::update.str(Dict(str, t)(a!) self, Dict(str, t)(a!) to_add) -> ()");
   CHECK(d.arguments[0].is_write);
   CHECK(d.arguments[0].type.kind == SchemaType::kOther);
-  const auto str = Parse(R"(aten::pad(Tensor self, SymInt[] pad, str mode="constant", float? value=None) -> Tensor)");
+  const auto str = Parse(
+      R"(aten::pad(Tensor self, SymInt[] pad, str mode="constant", float? value=None) -> Tensor)");
   CHECK(str.arguments.size() == 4);
   const auto va = Parse("prim::Print(...) -> ()");
   CHECK(va.is_vararg);
@@ -99,8 +103,8 @@ TEST_CASE("schema: every built-in schema parses") {
   const auto* add = reg.Lookup("aten::add");
   REQUIRE(add != nullptr);
   CHECK(add->size() >= 4);
-  CHECK(reg.Lookup("My Annotation") == nullptr);       // no "::": not an operator name
-  CHECK(reg.Lookup("Namespaced::Annotation")->empty()); // well formed but unknown
+  CHECK(reg.Lookup("My Annotation") == nullptr);         // no "::": not an operator name
+  CHECK(reg.Lookup("Namespaced::Annotation")->empty());  // well formed but unknown
 }
 
 TEST_CASE("matcher: PyTorch's observed-type rules") {
@@ -128,7 +132,8 @@ TEST_CASE("matcher: PyTorch's observed-type rules") {
 TEST_CASE("matcher: overload resolution and mutability") {
   auto reg = SchemaRegistry::Builtin();
   // add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1)
-  auto m = MatchSchemas(reg.Lookup("aten::add_"), {Observed::kTensor, Observed::kTensor, Observed::kInt});
+  auto m = MatchSchemas(reg.Lookup("aten::add_"),
+                        {Observed::kTensor, Observed::kTensor, Observed::kInt});
   REQUIRE(m.size() == 1);
   CHECK(m[0]->overload == "Tensor");
   CHECK(InputsAreMutable(m, 3) == std::vector<int8_t>{1, 0, 0});

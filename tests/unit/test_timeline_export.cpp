@@ -31,7 +31,8 @@ TEST_CASE("timeline: int(t / 1000) as Python computes it") {
 TEST_CASE("export: the output suffix picks the format as PyTorch does") {
   CHECK(FormatForPath("a.html").value() == ExportFormat::kHtml);
   CHECK(FormatForPath("a.raw.json.gz").value() == ExportFormat::kRawJsonGz);
-  CHECK(FormatForPath("a_raw.json.gz").value() == ExportFormat::kRawJsonGz);  // PyTorch: endswith("raw.json.gz")
+  CHECK(FormatForPath("a_raw.json.gz").value() ==
+        ExportFormat::kRawJsonGz);  // PyTorch: endswith("raw.json.gz")
   CHECK(FormatForPath("a.json.gz").value() == ExportFormat::kSizesJsonGz);
   CHECK(FormatForPath("a.gz").value() == ExportFormat::kSizesJsonGz);
   CHECK(FormatForPath("a.json").value() == ExportFormat::kSizesJson);
@@ -101,7 +102,8 @@ TEST_CASE("export: the plot is a PNG of the requested size and is not blank") {
     std::array<int64_t, 9> row{};
     row[1] = 1 << 20;
     row[6] = (i % 1000) * (1 << 17);
-    row[5] = i == 2500 ? (1 << 30) : 0;  // a one-sample activation spike must survive column reduction
+    row[5] =
+        i == 2500 ? (1 << 30) : 0;  // a one-sample activation spike must survive column reduction
     c.sizes.push_back(row);
   }
   PlotOptions o;
@@ -111,8 +113,8 @@ TEST_CASE("export: the plot is a PNG of the requested size and is not blank") {
   CHECK(png.substr(1, 3) == "PNG");
   auto be32 = [&](size_t at) {
     return (static_cast<uint32_t>(static_cast<unsigned char>(png[at])) << 24) |
-           (static_cast<unsigned char>(png[at + 1]) << 16) | (static_cast<unsigned char>(png[at + 2]) << 8) |
-           static_cast<unsigned char>(png[at + 3]);
+           (static_cast<unsigned char>(png[at + 1]) << 16) |
+           (static_cast<unsigned char>(png[at + 2]) << 8) | static_cast<unsigned char>(png[at + 3]);
   };
   CHECK(be32(16) == 1600);  // IHDR width
   CHECK(be32(20) == 960);   // IHDR height
