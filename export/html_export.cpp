@@ -1,5 +1,6 @@
 // The HTML report: PyTorch's page (the plot as an embedded PNG) plus a short
 // readable header: source, device, peaks, and any diagnostics.
+#include <algorithm>
 #include <cstdio>
 
 #include "export/export.h"
@@ -41,6 +42,20 @@ std::string GiB(int64_t bytes) {
   return buf;
 }
 
+// Bytes in the largest binary unit that keeps the number at least 1.
+std::string Human(int64_t bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, kUnits[u]);
+  return buf;
+}
+
 }  // namespace
 
 std::string HtmlReport(const ExportInput& in, DeviceIndex device) {
@@ -63,10 +78,17 @@ std::string HtmlReport(const ExportInput& in, DeviceIndex device) {
       "<style>body{font-family:'DejaVu Sans',sans-serif;margin:16px} "
       "p,li{font-size:14px;color:#333} "
       "img{max-width:100%}</style></head>\n<body>\n";
+  int64_t peak_live = 0;
+  for (const auto& row : c.sizes) {
+    int64_t total = 0;
+    for (int64_t v : row) total += v;
+    peak_live = std::max(peak_live, total);
+  }
   html += "<p>memtl memory timeline of <b>" + Escape(in.source_name) + "</b> on device <b>" +
           Escape(device_name) + "</b>: " + std::to_string(c.times.size()) +
-          " time points; max allocated " + GiB(max_allocated) + ", max reserved " +
-          GiB(max_reserved) + ".</p>\n";
+          " time points; peak of the timeline " + Human(peak_live) + "; max allocated " +
+          Human(max_allocated) + ", max reserved " + Human(max_reserved) +
+          " (the allocator's counters in the trace).</p>\n";
   if (!in.note.empty()) html += "<p><b>Note:</b> " + Escape(in.note) + ".</p>\n";
   html += "  <img src='data:image/png;base64," + Base64(png) + "'>\n";
   if (!in.diagnostics.empty()) {
