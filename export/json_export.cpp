@@ -1,5 +1,7 @@
 // JSON serializations of the timeline and the suffix dispatch.
+#include <charconv>
 #include <memory>
+#include <string_view>
 
 #include "export/atomic_file.h"
 #include "export/export.h"
@@ -44,42 +46,64 @@ Expected<DeviceIndex> ResolveDevice(const Trace& trace, const std::string& reque
   return static_cast<DeviceIndex>(trace.devices.size());  // no such device: an empty export
 }
 
+namespace {
+
+// Appends integers with to_chars: number formatting dominated the export.
+class JsonText {
+ public:
+  void Int(int64_t v) {
+    char buf[24];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    out_.append(buf, r.ptr);
+  }
+  void Raw(std::string_view s) { out_.append(s); }
+  std::string Take() { return std::move(out_); }
+  void Reserve(size_t n) { out_.reserve(n); }
+
+ private:
+  std::string out_;
+};
+
+}  // namespace
+
 std::string SizesJson(const CoalescedTimeline& c) {
-  std::string out = "[[";
+  JsonText out;
+  out.Reserve(c.times.size() * 48);
+  out.Raw("[[");
   for (size_t i = 0; i < c.times.size(); ++i) {
-    if (i) out += ", ";
-    out += std::to_string(c.times[i]);
+    if (i) out.Raw(", ");
+    out.Int(c.times[i]);
   }
-  out += "], [";
+  out.Raw("], [");
   for (size_t i = 0; i < c.sizes.size(); ++i) {
-    if (i) out += ", ";
-    out += '[';
+    out.Raw(i ? ", [" : "[");
     for (size_t j = 0; j < c.sizes[i].size(); ++j) {
-      if (j) out += ", ";
-      out += std::to_string(c.sizes[i][j]);
+      if (j) out.Raw(", ");
+      out.Int(c.sizes[i][j]);
     }
-    out += ']';
+    out.Raw("]");
   }
-  out += "]]";
-  return out;
+  out.Raw("]]");
+  return out.Take();
 }
 
 std::string RawJson(const std::vector<TimelineEvent>& timeline, const CategoryDict& cats,
                     DeviceIndex device) {
-  std::string out = "[";
+  JsonText out;
+  out.Reserve(timeline.size() * 40);
+  out.Raw("[");
   bool first = true;
   auto row = [&](int64_t t, Action a, int64_t bytes, int category) {
-    if (!first) out += ", ";
+    out.Raw(first ? "[" : ", [");
     first = false;
-    out += '[';
-    out += std::to_string(t);
-    out += ", ";
-    out += std::to_string(static_cast<int>(a));
-    out += ", ";
-    out += std::to_string(bytes);
-    out += ", ";
-    out += std::to_string(category);
-    out += ']';
+    out.Int(t);
+    out.Raw(", ");
+    out.Int(static_cast<int>(a));
+    out.Raw(", ");
+    out.Int(bytes);
+    out.Raw(", ");
+    out.Int(category);
+    out.Raw("]");
   };
   for (const auto& e : timeline) {
     if (e.device != device) continue;
@@ -97,8 +121,8 @@ std::string RawJson(const std::vector<TimelineEvent>& timeline, const CategoryDi
         break;
     }
   }
-  out += ']';
-  return out;
+  out.Raw("]");
+  return out.Take();
 }
 
 std::string HtmlReport(const ExportInput& in, DeviceIndex device);  // html_export.cpp

@@ -1,5 +1,5 @@
 // Queries over the op tree and data-flow graph shared by several passes.
-#include <unordered_map>
+#include "core/model/flat_map.h"
 
 #include "passes/pass.h"
 
@@ -46,42 +46,53 @@ std::unordered_set<int64_t> AnyVersionDependsOnGradient(const PassInput& in,
                                                         const CategoryWriter& cats) {
   const DataFlowGraph& g = in.graph;
   const auto& nodes = g.nodes();
-  // Which nodes read each id.
-  std::unordered_map<int64_t, std::vector<uint32_t>> readers;
+  // Which nodes read each tensor id, as CSR over dense slots.
+  FlatMap<uint64_t, uint32_t, U64Hash> slot_of;
+  std::vector<uint32_t> count;
+  for (const auto& e : g.edges()) {
+    if (!e.is_input()) continue;
+    auto [slot, inserted] = slot_of.try_emplace(static_cast<uint64_t>(e.key.id.value()),
+                                                static_cast<uint32_t>(count.size()));
+    if (inserted) count.push_back(0);
+    ++count[*slot];
+  }
+  std::vector<uint32_t> begin(count.size() + 1, 0);
+  for (size_t i = 0; i < count.size(); ++i) begin[i + 1] = begin[i] + count[i];
+  std::vector<uint32_t> readers(begin.back());
+  std::vector<uint32_t> fill(begin.begin(), begin.end() - 1);
+  for (uint32_t n = 0; n < nodes.size(); ++n) {
+    for (const FlowEdge* e = g.begin(nodes[n]); e != g.end(nodes[n]); ++e) {
+      if (e->is_input())
+        readers[fill[*slot_of.find(static_cast<uint64_t>(e->key.id.value()))]++] = n;
+    }
+  }
+
   std::unordered_set<int64_t> depends;
   std::vector<int64_t> work;
   std::vector<bool> fired(nodes.size(), false);
-  auto fire = [&](uint32_t n) {
-    if (fired[n]) return;
-    fired[n] = true;
-    for (const FlowEdge* e = g.begin(nodes[n]); e != g.end(nodes[n]); ++e) {
-      if (e->is_output() && depends.insert(e->key.id.value()).second)
-        work.push_back(e->key.id.value());
-    }
+  auto add = [&](int64_t id) {
+    if (depends.insert(id).second) work.push_back(id);
   };
-  for (uint32_t n = 0; n < nodes.size(); ++n) {
-    for (const FlowEdge* e = g.begin(nodes[n]); e != g.end(nodes[n]); ++e) {
-      if (!e->is_input()) continue;
-      readers[e->key.id.value()].push_back(n);
-    }
-  }
   // Seeds: inputs that are gradients or parameters themselves.
-  for (uint32_t n = 0; n < nodes.size(); ++n) {
-    for (const FlowEdge* e = g.begin(nodes[n]); e != g.end(nodes[n]); ++e) {
-      if (!e->is_input()) continue;
-      const auto c = cats.Get(e->key, e->input_version);
-      if (c == Category::kGradient || c == Category::kParameter) {
-        if (depends.insert(e->key.id.value()).second) work.push_back(e->key.id.value());
-      }
-    }
+  for (const auto& e : g.edges()) {
+    if (!e.is_input()) continue;
+    const auto c = cats.Get(e.key, e.input_version);
+    if (c == Category::kGradient || c == Category::kParameter) add(e.key.id.value());
   }
   // A node that reads any id in the set adds all its outputs' ids.
   while (!work.empty()) {
     const int64_t id = work.back();
     work.pop_back();
-    auto it = readers.find(id);
-    if (it == readers.end()) continue;
-    for (uint32_t n : it->second) fire(n);
+    const uint32_t* slot = slot_of.find(static_cast<uint64_t>(id));
+    if (slot == nullptr) continue;
+    for (uint32_t r = begin[*slot]; r < begin[*slot + 1]; ++r) {
+      const uint32_t n = readers[r];
+      if (fired[n]) continue;
+      fired[n] = true;
+      for (const FlowEdge* e = g.begin(nodes[n]); e != g.end(nodes[n]); ++e) {
+        if (e->is_output()) add(e->key.id.value());
+      }
+    }
   }
   return depends;
 }
