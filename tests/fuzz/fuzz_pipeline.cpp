@@ -1,0 +1,30 @@
+// Fuzz target: the whole analysis on small traces: identity, op tree,
+// data-flow graph, passes, timeline and the JSON exports of every device.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "core/pipeline/analysis.h"
+#include "core/timeline/timeline.h"
+#include "export/export.h"
+#include "passes/pass.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size > (64u << 10)) return 0;
+  auto trace = memtl::ReadTraceString(std::string(reinterpret_cast<const char*>(data), size), "fuzz");
+  if (!trace.ok()) return 0;
+  auto analysis = memtl::Analyze(std::move(trace.value()), "fuzz");
+  if (!analysis.ok()) return 0;
+  memtl::Analysis& a = *analysis.value();
+  memtl::CategoryDict cats;
+  memtl::RunAllPasses(memtl::PassInput{a.trace, *a.tree, *a.graph, *a.sizes}, cats);
+  const auto timeline = memtl::BuildTimeline(*a.tree, *a.graph, *a.sizes, cats, a.diagnostics);
+  (void)memtl::FormatTimeline(a.trace, timeline, cats);
+  (void)memtl::FormatDataFlow(a.trace, *a.graph);
+  for (size_t d = 0; d < a.trace.devices.size(); ++d) {
+    const auto device = static_cast<memtl::DeviceIndex>(d);
+    (void)memtl::SizesJson(memtl::Coalesce(timeline, cats, device));
+    (void)memtl::RawJson(timeline, cats, device);
+  }
+  return 0;
+}
