@@ -717,9 +717,10 @@ struct Block {
 
 class BlockQueue {
  public:
+  explicit BlockQueue(bool bounded) : bounded_(bounded) {}
   void Push(Block b) {
     std::unique_lock<std::mutex> lock(mu_);
-    not_full_.wait(lock, [&] { return q_.size() < kMax || cancelled_; });
+    not_full_.wait(lock, [&] { return !bounded_ || q_.size() < kMax || cancelled_; });
     if (cancelled_) return;
     q_.push_back(std::move(b));
     not_empty_.notify_one();
@@ -753,6 +754,7 @@ class BlockQueue {
 
  private:
   static constexpr size_t kMax = 4;
+  const bool bounded_;
   std::mutex mu_;
   std::condition_variable not_empty_, not_full_;
   std::deque<Block> q_;
@@ -786,11 +788,19 @@ void Produce(LineSource& src, BlockQueue& queue) {
   queue.Close(src.status());
 }
 
-Expected<Trace> ReadFrom(LineSource& src, const ReadOptions& options, ReadInfo* info) {
+// `threaded`: inflate on a reader thread while this one parses (files); an
+// in-memory input is cut into blocks up front instead (tests, fuzzers).
+Expected<Trace> ReadFrom(LineSource& src, const ReadOptions& options, ReadInfo* info,
+                         bool threaded) {
   Trace trace;
   Builder builder(&trace);
-  BlockQueue queue;
-  std::thread producer([&] { Produce(src, queue); });
+  BlockQueue queue(threaded);
+  std::thread producer;
+  if (threaded) {
+    producer = std::thread([&] { Produce(src, queue); });
+  } else {
+    Produce(src, queue);
+  }
   struct Joiner {  // stops and joins the producer on every exit path
     std::thread& t;
     BlockQueue& q;
@@ -869,13 +879,13 @@ Expected<Trace> ReadFrom(LineSource& src, const ReadOptions& options, ReadInfo* 
 Expected<Trace> ReadTraceFile(const std::string& path, const ReadOptions& options, ReadInfo* info) {
   auto src = LineSource::Open(path);
   if (!src.ok()) return src.status();
-  return ReadFrom(*src.value(), options, info);
+  return ReadFrom(*src.value(), options, info, true);
 }
 
 Expected<Trace> ReadTraceString(std::string data, const std::string& name,
                                 const ReadOptions& options, ReadInfo* info) {
   auto src = LineSource::FromMemory(std::move(data), name);
-  return ReadFrom(*src, options, info);
+  return ReadFrom(*src, options, info, false);
 }
 
 }  // namespace memtl
