@@ -201,6 +201,8 @@ struct Trace {
 
   // Ops whose end time the producer did not record (end = start is used).
   uint64_t ops_without_end = 0;
+  // Events (not allocations) that start before their parent.
+  uint64_t events_before_parent = 0;
 
   // Operator schemas carried by the trace: op name -> schema strings.
   std::vector<std::pair<std::string, std::vector<std::string>>> schemas;

@@ -39,6 +39,10 @@ Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string&
     a->diagnostics.Add("op without an end time", "their end is taken as their start",
                        a->trace.ops_without_end);
   }
+  if (a->trace.events_before_parent > 0) {
+    a->diagnostics.Add("event starts before its parent", "the parent links may be wrong",
+                       a->trace.events_before_parent);
+  }
   a->allocations = CheckAllocations(a->trace, a->diagnostics);
   a->timer.Mark("checks");
   a->identity = AssignIdentity(a->trace, a->schemas, a->diagnostics);
