@@ -29,6 +29,8 @@ for f in fixtures/dataflow_*.trace.jsonl.gz; do gzip -dc "$f" >"$corpus/reader/$
 cp tests/fuzz/seeds/schema/* "$corpus/schema/"
 cp tests/fuzz/seeds/pipeline/* fixtures/bad/*.trace "$corpus/pipeline/"
 status=0
+passed=0
+failed=0
 for t in reader schema pipeline; do
   cp tests/fuzz/regressions/* "$corpus/$t/" 2>/dev/null || true
   log=build-fuzz/fuzz_$t.log
@@ -45,7 +47,11 @@ for t in reader schema pipeline; do
   echo "fuzz_$t: ${seconds}s, ${execs:-?} executions, $cov, $ft, exit $rc"
   if [ "$rc" -ne 0 ]; then
     status=1
+    failed=$((failed + 1))
     grep -E "ERROR|SUMMARY|Test unit written" "$log" | head -5
+  else
+    passed=$((passed + 1))
   fi
 done
+echo "fuzz: $passed passed, $failed failed"
 exit $status
