@@ -35,17 +35,6 @@ struct Raw {
   int64_t id = -1;
 };
 
-struct PtrDev {
-  uint64_t ptr = 0;
-  uint64_t device = 0;
-  bool operator==(const PtrDev& o) const { return ptr == o.ptr && device == o.device; }
-};
-struct PtrDevHash {
-  size_t operator()(const PtrDev& p) const {
-    return static_cast<size_t>(Mix64(p.ptr ^ (p.device << 56)));
-  }
-};
-
 int Rank(EventKind k) {
   switch (k) {
     case EventKind::kOp:

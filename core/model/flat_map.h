@@ -120,4 +120,16 @@ struct U64Hash {
   size_t operator()(uint64_t v) const { return static_cast<size_t>(Mix64(v)); }
 };
 
+// A (pointer, device) pair: how untracked storage is told apart.
+struct PtrDev {
+  uint64_t ptr = 0;
+  uint64_t device = 0;
+  bool operator==(const PtrDev& o) const { return ptr == o.ptr && device == o.device; }
+};
+struct PtrDevHash {
+  size_t operator()(const PtrDev& p) const {
+    return static_cast<size_t>(Mix64(p.ptr ^ (p.device << 56)));
+  }
+};
+
 }  // namespace memtl

@@ -210,6 +210,16 @@ class Builder {
     return v;
   }
 
+  // A nullable address: false for null, else true with *out set.
+  bool OptAddress(JsonCursor& c, const char* key, uint64_t* out) {
+    if (c.Peek() == JsonCursor::Kind::kNull) {
+      c.ReadNull();
+      return false;
+    }
+    *out = Address(c, key);
+    return true;
+  }
+
   bool Bool(JsonCursor& c, const char* key) {
     if (NextKind(c) != JsonCursor::Kind::kBool)
       Fail(std::string("expected a boolean for \"") + key + "\"");
@@ -632,12 +642,7 @@ class Builder {
     std::string_view key;
     while (c.NextKey(&key)) {
       if (key == "self") {
-        if (c.Peek() == JsonCursor::Kind::kNull) {
-          c.ReadNull();
-        } else {
-          mod.has_self = true;
-          mod.self = Address(c, "self");
-        }
+        mod.has_self = OptAddress(c, "self", &mod.self);
       } else if (key == "cls") {
         mod.cls = t_->strings.Intern(String(c, "cls"));
         has_cls = true;
@@ -662,12 +667,7 @@ class Builder {
     std::string_view key;
     while (c.NextKey(&key)) {
       if (key == "self") {
-        if (c.Peek() == JsonCursor::Kind::kNull) {
-          c.ReadNull();
-        } else {
-          opt.has_self = true;
-          opt.self = Address(c, "self");
-        }
+        opt.has_self = OptAddress(c, "self", &opt.self);
       } else if (key == "params") {
         Params(c, false, &opt.params_begin, &opt.params_count);
         has_params = true;

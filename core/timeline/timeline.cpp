@@ -61,16 +61,6 @@ std::vector<TimelineEvent> BuildTimeline(const OpTree& tree, const DataFlowGraph
   // Allocations in tree order: tensor allocations remember their times;
   // untracked ones go straight to the timeline, keyed by (pointer, device).
   FlatMap<TensorKey, int64_t, TensorKeyHash> alloc_time, free_time;
-  struct PtrDev {
-    uint64_t ptr = 0;
-    uint64_t dev = 0;
-    bool operator==(const PtrDev& o) const { return ptr == o.ptr && dev == o.dev; }
-  };
-  struct PtrDevHash {
-    size_t operator()(const PtrDev& p) const {
-      return static_cast<size_t>(Mix64(p.ptr ^ (p.dev << 56)));
-    }
-  };
   FlatMap<PtrDev, char, PtrDevHash> live_unknown;
   for (uint32_t e : tree.preorder()) {
     const Event& ev = trace.events[e];

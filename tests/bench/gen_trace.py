@@ -29,12 +29,14 @@ import argparse
 import gzip
 import json
 import os
+import re
 import sys
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 DEFAULT_SOURCE = os.path.join(ROOT, "fixtures", "resnet18_sgd_step.trace.jsonl.gz")
 MARK = "@@memtl-gen-slot@@"
+SLOT = re.compile('"%s(\\d+)"' % MARK)
 INT64_MAX = (1 << 63) - 1
 
 # slot kinds; each copy c adds offsets[kind] to the slot's source value
@@ -75,15 +77,18 @@ class Template:
                 self.walk(obj[key])
         if obj["k"] == "alloc":
             self.walk(obj)  # ptr, id, aid of the allocation itself
+        # slots were made in walk order; put them in text order
         text = json.dumps(obj, separators=(",", ":"), allow_nan=False)
-        parts = text.replace("%", "%%").split('"%s"' % MARK)
-        if len(parts) != len(self.slots) + 1:
+        parts = SLOT.split(text.replace("%", "%%"))
+        order = [int(x) for x in parts[1::2]]
+        if sorted(order) != list(range(len(self.slots))):
             sys.exit("%s: line %d: could not template the record" % (path, lineno))
-        self.fmt = "%d".join(parts)
+        self.slots = [self.slots[j] for j in order]
+        self.fmt = "%d".join(parts[0::2])
 
     def slot(self, kind, value):
         self.slots.append((kind, value))
-        return MARK
+        return "%s%d" % (MARK, len(self.slots) - 1)
 
     def walk(self, node):
         """Rewrites addresses and ids anywhere inside args/module/optimizer."""
