@@ -1,62 +1,180 @@
 #!/usr/bin/env bash
-# The benchmark: for each size (events), generates an input from a recorded
-# real step (tests/bench/gen_trace.py, cached in build/bench/), then measures
-# in the same run `gzip -dc` of the file and `memtl export` to .json,
-# .raw.json.gz and .html: wall time, peak RSS, ratios, events/s, and the
-# per-stage breakdown of the .json export (memtl --timings). Prints Markdown.
-#   tests/bench/run_bench.sh [SIZES...]     default: 100000 1000000
-#   SOURCE=fixtures/e2e_adam.trace.jsonl.gz tests/bench/run_bench.sh 100000
-set -euo pipefail
+# The benchmark. For each size (events) it generates an input from a recorded
+# real step (tests/bench/gen_trace.py; cached in build/bench/ and remade when
+# the generator or the source is newer), then measures in the same run
+# `gzip -dc` of the file and `memtl export` to .json, .raw.json.gz and .html:
+# wall seconds, ratio to gzip -dc, peak RSS (GNU time %M), bytes/event and
+# events/s, plus the per-stage breakdown of the .json export when memtl has
+# --timings. Best of 3 runs at <= 200000 events, 1 run above (RUNS=N forces
+# N); the commands of one repetition run back to back, so gzip and memtl see
+# the same machine state. Markdown on stdout (for docs/performance.md),
+# progress on stderr. A failing command is reported and its cells read FAIL.
+#
+#   tests/bench/run_bench.sh [SIZES...]          default: 100000 1000000
+#   tests/bench/run_bench.sh 100000 1000000 10000000
+#   SOURCE=build/bench/transformer_adam_3steps.trace.jsonl.gz tests/bench/run_bench.sh 100000
+#   MEMTL=path/to/memtl RUNS=5 tests/bench/run_bench.sh 100000
+set -uo pipefail
 cd "$(dirname "$0")/../.."
 sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(100000 1000000)
-bin=build/cli/memtl
-[ -x "$bin" ] || { echo "build memtl first (scripts/build.sh)" >&2; exit 2; }
+bin=${MEMTL:-build/cli/memtl}
 source_trace=${SOURCE:-fixtures/resnet18_sgd_step.trace.jsonl.gz}
+gen=tests/bench/gen_trace.py
+py=python3
+command -v "$py" >/dev/null || py=/usr/bin/python3
+[ -x "$bin" ] || { echo "run_bench: $bin not found; build memtl first (scripts/build.sh)" >&2; exit 2; }
+[ -s "$source_trace" ] || { echo "run_bench: source $source_trace not found" >&2; exit 2; }
+if [ ! -x /usr/bin/time ]; then
+  echo "run_bench: installing GNU time" >&2
+  apt-get install -y time >/dev/null 2>&1 || { apt-get update >/dev/null 2>&1 && apt-get install -y time >/dev/null 2>&1; } ||
+    { echo "run_bench: /usr/bin/time (Debian package time) is missing" >&2; exit 2; }
+fi
 mkdir -p build/bench
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+log() { echo "run_bench: $*" >&2; }
 
-# best wall seconds and max RSS (KiB) of N runs of a command
-measure() {
-  local n=$1
-  shift
-  local best="" rss=0
-  for _ in $(seq "$n"); do
-    /usr/bin/env time -f "%e %M" -o "$tmp/time" "$@" >/dev/null 2>"$tmp/err" || { cat "$tmp/err" >&2; exit 1; }
-    read -r s m <"$tmp/time"
-    if [ -z "$best" ] || awk "BEGIN{exit !($s < $best)}"; then best=$s; fi
-    [ "$m" -gt "$rss" ] && rss=$m
-  done
-  echo "$best $rss"
+src_base=$(basename "$source_trace" .trace.jsonl.gz)
+input_for() { # cached input for a size; the default source keeps the short name
+  if [ "$source_trace" = fixtures/resnet18_sgd_step.trace.jsonl.gz ]; then
+    echo "build/bench/t$1.trace.jsonl.gz"
+  else
+    echo "build/bench/t$1.$src_base.trace.jsonl.gz"
+  fi
 }
 
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(free -g | awk '/Mem:/{print $2}') GiB"
-echo "source: $source_trace; commands: gzip -dc F > /dev/null; $bin export F -o OUT.{json,raw.json.gz,html}"
+# run NAME CMD...: one timed run; appends "seconds rss_kib" to $tmp/NAME, or
+# "FAIL" when the command fails (its stderr goes to ours)
+run() {
+  local name=$1
+  shift
+  local s e rc
+  s=$(date +%s%N)
+  /usr/bin/time -f "%e %M" -o "$tmp/time" "$@" >/dev/null 2>"$tmp/err"
+  rc=$?
+  e=$(date +%s%N)
+  if [ $rc -ne 0 ]; then
+    log "FAILED (status $rc): $*"
+    sed 's/^/    /' "$tmp/err" | tail -5 >&2
+    echo FAIL >>"$tmp/$name"
+    return
+  fi
+  echo "$(awk -v s="$s" -v e="$e" 'BEGIN{printf "%.3f", (e - s) / 1e9}') $(tail -1 "$tmp/time" | cut -d' ' -f2)" >>"$tmp/$name"
+}
+# best NAME: "best_seconds max_rss_kib" over the runs, or "FAIL"
+best() {
+  awk '$1 == "FAIL" {f = 1} $1 != "FAIL" {if (b == "" || $1 < b) b = $1; if ($2 > r) r = $2}
+       END {if (f || b == "") print "FAIL"; else print b, r}' "$tmp/$1"
+}
+
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo "?")
+git diff --quiet HEAD -- 2>/dev/null || commit="$commit+dirty"
+echo "Machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), $(free -g | awk '/Mem:/{print $2}') GiB RAM, $(uname -sr), $(gzip --version | head -1)."
+echo "memtl: $bin built $(date -u -r "$bin" '+%Y-%m-%d %H:%M UTC'), tree at $commit. Source: \`$source_trace\`."
 echo
-echo "| events | gz MiB | raw MiB | gzip -dc s | export .json s (x gzip) | .raw.json.gz s (x) | .html s (x) | peak RSS MiB | B/event | RSS / raw size | events/s |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|"
+echo "Commands (F = input, best of 3 runs at <= 200000 events, else 1; wall time from \`date +%s%N\` around \`/usr/bin/time -f '%e %M'\`, which gives the peak RSS):"
+echo
+echo '```'
+echo "$py $gen --source $source_trace --events N --out F"
+echo "gzip -dc F > /dev/null"
+echo "$bin export F -o OUT.json"
+echo "$bin export F -o OUT.raw.json.gz"
+echo "$bin export F -o OUT.html"
+echo '```'
+echo
+echo "| events | gz MiB | raw MiB | gzip -dc s | .json s | x gzip | RSS MiB | B/event | Mevents/s | .raw.json.gz s | x gzip | RSS MiB | B/event | Mevents/s | .html s | x gzip | RSS MiB | B/event | Mevents/s | max RSS / raw size |"
+echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+
+declare -A json_s json_rss
 for n in "${sizes[@]}"; do
-  f=build/bench/t$n.trace.jsonl.gz
-  [ -s "$f" ] || python3 tests/bench/gen_trace.py --source "$source_trace" --events "$n" --out "$f" >/dev/null
-  runs=1
-  [ "$n" -le 200000 ] && runs=3
-  gz_mib=$(awk "BEGIN{printf \"%.1f\", $(stat -c %s "$f")/1048576}")
+  f=$(input_for "$n")
+  if [ ! -s "$f" ] || [ "$gen" -nt "$f" ] || [ "$source_trace" -nt "$f" ]; then
+    log "generating $f"
+    "$py" "$gen" --source "$source_trace" --events "$n" --out "$f" >&2 || { log "generation failed"; exit 2; }
+  fi
+  runs=${RUNS:-1}
+  [ -z "${RUNS:-}" ] && [ "$n" -le 200000 ] && runs=3
   raw_bytes=$(gzip -dc "$f" | wc -c)
-  raw_mib=$(awk "BEGIN{printf \"%.1f\", $raw_bytes/1048576}")
-  read -r g _ < <(measure "$runs" sh -c "gzip -dc '$f' > /dev/null")
-  read -r j jr < <(measure "$runs" "$bin" export "$f" -o "$tmp/o.json")
-  read -r r rr < <(measure "$runs" "$bin" export "$f" -o "$tmp/o.raw.json.gz")
-  read -r h hr < <(measure "$runs" "$bin" export "$f" -o "$tmp/o.html")
-  rss=$jr
-  [ "$rr" -gt "$rss" ] && rss=$rr
-  [ "$hr" -gt "$rss" ] && rss=$hr
-  awk -v n="$n" -v gz="$gz_mib" -v raw="$raw_mib" -v rawb="$raw_bytes" -v g="$g" -v j="$j" -v r="$r" -v h="$h" -v rss="$rss" 'BEGIN{
-    printf "| %d | %s | %s | %.2f | %.2f (%.2fx) | %.2f (%.2fx) | %.2f (%.2fx) | %.0f | %.0f | %.2f | %.2fM |\n",
-      n, gz, raw, g, j, j/g, r, r/g, h, h/g, rss/1024, rss*1024/n, rss*1024/rawb, n/j/1e6 }'
+  rm -f "$tmp"/{gz,json,raw,html}
+  for r in $(seq "$runs"); do
+    log "$n events: run $r/$runs"
+    run gz sh -c "gzip -dc '$f' > /dev/null"
+    run json "$bin" export "$f" -o "$tmp/o.json"
+    run raw "$bin" export "$f" -o "$tmp/o.raw.json.gz"
+    run html "$bin" export "$f" -o "$tmp/o.html"
+  done
+  read -r g _ < <(best gz)
+  row=$(awk -v n="$n" -v gz="$(stat -c %s "$f")" -v raw="$raw_bytes" 'BEGIN{printf "| %d | %.1f | %.1f |", n, gz/1048576, raw/1048576}')
+  row="$row $g |"
+  maxrss=0
+  for k in json raw html; do
+    read -r s rss < <(best $k)
+    if [ "$s" = FAIL ] || [ "$g" = FAIL ]; then
+      row="$row FAIL | | | | |"
+      continue
+    fi
+    [ "$rss" -gt "$maxrss" ] && maxrss=$rss
+    [ $k = json ] && json_s[$n]=$s && json_rss[$n]=$rss
+    row="$row $(awk -v n="$n" -v s="$s" -v g="$g" -v rss="$rss" 'BEGIN{
+      printf "%.2f | %.2f | %.0f | %.0f | %.2f |", s, s/g, rss/1024, rss*1024/n, n/s/1e6}')"
+  done
+  row="$row $(awk -v m="$maxrss" -v raw="$raw_bytes" 'BEGIN{printf "%.2f |", m*1024/raw}')"
+  echo "$row"
 done
-echo
-echo "Stages of the .json export (memtl --timings), largest size:"
-echo '```'
-"$bin" export "build/bench/t${sizes[-1]}.trace.jsonl.gz" -o "$tmp/o.json" --timings 2>&1 | sed 's/^memtl: timing: //'
-echo '```'
+
+# growth between consecutive sizes (.json export)
+if [ ${#sizes[@]} -gt 1 ]; then
+  echo
+  echo "| .json export growth | events | time | peak RSS |"
+  echo "|---|---:|---:|---:|"
+  prev=""
+  for n in "${sizes[@]}"; do
+    if [ -n "$prev" ] && [ -n "${json_s[$n]:-}" ] && [ -n "${json_s[$prev]:-}" ]; then
+      awk -v a="$prev" -v b="$n" -v ta="${json_s[$prev]}" -v tb="${json_s[$n]}" -v ra="${json_rss[$prev]}" -v rb="${json_rss[$n]}" \
+        'BEGIN{printf "| %d -> %d | x%.1f | x%.2f | x%.2f |\n", a, b, b/a, tb/ta, rb/ra}'
+    fi
+    prev=$n
+  done
+fi
+
+# per-stage breakdown, when this memtl has --timings
+probe=$(input_for "${sizes[0]}")
+if "$bin" export "$probe" -o "$tmp/o.json" --timings >/dev/null 2>"$tmp/err" && grep -q '^memtl: timing:' "$tmp/err"; then
+  for n in "${sizes[@]}"; do
+    log "$n events: --timings run"
+    "$bin" export "$(input_for "$n")" -o "$tmp/o.json" --timings 2>"$tmp/t$n" >/dev/null ||
+      { log "--timings run failed for $n"; : >"$tmp/t$n"; }
+  done
+  echo
+  echo "Stages of \`memtl export F -o OUT.json --timings\` (one extra run per size; seconds, peak RSS MiB so far):"
+  echo
+  header="| stage |"
+  sep="|---|"
+  for n in "${sizes[@]}"; do header="$header $n s | RSS MiB |"; sep="$sep---:|---:|"; done
+  echo "$header"
+  echo "$sep"
+  # lines: "memtl: timing: PHASE SECONDS [s] [peak RSS MIB MiB]" (PHASE may have spaces)
+  for n in "${sizes[@]}"; do
+    awk '/^memtl: timing:/ {
+      name = ""; sec = ""; rss = ""
+      for (i = 3; i <= NF; i++) {
+        if (sec == "" && $i ~ /^[0-9.]+s?$/) { sec = $i; sub(/s$/, "", sec) }
+        else if (sec == "") name = name (name == "" ? "" : " ") $i
+        else if ($i == "RSS" && i < NF) rss = $(i + 1)
+      }
+      if (sec != "") printf "%s\t%s\t%s\n", name, sec, rss
+    }' "$tmp/t$n" >"$tmp/p$n"
+  done
+  cut -f1 "$tmp/p${sizes[0]}" | while IFS= read -r stage; do
+    line="| $stage |"
+    for n in "${sizes[@]}"; do
+      v=$(awk -F'\t' -v s="$stage" '$1 == s {print $2 " | " $3; found=1} END {if (!found) print " | "}' "$tmp/p$n")
+      line="$line $v |"
+    done
+    echo "$line"
+  done
+else
+  echo
+  echo "(this memtl has no --timings: no per-stage breakdown)"
+fi

@@ -94,3 +94,23 @@ TEST_SUITE("golden") {
     }
   }
 }
+
+TEST_CASE("determinism: the threaded file reader and the in-memory reader give the same analysis") {
+  const auto path = fs::path(MEMTL_SOURCE_DIR) / "fixtures" / "resnet18_sgd_step.trace.jsonl.gz";
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto threaded = AnalyzeFile(path.string());
+  auto inline_read = ReadTraceString(ss.str(), path.string());
+  REQUIRE(threaded.ok());
+  REQUIRE(inline_read.ok());
+  auto single = Analyze(std::move(inline_read.value()), path.string());
+  REQUIRE(single.ok());
+  auto render = [](Analysis& a) {
+    CategoryDict cats;
+    RunAllPasses(PassInput{a.trace, *a.tree, *a.graph, *a.sizes}, cats);
+    const auto timeline = BuildTimeline(*a.tree, *a.graph, *a.sizes, cats, a.diagnostics);
+    return FormatDataFlow(a.trace, *a.graph) + RawJson(timeline, cats, 0);
+  };
+  CHECK(render(*threaded.value()) == render(*single.value()));
+}
