@@ -11,21 +11,8 @@ void SizeMap::Observe(const Trace& trace, uint32_t tensor) {
   if (!key) return;
   const Tensor& t = trace.tensors[tensor];
   if (t.layout != Layout::kStrided) return;
-  // Python zips sizes with strides (each defaulting to [1] when empty) and
-  // takes the largest product: a zero-dim tensor counts as one element.
-  const int64_t* sizes = trace.dims.data() + t.dims_begin;
-  const int64_t* strides = sizes + t.num_sizes;
-  const int64_t one = 1;
-  const int64_t* s = t.num_sizes ? sizes : &one;
-  const int64_t* st = t.num_strides ? strides : &one;
-  const size_t n =
-      std::min<size_t>(t.num_sizes ? t.num_sizes : 1, t.num_strides ? t.num_strides : 1);
-  int64_t best = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const int64_t v = s[i] * st[i];
-    if (i == 0 || v > best) best = v;
-  }
-  const int64_t bytes = best * static_cast<int64_t>(t.element_size);
+  // t.extent: the largest size * stride (a zero-dim tensor: one element).
+  const int64_t bytes = t.extent * static_cast<int64_t>(t.element_size);
   auto [v, inserted] = values_.try_emplace(*key, std::max<int64_t>(bytes, 0));
   if (!inserted) *v = std::max(*v, bytes);
 }

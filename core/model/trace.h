@@ -82,10 +82,16 @@ struct Tensor {
   Layout layout = Layout::kStrided;
   bool partial = false;  // only `ptr` is known (torch 1.13 python tracer)
   uint8_t element_size = 0;
-  uint32_t dims_begin = 0;  // sizes then strides in Trace::dims
-  uint16_t num_sizes = 0;
-  uint16_t num_strides = 0;
+  // The largest size * stride over the tensor's dimensions (PyTorch's
+  // SizeMap zips sizes with strides, each [1] when empty): the extent in
+  // elements that the size map needs. Shapes themselves are not kept.
+  int64_t extent = 1;
 };
+
+// The extent of a tensor from its sizes and strides, as PyTorch's SizeMap
+// computes it: max over zip(sizes or [1], strides or [1]) of size * stride.
+int64_t TensorExtent(const int64_t* sizes, size_t num_sizes, const int64_t* strides,
+                     size_t num_strides);
 
 struct OpInfo {
   uint32_t args_begin = 0;
@@ -197,7 +203,6 @@ struct Trace {
   std::vector<Arg> args;
   std::vector<uint32_t> list_items;  // tensor index or kNone32
   std::vector<Tensor> tensors;
-  std::vector<int64_t> dims;
 
   // Ops whose end time the producer did not record (end = start is used).
   uint64_t ops_without_end = 0;

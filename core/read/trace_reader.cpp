@@ -527,11 +527,7 @@ class Builder {
       Require(has_ptr, "ptr");
       Require(has_dev, "dev");
       Require(has_dtype, "dtype");
-      t.dims_begin = static_cast<uint32_t>(t_->dims.size());
-      t.num_sizes = static_cast<uint16_t>(sizes_.size());
-      t.num_strides = static_cast<uint16_t>(strides_.size());
-      t_->dims.insert(t_->dims.end(), sizes_.begin(), sizes_.end());
-      t_->dims.insert(t_->dims.end(), strides_.begin(), strides_.end());
+      t.extent = TensorExtent(sizes_.data(), sizes_.size(), strides_.data(), strides_.size());
     }
     t_->tensors.push_back(t);
     return static_cast<uint32_t>(t_->tensors.size() - 1);
