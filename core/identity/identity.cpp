@@ -56,22 +56,25 @@ void ResolvePartialTensors(Trace& trace, IdentityStats& stats) {
     int64_t t;
     uint32_t tensor;
   };
+  // Only the storage pointers that python-tracer tensors name are indexed.
   std::unordered_map<uint64_t, std::vector<Seen>> by_ptr;
-  bool any_partial = false;
-  for (const auto& t : trace.tensors) any_partial |= t.partial;
-  if (!any_partial) return;
+  for (const auto& t : trace.tensors) {
+    if (t.partial) by_ptr.try_emplace(t.ptr);
+  }
+  if (by_ptr.empty()) return;
+  auto seen = [&](uint32_t ti, int64_t t0) {
+    if (ti == kNone32) return;
+    auto it = by_ptr.find(trace.tensors[ti].ptr);
+    if (it != by_ptr.end() && !trace.tensors[ti].partial) it->second.push_back({t0, ti});
+  };
   for (const auto& e : trace.events) {
     if (e.kind != EventKind::kOp) continue;
     const OpInfo& op = trace.ops[e.payload];
     for (uint32_t a = 0; a < op.args_count; ++a) {
       const Arg& arg = trace.args[op.args_begin + a];
-      if (arg.kind == ArgKind::kTensor) {
-        by_ptr[trace.tensors[arg.begin].ptr].push_back({e.t0, arg.begin});
-      } else if (arg.kind == ArgKind::kTensorList) {
-        for (uint32_t k = 0; k < arg.count; ++k) {
-          const uint32_t ti = trace.list_items[arg.begin + k];
-          if (ti != kNone32) by_ptr[trace.tensors[ti].ptr].push_back({e.t0, ti});
-        }
+      if (arg.kind == ArgKind::kTensor) seen(arg.begin, e.t0);
+      for (uint32_t k = 0; arg.kind == ArgKind::kTensorList && k < arg.count; ++k) {
+        seen(trace.list_items[arg.begin + k], e.t0);
       }
     }
   }
@@ -82,7 +85,7 @@ void ResolvePartialTensors(Trace& trace, IdentityStats& stats) {
   auto resolve = [&](uint32_t ti, int64_t when) {
     if (ti == kNone32 || !trace.tensors[ti].partial) return;
     auto it = by_ptr.find(trace.tensors[ti].ptr);
-    if (it == by_ptr.end()) {
+    if (it == by_ptr.end() || it->second.empty()) {
       ++stats.dropped_python;
       return;
     }
