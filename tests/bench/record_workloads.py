@@ -4,7 +4,7 @@
 
 Workloads (each: one warm-up step outside the profiler, so that optimizer
 state exists, then --steps steps inside one profile with record_shapes,
-profile_memory and with_stack, as memtl_torch expects):
+profile_memory and with_stack, as memtl_torch expects; one intra-op thread):
 
 - transformer_adam: nn.TransformerEncoder (d_model 64, 4 heads, feed-forward
   128, 2 layers) on 4 sequences of 16 tokens (embedding in, linear head out),
@@ -103,7 +103,7 @@ def main():
         with gzip.open(path, "rt") as f:
             next(f)
             events = sum(1 for line in f if not line.startswith('{"k":"schema"'))
-        print("%-50s %7d events %9d bytes %5.1f s" % (path, events, os.path.getsize(path),
+        print("%-60s %7d events %9d bytes %5.1f s" % (path, events, os.path.getsize(path),
                                                     time.monotonic() - start))
 
 

@@ -68,19 +68,36 @@ best() {
        END {if (f || b == "") print "FAIL"; else print b, r}' "$tmp/$1"
 }
 
+# CPU already busy before we start (other jobs distort a 2-core machine)
+cpu_busy() { # percent of all cores busy over one second
+  local a b
+  a=($(head -1 /proc/stat))
+  sleep 1
+  b=($(head -1 /proc/stat))
+  awk -v u=$((b[1] + b[2] + b[3] + b[6] + b[7] - a[1] - a[2] - a[3] - a[6] - a[7])) \
+    -v i=$((b[4] + b[5] - a[4] - a[5])) 'BEGIN{printf "%.0f", (u + i) ? 100 * u / (u + i) : 0}'
+}
+busy=$(cpu_busy)
+[ "$busy" -gt 10 ] && log "warning: the machine was ${busy}% busy before the benchmark; timings will be distorted"
+
+# measure a copy, so that a rebuild during the run cannot mix two binaries
+built=$(date -u -r "$bin" '+%Y-%m-%d %H:%M:%S UTC')
+shown_bin=$bin
+cp "$bin" "$tmp/memtl" && bin="$tmp/memtl"
+
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo "?")
 git diff --quiet HEAD -- 2>/dev/null || commit="$commit+dirty"
-echo "Machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), $(free -g | awk '/Mem:/{print $2}') GiB RAM, $(uname -sr), $(gzip --version | head -1)."
-echo "memtl: $bin built $(date -u -r "$bin" '+%Y-%m-%d %H:%M UTC'), tree at $commit. Source: \`$source_trace\`."
+echo "Machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), $(free -g | awk '/Mem:/{print $2}') GiB RAM, $(uname -sr), $(gzip --version | head -1); CPU ${busy}% busy just before the run."
+echo "memtl: \`$shown_bin\` built $built (measured from a copy), tree at $commit. Source: \`$source_trace\`."
 echo
 echo "Commands (F = input, best of 3 runs at <= 200000 events, else 1; wall time from \`date +%s%N\` around \`/usr/bin/time -f '%e %M'\`, which gives the peak RSS):"
 echo
 echo '```'
 echo "$py $gen --source $source_trace --events N --out F"
 echo "gzip -dc F > /dev/null"
-echo "$bin export F -o OUT.json"
-echo "$bin export F -o OUT.raw.json.gz"
-echo "$bin export F -o OUT.html"
+echo "$shown_bin export F -o OUT.json"
+echo "$shown_bin export F -o OUT.raw.json.gz"
+echo "$shown_bin export F -o OUT.html"
 echo '```'
 echo
 echo "| events | gz MiB | raw MiB | gzip -dc s | .json s | x gzip | RSS MiB | B/event | Mevents/s | .raw.json.gz s | x gzip | RSS MiB | B/event | Mevents/s | .html s | x gzip | RSS MiB | B/event | Mevents/s | max RSS / raw size |"
@@ -119,7 +136,7 @@ for n in "${sizes[@]}"; do
     row="$row $(awk -v n="$n" -v s="$s" -v g="$g" -v rss="$rss" 'BEGIN{
       printf "%.2f | %.2f | %.0f | %.0f | %.2f |", s, s/g, rss/1024, rss*1024/n, n/s/1e6}')"
   done
-  row="$row $(awk -v m="$maxrss" -v raw="$raw_bytes" 'BEGIN{printf "%.2f |", m*1024/raw}')"
+  row="$row $(awk -v m="$maxrss" -v raw="$raw_bytes" 'BEGIN{if (m > 0) printf "%.2f |", m*1024/raw; else printf " |"}')"
   echo "$row"
 done
 
@@ -176,5 +193,5 @@ if "$bin" export "$probe" -o "$tmp/o.json" --timings >/dev/null 2>"$tmp/err" && 
   done
 else
   echo
-  echo "(this memtl has no --timings: no per-stage breakdown)"
+  echo "(no per-stage breakdown: \`memtl export --timings\` failed or printed no \`memtl: timing:\` lines: $(head -1 "$tmp/err"))"
 fi
