@@ -151,34 +151,41 @@ class Parser {
            n == "Tuple" || n == "Optional" || n == "List";
   }
 
+  // Comma-separated types up to ')' (after '('): a tuple's fields, which may
+  // be named, or a container type's parameters.
+  bool TypeList(std::vector<SchemaType>* out, bool named_fields) {
+    Skip();
+    if (named_fields && Peek() == ')') {
+      ++pos_;
+      return true;
+    }
+    for (;;) {
+      SchemaArgument inner;
+      if (!Type(&inner.type, &inner)) return false;
+      Skip();
+      if (named_fields && std::isalpha(static_cast<unsigned char>(Peek()))) Ident();
+      out->push_back(std::move(inner.type));
+      Skip();
+      if (Peek() == ',') {
+        ++pos_;
+        continue;
+      }
+      if (Peek() == ')') {
+        ++pos_;
+        return true;
+      }
+      return Fail(named_fields ? "expected ',' or ')' in a tuple type"
+                               : "expected ',' or ')' in a type's parameters");
+    }
+  }
+
   bool BaseType(SchemaType* t, SchemaArgument* arg) {
     Skip();
     if (Peek() == '(') {  // tuple type: (T1, T2)
       ++pos_;
       t->kind = SchemaType::kTuple;
       t->name = "Tuple";
-      Skip();
-      if (Peek() == ')') {
-        ++pos_;
-        return true;
-      }
-      for (;;) {
-        SchemaArgument inner;
-        if (!Type(&inner.type, &inner)) return false;
-        Skip();
-        if (std::isalpha(static_cast<unsigned char>(Peek()))) Ident();  // named tuple field
-        t->elements.push_back(std::move(inner.type));
-        Skip();
-        if (Peek() == ',') {
-          ++pos_;
-          continue;
-        }
-        if (Peek() == ')') {
-          ++pos_;
-          return true;
-        }
-        return Fail("expected ',' or ')' in a tuple type");
-      }
+      return TypeList(&t->elements, true);
     }
     const std::string_view name = Ident();
     if (name.empty()) return Fail("expected a type");
@@ -199,21 +206,7 @@ class Parser {
     }
     if (Peek() == '(' && IsContainerName(name)) {
       ++pos_;
-      for (;;) {
-        SchemaArgument inner;
-        if (!Type(&inner.type, &inner)) return false;
-        t->elements.push_back(std::move(inner.type));
-        Skip();
-        if (Peek() == ',') {
-          ++pos_;
-          continue;
-        }
-        if (Peek() == ')') {
-          ++pos_;
-          break;
-        }
-        return Fail("expected ',' or ')' in a type's parameters");
-      }
+      if (!TypeList(&t->elements, false)) return false;
     }
     if (Peek() == '(') return Alias(arg);
     return true;
