@@ -1,5 +1,6 @@
 // JSON serializations of the timeline and the suffix dispatch.
 #include <charconv>
+#include <functional>
 #include <memory>
 #include <string_view>
 
@@ -48,31 +49,46 @@ Expected<DeviceIndex> ResolveDevice(const Trace& trace, const std::string& reque
 
 namespace {
 
-// Appends integers with to_chars: number formatting dominated the export.
+// JSON text built with to_chars (number formatting dominated the export).
+// With a sink it streams: every ~1 MiB goes to the sink, so a large export
+// never holds its whole text in memory.
 class JsonText {
  public:
+  using Sink = std::function<Status(std::string_view)>;
+  explicit JsonText(Sink sink = nullptr) : sink_(std::move(sink)) { out_.reserve(kFlushAt + 4096); }
   void Int(int64_t v) {
     char buf[24];
     const auto r = std::to_chars(buf, buf + sizeof buf, v);
     out_.append(buf, r.ptr);
   }
   void Raw(std::string_view s) { out_.append(s); }
+  // Called between rows.
+  void MaybeFlush() {
+    if (sink_ && out_.size() >= kFlushAt) Flush();
+  }
+  Status Finish() {
+    if (sink_) Flush();
+    return status_;
+  }
   std::string Take() { return std::move(out_); }
-  void Reserve(size_t n) { out_.reserve(n); }
 
  private:
+  static constexpr size_t kFlushAt = 1 << 20;
+  void Flush() {
+    if (status_.ok()) status_ = sink_(out_);
+    out_.clear();
+  }
+  Sink sink_;
   std::string out_;
+  Status status_;
 };
 
-}  // namespace
-
-std::string SizesJson(const CoalescedTimeline& c) {
-  JsonText out;
-  out.Reserve(c.times.size() * 48);
+void WriteSizes(const CoalescedTimeline& c, JsonText& out) {
   out.Raw("[[");
   for (size_t i = 0; i < c.times.size(); ++i) {
     if (i) out.Raw(", ");
     out.Int(c.times[i]);
+    out.MaybeFlush();
   }
   out.Raw("], [");
   for (size_t i = 0; i < c.sizes.size(); ++i) {
@@ -82,15 +98,13 @@ std::string SizesJson(const CoalescedTimeline& c) {
       out.Int(c.sizes[i][j]);
     }
     out.Raw("]");
+    out.MaybeFlush();
   }
   out.Raw("]]");
-  return out.Take();
 }
 
-std::string RawJson(const std::vector<TimelineEvent>& timeline, const CategoryDict& cats,
-                    DeviceIndex device) {
-  JsonText out;
-  out.Reserve(timeline.size() * 40);
+void WriteRaw(const std::vector<TimelineEvent>& timeline, const CategoryDict& cats,
+              DeviceIndex device, JsonText& out) {
   out.Raw("[");
   bool first = true;
   auto row = [&](int64_t t, Action a, int64_t bytes, int category) {
@@ -120,8 +134,35 @@ std::string RawJson(const std::vector<TimelineEvent>& timeline, const CategoryDi
         row(e.time, e.action, -e.bytes, CategoryIndexOf(cats, e, e.version));
         break;
     }
+    out.MaybeFlush();
   }
   out.Raw("]");
+}
+
+// Streams JSON written by `write` into `path` atomically.
+template <typename Write>
+Status StreamJson(const std::string& path, bool gzip, Write&& write) {
+  auto f = AtomicFile::Create(path, gzip);
+  if (!f.ok()) return f.status();
+  std::unique_ptr<AtomicFile> file(f.value());
+  JsonText out([&](std::string_view chunk) { return file->Write(chunk); });
+  write(out);
+  if (Status s = out.Finish(); !s.ok()) return s;
+  return file->Commit();
+}
+
+}  // namespace
+
+std::string SizesJson(const CoalescedTimeline& c) {
+  JsonText out;
+  WriteSizes(c, out);
+  return out.Take();
+}
+
+std::string RawJson(const std::vector<TimelineEvent>& timeline, const CategoryDict& cats,
+                    DeviceIndex device) {
+  JsonText out;
+  WriteRaw(timeline, cats, device, out);
   return out.Take();
 }
 
@@ -134,13 +175,14 @@ Status ExportMemoryTimeline(const ExportInput& in, const std::string& path, Devi
     case ExportFormat::kHtml:
       return WriteFileAtomically(path, HtmlReport(in, device), false);
     case ExportFormat::kRawJsonGz:
-      return WriteFileAtomically(path, RawJson(in.timeline, in.categories, device), true);
+      return StreamJson(path, true,
+                        [&](JsonText& out) { WriteRaw(in.timeline, in.categories, device, out); });
     case ExportFormat::kSizesJsonGz:
-      return WriteFileAtomically(path, SizesJson(Coalesce(in.timeline, in.categories, device)),
-                                 true);
-    case ExportFormat::kSizesJson:
-      return WriteFileAtomically(path, SizesJson(Coalesce(in.timeline, in.categories, device)),
-                                 false);
+    case ExportFormat::kSizesJson: {
+      const CoalescedTimeline c = Coalesce(in.timeline, in.categories, device);
+      return StreamJson(path, format.value() == ExportFormat::kSizesJsonGz,
+                        [&](JsonText& out) { WriteSizes(c, out); });
+    }
   }
   return Status::Error(path + ": unknown output format");
 }

@@ -3,7 +3,10 @@
 // (review the diff; a golden changes only with a reason in the commit).
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -113,4 +116,50 @@ TEST_CASE("determinism: the threaded file reader and the in-memory reader give t
     return FormatDataFlow(a.trace, *a.graph) + RawJson(timeline, cats, 0);
   };
   CHECK(render(*threaded.value()) == render(*single.value()));
+}
+
+TEST_CASE("exports: the streamed files hold exactly the JSON texts") {
+  const auto path = fs::path(MEMTL_SOURCE_DIR) / "fixtures" / "e2e_adam.trace.jsonl.gz";
+  auto r = AnalyzeFile(path.string());
+  REQUIRE(r.ok());
+  Analysis& a = *r.value();
+  CategoryDict cats;
+  RunAllPasses(PassInput{a.trace, *a.tree, *a.graph, *a.sizes}, cats);
+  const auto timeline = BuildTimeline(*a.tree, *a.graph, *a.sizes, cats, a.diagnostics);
+  const ExportInput in{a.trace, timeline, cats, a.diagnostics, "t", ""};
+  const fs::path dir = fs::temp_directory_path() / ("memtl_stream_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  auto read_all = [](const fs::path& p) {
+    std::string cmd = "gzip -dcf '" + p.string() + "'";
+    std::string out;
+    FILE* f = popen(cmd.c_str(), "r");
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+    pclose(f);
+    return out;
+  };
+  REQUIRE(ExportMemoryTimeline(in, (dir / "a.raw.json.gz").string(), 0).ok());
+  REQUIRE(ExportMemoryTimeline(in, (dir / "a.json.gz").string(), 0).ok());
+  REQUIRE(ExportMemoryTimeline(in, (dir / "a.json").string(), 0).ok());
+  CHECK(read_all(dir / "a.raw.json.gz") == RawJson(timeline, cats, 0));
+  CHECK(read_all(dir / "a.json.gz") == SizesJson(Coalesce(timeline, cats, 0)));
+  CHECK(read_all(dir / "a.json") == SizesJson(Coalesce(timeline, cats, 0)));
+
+  // Large enough to stream in several chunks.
+  std::vector<TimelineEvent> big(200000);
+  for (size_t i = 0; i < big.size(); ++i) {
+    big[i].time = 1795366842513838103 + static_cast<int64_t>(i) * 1000;
+    big[i].action = i % 2 ? Action::kDestroy : Action::kCreate;
+    big[i].bytes = static_cast<int64_t>(i % 977) * 4096;
+  }
+  const Trace empty;
+  const ExportInput big_in{empty, big, cats, a.diagnostics, "big", ""};
+  REQUIRE(ExportMemoryTimeline(big_in, (dir / "b.raw.json.gz").string(), 0).ok());
+  REQUIRE(ExportMemoryTimeline(big_in, (dir / "b.json").string(), 0).ok());
+  const std::string raw = RawJson(big, cats, 0);
+  CHECK(raw.size() > (3u << 20));
+  CHECK(read_all(dir / "b.raw.json.gz") == raw);
+  CHECK(read_all(dir / "b.json") == SizesJson(Coalesce(big, cats, 0)));
+  fs::remove_all(dir);
 }
