@@ -126,10 +126,37 @@ std::vector<TimelineEvent> BuildTimeline(const OpTree& tree, const DataFlowGraph
         push(*free_time.find(e->key), Action::kDestroy, e->key, *last_version.find(e->key));
     }
   }
-  std::stable_sort(out.begin(), out.end(), [](const TimelineEvent& a, const TimelineEvent& b) {
-    if (a.time != b.time) return a.time < b.time;
-    return a.action < b.action;
-  });
+  // PyTorch sorts stably by (time, action). Sort 16-byte keys that carry the
+  // original position (so equal keys keep insertion order), then permute in
+  // place: no merge buffer the size of the timeline.
+  const size_t n = out.size();
+  if (n > 0xffffffffu) {  // positions need more than 32 bits: the plain stable sort
+    std::stable_sort(out.begin(), out.end(), [](const TimelineEvent& a, const TimelineEvent& b) {
+      return a.time != b.time ? a.time < b.time : a.action < b.action;
+    });
+    return out;
+  }
+  std::vector<std::pair<int64_t, uint64_t>> keys(n);
+  for (size_t i = 0; i < n; ++i) {
+    keys[i] = {out[i].time, (static_cast<uint64_t>(out[i].action) << 32) | i};
+  }
+  std::sort(keys.begin(), keys.end());
+  std::vector<bool> placed(n, false);
+  for (size_t i = 0; i < n; ++i) {
+    if (placed[i]) continue;
+    const TimelineEvent first = out[i];
+    size_t j = i;
+    for (;;) {
+      placed[j] = true;
+      const size_t src = keys[j].second & 0xffffffffu;
+      if (src == i) {
+        out[j] = first;
+        break;
+      }
+      out[j] = out[src];
+      j = src;
+    }
+  }
   return out;
 }
 
