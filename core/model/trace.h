@@ -206,6 +206,8 @@ struct Trace {
 
   // Ops whose end time the producer did not record (end = start is used).
   uint64_t ops_without_end = 0;
+  // Ops whose recorded end precedes their start (end = start is used).
+  uint64_t ops_ending_before_start = 0;
   // Events (not allocations) that start before their parent.
   uint64_t events_before_parent = 0;
 

@@ -35,6 +35,10 @@ Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string&
     if (auto s = a->schemas.Override(op, schemas); !s.ok())
       return Status::Error(name + ": " + s.message());
   }
+  if (a->trace.ops_ending_before_start > 0) {
+    a->diagnostics.Add("op whose end precedes its start", "their end is taken as their start",
+                       a->trace.ops_ending_before_start);
+  }
   if (a->trace.ops_without_end > 0) {
     a->diagnostics.Add("op without an end time", "their end is taken as their start",
                        a->trace.ops_without_end);

@@ -379,7 +379,11 @@ class Builder {
     e->t0 = f.t0;
     e->t1 = f.has_t1 ? f.t1 : f.t0;
     if (!f.has_t1) ++t_->ops_without_end;
-    if (e->t1 < e->t0) Fail("end time before start time");
+    if (e->t1 < e->t0) {
+      // An op still running when profiling stopped can carry a bogus end.
+      e->t1 = e->t0;
+      ++t_->ops_ending_before_start;
+    }
     OpInfo op;
     op.tid = static_cast<uint64_t>(f.tid);
     op.sequence = f.seq;
