@@ -31,10 +31,19 @@ def profile(**kw):
     return torch.profiler.profile(**args)
 
 
+def _reject_constant(name):
+    raise ValueError("non-standard JSON constant %s" % name)
+
+
+def strict_loads(line):
+    """json.loads that rejects NaN/Infinity, as memtl's reader does."""
+    return json.loads(line, parse_constant=_reject_constant)
+
+
 def read_lines(path):
     opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt") as f:
-        return [json.loads(line) for line in f]
+    with opener(path, "rt", encoding="utf-8") as f:
+        return [strict_loads(line) for line in f]
 
 
 def small_step():
@@ -109,6 +118,14 @@ class SaveTest(unittest.TestCase):
             self.assertIn(missing + "=True", str(cm.exception))
             self.assertFalse(os.path.exists(self.path("x.trace.jsonl")))
 
+    def test_all_missing_settings_are_named_at_once(self):
+        with profile(profile_memory=False, with_stack=False) as prof:
+            pass
+        with self.assertRaises(ValueError) as cm:  # RecorderError is a ValueError
+            memtl_torch.save(prof, self.path("x.trace.jsonl"))
+        self.assertIn("profile_memory=True, with_stack=True", str(cm.exception))
+        self.assertNotIn("without record_shapes", str(cm.exception))
+
     def test_profiler_that_never_ran(self):
         prof = torch.profiler.profile(record_shapes=True, profile_memory=True, with_stack=True)
         with self.assertRaises(memtl_torch.RecorderError) as cm:
@@ -134,6 +151,102 @@ class SaveTest(unittest.TestCase):
         with self.assertRaises(OSError):
             memtl_torch.save(prof, self.path("no/such/dir/z.trace.jsonl"))
 
+    def test_gzip_header_names_the_final_file(self):
+        prof = small_step()
+        memtl_torch.save(prof, self.path("named.trace.jsonl.gz"))
+        with open(self.path("named.trace.jsonl.gz"), "rb") as f:
+            head = f.read(64)
+        self.assertEqual(head[3] & 0x08, 0x08)  # FNAME present
+        name = head[10:head.index(b"\0", 10)]
+        self.assertEqual(name, b"named.trace.jsonl")  # not the temporary file's name
+
+    def test_header_states_the_settings(self):
+        prof = small_step()
+        memtl_torch.save(prof, self.path("s.trace.jsonl"))
+        header = read_lines(self.path("s.trace.jsonl"))[0]
+        for k in ("record_shapes", "profile_memory", "with_stack"):
+            self.assertIs(header[k], True)
+        self.assertEqual(header["torch_version"], torch.__version__)
+        self.assertEqual(header["producer"], "memtl_torch 0.1")
+
+    def test_tensor_args_of_a_real_op(self):
+        x = torch.ones((2, 3))
+        y = torch.ones((2, 3), dtype=torch.float64)
+        with profile() as prof:
+            x.add(y, alpha=2)
+        memtl_torch.save(prof, self.path("add.trace.jsonl"))
+        lines = read_lines(self.path("add.trace.jsonl"))
+        add = [r for r in lines[1:] if r["k"] == "op" and r["name"] == "aten::add"][0]
+        a, b, alpha = add["args"]
+        self.assertEqual((a["dtype"], a["dev"], a["layout"], a["sizes"], a["strides"]),
+                         ("float32", "cpu", "strided", [2, 3], [3, 1]))
+        self.assertEqual(b["dtype"], "float64")
+        self.assertEqual(a["ptr"], x.storage().data_ptr())
+        self.assertEqual(b["ptr"], y.storage().data_ptr())
+        self.assertIsNone(a["id"])  # 1.13: ids are recycled, never written
+        self.assertIsNone(a["aid"])
+        self.assertNotEqual(a["impl"], 0)
+        self.assertEqual(alpha, {"int": 2})
+        self.assertEqual(add["scope"], "function")
+        self.assertIsInstance(add["seq"], int)
+        self.assertLessEqual(add["t0"], add["t1"])
+
+    def test_nan_inf_and_complex_scalars_in_a_real_profile(self):
+        with profile() as prof:
+            torch.full((2,), float("nan"))
+            torch.full((2,), float("-inf"))
+            torch.full((2,), 1 + 2j)
+        memtl_torch.save(prof, self.path("full.trace.jsonl.gz"))
+        lines = read_lines(self.path("full.trace.jsonl.gz"))  # strict: no bare NaN
+        fills = [r["args"][1] for r in lines[1:] if r["k"] == "op" and r["name"] == "aten::full"]
+        self.assertEqual(fills, [{"float": "nan"}, {"float": "-inf"}, {"complex": [1.0, 2.0]}])
+
+    def test_empty_profile_is_a_valid_trace(self):
+        # A legitimately tiny run: the settings are on, so no allocation is no error.
+        with profile() as prof:
+            pass
+        memtl_torch.save(prof, self.path("empty.trace.jsonl"))
+        lines = read_lines(self.path("empty.trace.jsonl"))
+        self.assertEqual(lines[0]["devices"], [])
+        self.assertFalse([r for r in lines[1:] if r["k"] in ("alloc", "op")])
+
+    def test_autograd_profiler_object(self):
+        with torch.autograd.profiler.profile(record_shapes=True, profile_memory=True, with_stack=True) as prof:
+            torch.ones((2,)).mul(2)
+        memtl_torch.save(prof, self.path("ag.trace.jsonl"))
+        self.assertTrue(read_lines(self.path("ag.trace.jsonl"))[0]["profile_memory"])
+        with torch.autograd.profiler.profile(record_shapes=True, profile_memory=False) as prof:
+            pass
+        with self.assertRaises(memtl_torch.RecorderError) as cm:
+            memtl_torch.save(prof, self.path("ag2.trace.jsonl"))
+        self.assertIn("profile_memory=True", str(cm.exception))
+
+    def test_save_inside_the_profiling_block(self):
+        with profile() as prof:
+            with self.assertRaises(memtl_torch.RecorderError) as cm:
+                memtl_torch.save(prof, self.path("x.trace.jsonl"))
+        self.assertIn("after the profiling block", str(cm.exception))
+
+    def test_failed_save_keeps_the_previous_file(self):
+        target = self.path("keep.trace.jsonl")
+        with open(target, "w") as f:
+            f.write("previous\n")
+        original = memtl_torch.write_events
+
+        def failing(roots, out, *args, **kwargs):
+            out.write("partial")
+            raise RuntimeError("interrupted")
+
+        memtl_torch.write_events = failing
+        try:
+            with self.assertRaises(RuntimeError):
+                memtl_torch.save(small_step(), target)
+        finally:
+            memtl_torch.write_events = original
+        with open(target) as f:
+            self.assertEqual(f.read(), "previous\n")
+        self.assertEqual(os.listdir(self.dir.name), ["keep.trace.jsonl"])
+
     def test_scalars(self):
         self.assertEqual(memtl_torch._scalar(float("nan")), '{"float":"nan"}')
         self.assertEqual(memtl_torch._scalar(float("-inf")), '{"float":"-inf"}')
@@ -143,14 +256,23 @@ class SaveTest(unittest.TestCase):
         self.assertEqual(memtl_torch._scalar(1 + 2j), '{"complex":[1.0,2.0]}')
         self.assertEqual(memtl_torch._scalar("floor"), '{"str":"floor"}')
         self.assertEqual(memtl_torch._scalar(None), "null")
+        self.assertEqual(memtl_torch._scalar(float("inf")), '{"float":"inf"}')
+        self.assertEqual(memtl_torch._scalar(complex(float("nan"), float("-inf"))), '{"complex":["nan","-inf"]}')
+        self.assertEqual(memtl_torch._scalar(-7), '{"int":-7}')
+        self.assertEqual(memtl_torch._scalar('a"b\\'), '{"str":"a\\"b\\\\"}')
+        self.assertEqual(memtl_torch._scalar(object()), "null")  # not a form the format carries
 
 
 # ---- PyTorch >= 2.0 stand-ins -------------------------------------------------
 
 class _EventType(enum.Enum):
     TorchOp = 0
+    Backend = 1
     Allocation = 2
+    OutOfMemory = 3
     PyCall = 4
+    PyCCall = 5
+    Kineto = 6
 
 
 class _Scope(enum.Enum):
@@ -175,6 +297,30 @@ class _Obj:
 def _event(kind, fields, name, t0, t1, children=()):
     return _Obj(typed=(kind, fields), name=name, start_time_ns=t0, end_time_ns=t1, start_tid=1,
                 children=list(children))
+
+
+# PyTorch binds one fields class per event type, named _ExtraFields_<EventType>.
+_FIELDS = {k: type("_ExtraFields_" + k.name, (_Obj,), {}) for k in _EventType}
+
+
+def _typed(kind, name, t0, t1, children=(), **fields):
+    """A 2.x event whose fields are of the class PyTorch binds for `kind`."""
+    return _event(kind, _FIELDS[kind](**fields), name, t0, t1, children)
+
+
+def _alloc(ptr, size, t, id=None, aid=None, dev="cpu"):
+    return _typed(_EventType.Allocation, "[memory]", t, t, ptr=ptr, id=id, allocation_id=aid, alloc_size=size,
+                  device=torch.device(dev), total_allocated=max(size, 0), total_reserved=0)
+
+
+def _op(name, inputs, t0, t1, children=(), scope=_Scope.FUNCTION, seq=-1):
+    return _typed(_EventType.TorchOp, name, t0, t1, children, inputs=inputs, scope=scope, sequence_number=seq)
+
+
+def _records(roots, **kw):
+    out = io.StringIO()
+    memtl_torch.write_events(roots, out, "2.1.0", **kw)
+    return [strict_loads(x) for x in out.getvalue().splitlines()]
 
 
 class V2Test(unittest.TestCase):
@@ -209,6 +355,88 @@ class V2Test(unittest.TestCase):
         self.assertEqual((a["k"], a["p"], a["id"], a["aid"]), ("alloc", 1, 3, 4))
         self.assertEqual(s["optimizer"]["params"][0]["state"][0][0], "momentum_buffer")
         self.assertEqual(s["optimizer"]["params"][0]["state"][0][1]["aid"], 3)
+        self.assertNotIn("state", s["optimizer"])  # 2.x attributes all state to parameters
+
+    def test_fields_classes_kinds_and_devices(self):
+        t = _TM(10, 100, 5, 6, sizes=(2, 3), strides=(3, 1))
+        roots = [
+            _op("aten::mul", [t, 2, float("nan"), "floor", 1j], 1, 10,
+                [_alloc(500, 24, 2, id=7, aid=8, dev="cuda:0"), _alloc(500, -24, 9, id=7, aid=8, dev="cuda:0")],
+                scope=_Scope.BACKWARD_FUNCTION, seq=12),
+            _typed(_EventType.PyCCall, "<built-in method mul>", 11, 12),
+            _typed(_EventType.Kineto, "cudaLaunchKernel", 13, 14),
+            _alloc(600, 8, 15, id=9, aid=10),
+        ]
+        lines = _records(roots, settings={"record_shapes": True, "profile_memory": True, "with_stack": True})
+        header, op, a, f, pyc, kin, a2 = lines
+        self.assertEqual(header["devices"], ["cpu", "cuda:0"])
+        self.assertTrue(header["ids"] and header["profile_memory"])
+        self.assertEqual((op["k"], op["scope"], op["seq"], op["t0"], op["t1"]), ("op", "backward_function", 12, 1, 10))
+        self.assertEqual(op["args"], [
+            {"impl": 10, "ptr": 100, "id": 5, "aid": 6, "dev": "cpu", "dtype": "float32", "layout": "strided",
+             "sizes": [2, 3], "strides": [3, 1]},
+            {"int": 2}, {"float": "nan"}, {"str": "floor"}, {"complex": [0.0, 1.0]}])
+        self.assertEqual((a["bytes"], a["dev"], a["id"], a["aid"], a["p"]), (24, "cuda:0", 7, 8, 0))
+        self.assertEqual((f["bytes"], f["t"]), (-24, 9))
+        self.assertEqual((pyc["k"], pyc["p"]), ("py", -1))
+        self.assertNotIn("module", pyc)
+        self.assertEqual((kin["k"], kin["type"], kin["name"]), ("other", "kineto", "cudaLaunchKernel"))
+        self.assertEqual((a2["i"], a2["p"], a2["dev"]), (5, -1, "cpu"))
+
+    def test_scalar_lists_are_not_tensor_lists(self):
+        # Newer PyTorch records some int[] inputs as concrete values: the
+        # format has no int-list form, so they are "not captured" (null).
+        t = _TM(10, 100, 5, 6)
+        lines = _records([_op("aten::view", [t, [2, 2]], 1, 2), _op("aten::cat", [[t, None], 0], 3, 4),
+                          _op("aten::stack", [[], 0], 5, 6), _alloc(1, 4, 7, 1, 1)])
+        self.assertIsNone(lines[1]["args"][1])
+        self.assertEqual(lines[2]["args"][0]["list"][0]["impl"], 10)
+        self.assertEqual(lines[2]["args"][0]["list"][1], None)
+        self.assertEqual(lines[3]["args"][0], {"list": []})
+
+    def test_missing_ids_turn_ids_off(self):
+        # A 2.x run whose ids were not computed: the header says so and no
+        # record carries a partial id.
+        t = _TM(10, 100, None, None)
+        lines = _records([_op("aten::add", [t], 1, 5, [_alloc(100, 16, 2)])])
+        self.assertFalse(lines[0]["ids"])
+        self.assertEqual((lines[1]["args"][0]["id"], lines[1]["args"][0]["aid"]), (None, None))
+        self.assertEqual((lines[2]["id"], lines[2]["aid"]), (None, None))
+
+    def test_settings_judged_from_events_when_unknown(self):
+        t = _TM(10, 100, 1, 1)
+        # no allocation at all: profile_memory was off
+        with self.assertRaises(memtl_torch.RecorderError) as cm:
+            _records([_op("aten::add", [t], 1, 5)])
+        self.assertIn("profile_memory=True", str(cm.exception))
+        # operators, none with any input: record_shapes was off
+        with self.assertRaises(memtl_torch.RecorderError) as cm:
+            _records([_op("aten::add", [], 1, 5), _op("aten::mul", [], 6, 7), _alloc(1, 4, 8, 1, 1)])
+        self.assertIn("record_shapes=True", str(cm.exception))
+        # a legitimately tiny trace: one annotation (no "::") and one allocation
+        lines = _records([_op("My Annotation", [], 1, 5, [_alloc(1, 4, 2, 1, 1)])])
+        self.assertEqual([r["k"] for r in lines[1:]], ["op", "alloc"])
+        # settings the profile states are trusted: no allocation is an empty timeline
+        lines = _records([_op("aten::add", [t], 1, 5)], settings={"record_shapes": True, "profile_memory": True})
+        self.assertEqual(len(lines), 2)
+        # nothing is written before an error
+        out = io.StringIO()
+        with self.assertRaises(memtl_torch.RecorderError):
+            memtl_torch.write_events([_op("aten::add", [t], 1, 5)], out)
+        self.assertEqual(out.getvalue(), "")
+
+    def test_deep_tree_is_walked_iteratively(self):
+        depth = 50000  # far past Python's recursion limit
+        node = _alloc(1, 4, depth, 1, 1)
+        for d in range(depth - 1, -1, -1):
+            node = _op("aten::f%d" % (d % 3), [], d, 2 * depth - d, [node])
+        n, allocs = memtl_torch.write_events([node], io.StringIO(), settings={"record_shapes": True})
+        self.assertEqual((n, allocs), (depth + 1, 1))
+        lines = _records([node], settings={"record_shapes": True}, schema_lookup=lambda name: [name + "() -> ()"])
+        self.assertEqual(lines[-4]["p"], depth - 1)  # the allocation, below the deepest op
+        self.assertEqual([(r["k"], r["op"], r["schemas"]) for r in lines[-3:]],  # one schema record per name, last
+                         [("schema", "aten::f%d" % k, ["aten::f%d() -> ()" % k]) for k in range(3)])
+        self.assertTrue(all(r["p"] == r["i"] - 1 for r in lines[1:-3]))
 
 
 # ---- End to end with the memtl binary ----------------------------------------------
