@@ -1,54 +1,95 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang-14 (ASan + UBSan) in build-fuzz/
-# and runs each for SECONDS (default 60), seeded with the fixtures, the
-# bad-input corpus, schema lines and the regressions. Exits non-zero when a
-# target finds a crash; the reproducer's path is printed.
-#   scripts/fuzz.sh [SECONDS]
+# and runs each for SECONDS (default 60), seeded with the fixtures (gzip and
+# plain), the bad-input corpus, built-in schema lines, tests/fuzz/seeds/ and
+# the regressions. Prints executions, coverage and crashes per target; exits
+# non-zero when a target finds a crash, leak, timeout or sanitizer report,
+# printing the reproducer's path. The corpus in build-fuzz/corpus/ grows
+# from run to run (delete it for a fresh start).
+#   scripts/fuzz.sh [SECONDS] [TARGET...]     TARGET: reader schema pipeline
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
+shift || true
+targets=("$@")
+[ "${#targets[@]}" -eq 0 ] && targets=(reader schema pipeline)
+
 missing=()
 for p in clang-14 libclang-rt-14-dev; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ "${#missing[@]}" -gt 0 ]; then
+  echo "installing: ${missing[*]}"
   sudo_cmd=()
   [ "$(id -u)" -ne 0 ] && sudo_cmd=(sudo)
   "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
   "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 scripts/deps.sh build
+
+jobs=$(nproc)
+[ "$jobs" -gt 2 ] && jobs=2
 CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEMTL_FUZZ=ON \
   -DMEMTL_BUILD_TESTS=OFF >/dev/null
-cmake --build build-fuzz -j"$(nproc)"
+cmake --build build-fuzz -j"$jobs" --target fuzz_reader fuzz_schema fuzz_pipeline
+
+# Seeds (copied into the corpus; existing corpus files are kept).
 corpus=build-fuzz/corpus
-rm -rf "$corpus"
-mkdir -p "$corpus/reader" "$corpus/schema" "$corpus/pipeline" build-fuzz/crashes
-for f in fixtures/*.trace.jsonl.gz fixtures/bad/*.trace*; do cp "$f" "$corpus/reader/"; done
-for f in fixtures/dataflow_*.trace.jsonl.gz; do gzip -dc "$f" >"$corpus/reader/$(basename "$f" .gz)"; done
-cp tests/fuzz/seeds/schema/* "$corpus/schema/"
-cp tests/fuzz/seeds/pipeline/* fixtures/bad/*.trace "$corpus/pipeline/"
+seeds=build-fuzz/seeds
+rm -rf "$seeds"
+mkdir -p "$seeds/reader" "$seeds/schema" "$seeds/pipeline" "$corpus/reader" "$corpus/schema" \
+  "$corpus/pipeline" build-fuzz/crashes
+for f in fixtures/*.trace.jsonl.gz; do
+  b=$(basename "$f" .gz)
+  cp "$f" "$seeds/reader/"
+  gzip -dc "$f" >"$seeds/reader/$b"
+  # fuzz_pipeline ignores inputs over 64 KiB
+  [ "$(stat -c %s "$f")" -le 65536 ] && cp "$f" "$seeds/pipeline/"
+  [ "$(stat -c %s "$seeds/reader/$b")" -le 65536 ] && cp "$seeds/reader/$b" "$seeds/pipeline/"
+done
+rm -f "$seeds/reader/resnet18_sgd_step.trace.jsonl"  # 1 MB plain: slows every mutation; its gzip stays
+cp fixtures/bad/*.trace* "$seeds/reader/"
+cp fixtures/bad/*.trace* "$seeds/pipeline/"
+cp tests/fuzz/seeds/pipeline/* "$seeds/pipeline/"
+cp tests/fuzz/seeds/schema/* "$seeds/schema/"
+# every 15th built-in schema, one per file (the header comment is skipped)
+awk 'NR > 1 && NR % 15 == 0 { f = sprintf("%s/builtin%04d", dir, NR); printf "%s", $0 > f; close(f) }' \
+  dir="$seeds/schema" core/schema/data/builtin_schemas.txt
+for t in reader schema pipeline; do
+  cp "$seeds/$t"/* "$corpus/$t/"
+  find tests/fuzz/regressions -type f -name "$t-*" -exec cp {} "$corpus/$t/" \;
+done
+
 status=0
 passed=0
 failed=0
-for t in reader schema pipeline; do
-  cp tests/fuzz/regressions/* "$corpus/$t/" 2>/dev/null || true
+for t in "${targets[@]}"; do
   log=build-fuzz/fuzz_$t.log
+  rm -f build-fuzz/crashes/"$t"-*
   set +e
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0" \
     build-fuzz/tests/fuzz/fuzz_$t "$corpus/$t" -dict=tests/fuzz/dict.txt -max_total_time="$seconds" \
-    -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=build-fuzz/crashes/$t- >"$log" 2>&1
+    -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=build-fuzz/crashes/"$t"- \
+    >"$log" 2>&1
   rc=$?
   set -e
-  execs=$(grep -m1 "stat::number_of_executed_units" "$log" | awk '{print $2}')
-  cov=$(grep -E "^#[0-9]+" "$log" | tail -1 | grep -o "cov: [0-9]*" || true)
-  ft=$(grep -E "^#[0-9]+" "$log" | tail -1 | grep -o "ft: [0-9]*" || true)
-  echo "fuzz_$t: ${seconds}s, ${execs:-?} executions, $cov, $ft, exit $rc"
-  if [ "$rc" -ne 0 ]; then
+  execs=$(awk '/stat::number_of_executed_units/ {print $2}' "$log")
+  rate=$(awk '/stat::average_exec_per_sec/ {print $2}' "$log")
+  last=$(grep -E "^#[0-9]+" "$log" | tail -1 || true)
+  cov=$(grep -o "cov: [0-9]*" <<<"$last" || true)
+  ft=$(grep -o "ft: [0-9]*" <<<"$last" || true)
+  corp=$(grep -o "corp: [0-9]*/[0-9]*[a-zA-Z]*" <<<"$last" || true)
+  crashes=(build-fuzz/crashes/"$t"-*)
+  [ -e "${crashes[0]}" ] || crashes=()
+  echo "fuzz_$t: ${seconds}s, ${execs:-?} executions (${rate:-?}/s), ${cov:-cov: ?}, ${ft:-ft: ?}," \
+    "${corp:-corp: ?}, ${#crashes[@]} crash(es), exit $rc"
+  if [ "$rc" -ne 0 ] || [ "${#crashes[@]}" -gt 0 ]; then
     status=1
     failed=$((failed + 1))
-    grep -E "ERROR|SUMMARY|Test unit written" "$log" | head -5
+    grep -E "ERROR:|SUMMARY:|runtime error:|Test unit written|^artifact_prefix" "$log" | head -8 | sed 's/^/  /'
+    for c in "${crashes[@]}"; do echo "  reproducer: $c"; done
+    echo "  log: $log"
   else
     passed=$((passed + 1))
   fi
