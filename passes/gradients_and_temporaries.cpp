@@ -12,10 +12,9 @@ namespace memtl {
 
 void RunGradientsAndTemporaries(const PassInput& in, CategoryWriter& out) {
   for (uint32_t e : in.tree.preorder()) {
-    ForEachParameterAndGradient(in, e,
-                                [&](std::optional<TensorKey>, std::optional<TensorKey> grad) {
-                                  if (grad) out.SetById(*grad, Category::kGradient);
-                                });
+    ForEachParameterAndGradient(in, e, [&](uint32_t, uint32_t grad) {
+      if (grad != kNone32) out.SetById(grad, Category::kGradient);
+    });
   }
   // A tensor allocated and freed inside one top-level op is a temporary.
   for (const auto& node : in.graph.nodes()) {

@@ -8,8 +8,6 @@
 // Writes: INPUT by (key, version), as a default only.
 // Needs at least one training step (or python-tracer parameters) in the
 // window; otherwise nothing contributes to a gradient and no input is found.
-#include <unordered_set>
-
 #include "core/categories/category.h"
 #include "passes/pass.h"
 
@@ -20,35 +18,44 @@ void RunInputs(const PassInput& in, CategoryWriter& out) {
   const DataFlowGraph& g = in.graph;
   const auto& nodes = g.nodes();
 
-  using KV = std::pair<TensorKey, int32_t>;
-  std::unordered_set<KV, KeyVersionHash> produces_gradient;
-  std::vector<KV> tensors;
+  // Per value (key, version) of the graph's numbering.
+  std::vector<bool> produces_gradient(g.num_values(), false);
+  std::vector<uint32_t> values;
   for (size_t i = nodes.size(); i-- > 0;) {
-    tensors.clear();
-    for (const FlowEdge* e = g.begin(nodes[i]); e != g.end(nodes[i]); ++e) {
-      if (e->is_input()) tensors.emplace_back(e->key, e->input_version);
-      if (e->is_output()) tensors.emplace_back(e->key, e->output_version());
-    }
     bool any = false;
-    for (const auto& kv : tensors) {
-      const auto c = out.Get(kv.first, kv.second);
-      if (c == Category::kGradient || c == Category::kParameter || produces_gradient.count(kv)) {
-        any = true;
-        break;
+    values.clear();
+    for (const FlowEdge* e = g.begin(nodes[i]); e != g.end(nodes[i]); ++e) {
+      if (e->is_input()) {
+        values.push_back(g.value(e->key, e->input_version));
+        const auto c = out.Get(e->key, e->input_version);
+        any |= c == Category::kGradient || c == Category::kParameter ||
+               produces_gradient[values.back()];
+      }
+      if (e->is_output()) {
+        values.push_back(g.value(e->key, e->output_version()));
+        const auto c = out.Get(e->key, e->output_version());
+        any |= c == Category::kGradient || c == Category::kParameter ||
+               produces_gradient[values.back()];
       }
     }
-    if (any) produces_gradient.insert(tensors.begin(), tensors.end());
+    if (any) {
+      for (uint32_t v : values) produces_gradient[v] = true;
+    }
   }
   // Backward-pass outputs are autograd implementation details, not inputs.
   for (const auto& node : nodes) {
     if (!in.tree.in_backward(node.event)) continue;
     for (const FlowEdge* e = g.begin(node); e != g.end(node); ++e) {
-      if (e->is_output()) produces_gradient.erase({e->key, e->output_version()});
+      if (e->is_output()) produces_gradient[g.value(e->key, e->output_version())] = false;
     }
   }
-  for (const auto& [key, version] : produces_gradient) {
-    if (!depends_on_gradient.count(key.id.value()))
-      out.SetDefaultByVersion(key, version, Category::kInput);
+  const auto& id_slot = in.trace.key_table.id_slot;
+  for (uint32_t k = 0; k < id_slot.size(); ++k) {
+    if (depends_on_gradient[id_slot[k]]) continue;
+    for (uint32_t v = g.value_begin()[k]; v < g.value_begin()[k + 1]; ++v) {
+      if (produces_gradient[v])
+        out.SetDefaultByVersion(k, static_cast<int32_t>(v - g.value_begin()[k]), Category::kInput);
+    }
   }
 }
 

@@ -10,7 +10,8 @@ namespace memtl {
 void RunOptimizerState(const PassInput& in, CategoryWriter& out) {
   const Trace& t = in.trace;
   auto mark = [&](uint32_t tensor) {
-    if (auto key = KeyOfTensor(t, tensor)) out.SetById(*key, Category::kOptimizerState);
+    if (const uint32_t key = SlotOfTensor(t, tensor); key != kNone32)
+      out.SetById(key, Category::kOptimizerState);
   };
   for (uint32_t e : in.tree.preorder()) {
     const Event& ev = t.events[e];

@@ -8,72 +8,77 @@
 // PARAMETER by tensor id. Runs after inputs, which give the forward pass its
 // starting points. Known to miss parameters of models whose inputs were not
 // found (inference, or no optimizer step in the window).
-#include <unordered_set>
-
 #include "core/timeline/timeline.h"
 #include "passes/pass.h"
 
 namespace memtl {
 
 void RunParametersFromDataFlow(const PassInput& in, CategoryWriter& out) {
-  using KV = std::pair<TensorKey, int32_t>;
   const DataFlowGraph& g = in.graph;
   const auto& nodes = g.nodes();
+  const auto& id_slot = in.trace.key_table.id_slot;
   const auto snapshot = AllTensorVersions(g, out.dict());
-  auto is_gradient = [&](const KV& kv) {
-    return out.Get(kv.first, kv.second) == Category::kGradient;
+  auto is_gradient = [&](uint32_t key, int32_t version) {
+    return out.Get(key, version) == Category::kGradient;
   };
 
-  std::unordered_set<KV, KeyVersionHash> candidate_parameters;
-  std::unordered_set<KV, KeyVersionHash> candidate_fwd;
-  for (const auto& kv : snapshot) {
-    if (out.Get(kv.first, kv.second) == Category::kInput) candidate_fwd.insert(kv);
+  // Sets of values (the graph's (key, version) numbering).
+  std::vector<bool> candidate_parameters(g.num_values(), false);
+  std::vector<bool> candidate_fwd(g.num_values(), false);
+  for (const auto& [key, version] : snapshot) {
+    if (out.Get(key, version) == Category::kInput) candidate_fwd[g.value(key, version)] = true;
   }
-  std::vector<KV> inputs, outputs;
+  std::vector<uint32_t> inputs, outputs;
   for (const auto& node : nodes) {
+    if (in.tree.in_backward(node.event)) continue;
     inputs.clear();
     outputs.clear();
-    for (const FlowEdge* e = g.begin(node); e != g.end(node); ++e) {
-      if (e->is_input()) inputs.emplace_back(e->key, e->input_version);
-      if (e->is_output()) outputs.emplace_back(e->key, e->output_version());
-    }
-    if (in.tree.in_backward(node.event)) continue;
     bool touches_gradient = false;
-    for (const auto& kv : inputs) touches_gradient |= is_gradient(kv);
-    for (const auto& kv : outputs) touches_gradient |= is_gradient(kv);
+    for (const FlowEdge* e = g.begin(node); e != g.end(node); ++e) {
+      if (e->is_input()) {
+        inputs.push_back(g.value(e->key, e->input_version));
+        touches_gradient |= is_gradient(e->key, e->input_version);
+      }
+      if (e->is_output()) {
+        outputs.push_back(g.value(e->key, e->output_version()));
+        touches_gradient |= is_gradient(e->key, e->output_version());
+      }
+    }
     if (touches_gradient) continue;
     bool reads_forward = false;
-    for (const auto& kv : inputs) reads_forward |= candidate_fwd.count(kv) > 0;
+    for (uint32_t v : inputs) reads_forward |= candidate_fwd[v];
     if (!reads_forward) continue;
-    candidate_fwd.insert(outputs.begin(), outputs.end());
-    for (const auto& kv : inputs) {
-      if (!candidate_fwd.count(kv)) candidate_parameters.insert(kv);
+    for (uint32_t v : outputs) candidate_fwd[v] = true;
+    for (uint32_t v : inputs) {
+      if (!candidate_fwd[v]) candidate_parameters[v] = true;
     }
   }
 
   // Each parameter eventually contributes to the value of a gradient...
-  std::unordered_set<KV, KeyVersionHash> used_for_gradient;
+  std::vector<bool> used_for_gradient(g.num_values(), false);
   for (size_t i = nodes.size(); i-- > 0;) {
     bool any = false;
     for (const FlowEdge* e = g.begin(nodes[i]); e != g.end(nodes[i]) && !any; ++e) {
       if (!e->is_output()) continue;
-      const KV kv{e->key, e->output_version()};
-      any = is_gradient(kv) || used_for_gradient.count(kv);
+      any = is_gradient(e->key, e->output_version()) ||
+            used_for_gradient[g.value(e->key, e->output_version())];
     }
     if (!any) continue;
     for (const FlowEdge* e = g.begin(nodes[i]); e != g.end(nodes[i]); ++e) {
-      if (e->is_input()) used_for_gradient.insert({e->key, e->input_version});
+      if (e->is_input()) used_for_gradient[g.value(e->key, e->input_version)] = true;
     }
   }
   // ...and depends on a gradient.
   const auto depends = AnyVersionDependsOnGradient(in, out);
-  std::unordered_set<int64_t> parameter_ids;
-  for (const auto& kv : candidate_parameters) {
-    if (used_for_gradient.count(kv) && depends.count(kv.first.id.value()))
-      parameter_ids.insert(kv.first.id.value());
+  std::vector<bool> parameter_ids(in.trace.key_table.num_ids, false);
+  for (uint32_t k = 0; k < id_slot.size(); ++k) {
+    if (!depends[id_slot[k]]) continue;
+    for (uint32_t v = g.value_begin()[k]; v < g.value_begin()[k + 1]; ++v) {
+      if (candidate_parameters[v] && used_for_gradient[v]) parameter_ids[id_slot[k]] = true;
+    }
   }
   for (const auto& [key, version] : snapshot) {
-    if (parameter_ids.count(key.id.value())) out.SetById(key, Category::kParameter);
+    if (parameter_ids[id_slot[key]]) out.SetById(key, Category::kParameter);
   }
 }
 

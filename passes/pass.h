@@ -5,7 +5,6 @@
 
 #include <functional>
 #include <optional>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -34,17 +33,17 @@ void RunAllPasses(const PassInput& in, CategoryDict& categories);
 // ---- Queries shared by several passes (passes/queries.cpp) ----
 
 // (parameter, gradient) pairs that PyTorch's _extract_parameters_and_gradients
-// yields for one event: AccumulateGrad's new or accumulated gradient, and the
-// python tracer's module and optimizer parameters.
-void ForEachParameterAndGradient(
-    const PassInput& in, uint32_t event,
-    const std::function<void(std::optional<TensorKey>, std::optional<TensorKey>)>& fn);
+// yields for one event, as key slots (kNone32: none): AccumulateGrad's new or
+// accumulated gradient, and the python tracer's module and optimizer
+// parameters.
+void ForEachParameterAndGradient(const PassInput& in, uint32_t event,
+                                 const std::function<void(uint32_t, uint32_t)>& fn);
 
-// Ids of tensors any version of which depends on a gradient or parameter
-// (PyTorch's _any_version_depends_on_gradient). PyTorch iterates over the
-// whole graph to a fixed point; this propagates along an index from ids to
-// the nodes that read them, which reaches the same set in linear time.
-std::unordered_set<int64_t> AnyVersionDependsOnGradient(const PassInput& in,
-                                                        const CategoryWriter& cats);
+// Per tensor id slot (trace.key_table), whether any version of the tensor
+// depends on a gradient or parameter (PyTorch's
+// _any_version_depends_on_gradient). PyTorch iterates over the whole graph to
+// a fixed point; this propagates along an index from ids to the nodes that
+// read them, which reaches the same set in linear time.
+std::vector<bool> AnyVersionDependsOnGradient(const PassInput& in, const CategoryWriter& cats);
 
 }  // namespace memtl

@@ -1,13 +1,10 @@
 // Queries over the op tree and data-flow graph shared by several passes.
-#include "core/model/flat_map.h"
-
 #include "passes/pass.h"
 
 namespace memtl {
 
-void ForEachParameterAndGradient(
-    const PassInput& in, uint32_t event,
-    const std::function<void(std::optional<TensorKey>, std::optional<TensorKey>)>& fn) {
+void ForEachParameterAndGradient(const PassInput& in, uint32_t event,
+                                 const std::function<void(uint32_t, uint32_t)>& fn) {
   const Trace& t = in.trace;
   const Event& e = t.events[event];
   if (e.kind == EventKind::kOp) {
@@ -26,14 +23,14 @@ void ForEachParameterAndGradient(
     if (op.args_count == 0) return;
     const Arg& first = t.args[op.args_begin];
     if (first.kind != ArgKind::kTensor) return;
-    fn(std::nullopt, KeyOfTensor(t, first.begin));
+    fn(kNone32, SlotOfTensor(t, first.begin));
     return;
   }
   if (e.kind != EventKind::kPy) return;
   const PyInfo& py = t.pys[e.payload];
   auto params = [&](uint32_t begin, uint32_t count) {
     for (uint32_t p = begin; p < begin + count; ++p) {
-      fn(KeyOfTensor(t, t.params[p].tensor), KeyOfTensor(t, t.params[p].grad));
+      fn(SlotOfTensor(t, t.params[p].tensor), SlotOfTensor(t, t.params[p].grad));
     }
   };
   if (py.module != kNone32)
@@ -42,55 +39,49 @@ void ForEachParameterAndGradient(
     params(t.optimizers[py.optimizer].params_begin, t.optimizers[py.optimizer].params_count);
 }
 
-std::unordered_set<int64_t> AnyVersionDependsOnGradient(const PassInput& in,
-                                                        const CategoryWriter& cats) {
+std::vector<bool> AnyVersionDependsOnGradient(const PassInput& in, const CategoryWriter& cats) {
   const DataFlowGraph& g = in.graph;
   const auto& nodes = g.nodes();
-  // Which nodes read each tensor id, as CSR over dense slots.
-  FlatMap<uint64_t, uint32_t, U64Hash> slot_of;
-  std::vector<uint32_t> count;
+  const auto& id_slot = in.trace.key_table.id_slot;
+  const uint32_t num_ids = in.trace.key_table.num_ids;
+  // Which nodes read each tensor id, as CSR over id slots.
+  std::vector<uint32_t> begin(static_cast<size_t>(num_ids) + 1, 0);
   for (const auto& e : g.edges()) {
-    if (!e.is_input()) continue;
-    auto [slot, inserted] = slot_of.try_emplace(static_cast<uint64_t>(e.key.id.value()),
-                                                static_cast<uint32_t>(count.size()));
-    if (inserted) count.push_back(0);
-    ++count[*slot];
+    if (e.is_input()) ++begin[id_slot[e.key] + 1];
   }
-  std::vector<uint32_t> begin(count.size() + 1, 0);
-  for (size_t i = 0; i < count.size(); ++i) begin[i + 1] = begin[i] + count[i];
+  for (size_t i = 0; i < num_ids; ++i) begin[i + 1] += begin[i];
   std::vector<uint32_t> readers(begin.back());
   std::vector<uint32_t> fill(begin.begin(), begin.end() - 1);
   for (uint32_t n = 0; n < nodes.size(); ++n) {
     for (const FlowEdge* e = g.begin(nodes[n]); e != g.end(nodes[n]); ++e) {
-      if (e->is_input())
-        readers[fill[*slot_of.find(static_cast<uint64_t>(e->key.id.value()))]++] = n;
+      if (e->is_input()) readers[fill[id_slot[e->key]]++] = n;
     }
   }
 
-  std::unordered_set<int64_t> depends;
-  std::vector<int64_t> work;
+  std::vector<bool> depends(num_ids, false);
+  std::vector<uint32_t> work;
   std::vector<bool> fired(nodes.size(), false);
-  auto add = [&](int64_t id) {
-    if (depends.insert(id).second) work.push_back(id);
+  auto add = [&](uint32_t id) {
+    if (depends[id]) return;
+    depends[id] = true;
+    work.push_back(id);
   };
   // Seeds: inputs that are gradients or parameters themselves.
   for (const auto& e : g.edges()) {
     if (!e.is_input()) continue;
     const auto c = cats.Get(e.key, e.input_version);
-    if (c == Category::kGradient || c == Category::kParameter) add(e.key.id.value());
+    if (c == Category::kGradient || c == Category::kParameter) add(id_slot[e.key]);
   }
   // A node that reads any id in the set adds all its outputs' ids.
   while (!work.empty()) {
-    const int64_t id = work.back();
+    const uint32_t id = work.back();
     work.pop_back();
-    const uint32_t* slot = slot_of.find(static_cast<uint64_t>(id));
-    if (slot == nullptr) continue;
-    for (uint32_t r = begin[*slot]; r < begin[*slot + 1]; ++r) {
+    for (uint32_t r = begin[id]; r < begin[id + 1]; ++r) {
       const uint32_t n = readers[r];
       if (fired[n]) continue;
       fired[n] = true;
       for (const FlowEdge* e = g.begin(nodes[n]); e != g.end(nodes[n]); ++e) {
-        if (e->is_output()) add(e->key.id.value());
+        if (e->is_output()) add(id_slot[e->key]);
       }
     }
   }

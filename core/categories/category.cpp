@@ -29,16 +29,16 @@ std::string_view CategoryName(std::optional<Category> c) {
   return c ? kExportIndexNames[ExportIndex(c)] : std::string_view("unknown");
 }
 
-std::optional<Category> CategoryDict::Get(const TensorKey& key, int32_t version) const {
-  if (const Category* c = by_id_.find(static_cast<uint64_t>(key.id.value()))) return *c;
-  if (const Category* c = by_key_.find(key)) return *c;
-  if (const Category* c = by_version_.find({key, version})) return *c;
-  return std::nullopt;
-}
-
-void CategoryWriter::SetById(const TensorKey& key, Category c) {
-  d_.by_id_[static_cast<uint64_t>(key.id.value())] = c;
-  if (d_.by_id_key_seen_.try_emplace(key, true).second) d_.by_id_keys_.push_back(key);
+void CategoryDict::Reset(const std::vector<uint32_t>& id_slot, uint32_t num_ids,
+                         const std::vector<uint32_t>& value_begin) {
+  id_slot_ = id_slot;
+  value_begin_ = value_begin;
+  const size_t num_keys = id_slot.size();
+  if (value_begin_.size() != num_keys + 1) value_begin_.assign(num_keys + 1, 0);
+  by_id_.assign(num_ids, kNone);
+  by_key_.assign(num_keys, kNone);
+  by_version_.assign(value_begin_.back(), kNone);
+  by_id_key_.assign(num_keys, false);
 }
 
 }  // namespace memtl

@@ -13,9 +13,6 @@
 #include <utility>
 #include <vector>
 
-#include "core/model/flat_map.h"
-#include "core/model/ids.h"
-
 namespace memtl {
 
 // Declaration order is PyTorch's Category enum order.
@@ -41,44 +38,63 @@ inline constexpr std::array<std::string_view, 8> kExportIndexNames = {
     "PARAMETER",  "OPTIMIZER_STATE", "INPUT",           "TEMPORARY",
     "ACTIVATION", "GRADIENT",        "AUTOGRAD_DETAIL", "Unknown"};
 
-struct KeyVersionHash {
-  size_t operator()(const std::pair<TensorKey, int32_t>& p) const {
-    return static_cast<size_t>(Mix64(TensorKeyHash()(p.first) + static_cast<uint64_t>(p.second)));
-  }
-};
-using KeyVersion = std::pair<TensorKey, int32_t>;
-using KeyVersionSet = FlatMap<KeyVersion, char, KeyVersionHash>;
-
+// Categories are kept in arrays indexed by key slot (trace.key_table), tensor
+// id slot and tensor version (the data-flow graph's value numbering), so a
+// lookup is three array reads. Reset() sizes them; a dict never Reset (or a
+// key or version outside the numbering) answers "no category".
 class CategoryDict {
  public:
-  std::optional<Category> Get(const TensorKey& key, int32_t version) const;
-  // Keys ever set by id (PyTorch's _by_id_keyset), in insertion order.
-  const std::vector<TensorKey>& by_id_keys() const { return by_id_keys_; }
+  // id_slot: per key slot, the dense index of its tensor id (num_ids of
+  // them); value_begin: per key slot (plus one), its first value index.
+  void Reset(const std::vector<uint32_t>& id_slot, uint32_t num_ids,
+             const std::vector<uint32_t>& value_begin);
+
+  std::optional<Category> Get(uint32_t key, int32_t version) const {
+    if (key >= by_key_.size()) return std::nullopt;
+    if (uint8_t c = by_id_[id_slot_[key]]; c != kNone) return static_cast<Category>(c);
+    if (uint8_t c = by_key_[key]; c != kNone) return static_cast<Category>(c);
+    const uint32_t v = Value(key, version);
+    if (v != kNoValue && by_version_[v] != kNone) return static_cast<Category>(by_version_[v]);
+    return std::nullopt;
+  }
+  // Whether a key was ever set by id (PyTorch's _by_id_keyset).
+  bool set_by_id(uint32_t key) const { return key < by_id_key_.size() && by_id_key_[key]; }
 
  private:
   friend class CategoryWriter;
-  FlatMap<uint64_t, Category, U64Hash> by_id_;
-  FlatMap<TensorKey, Category, TensorKeyHash> by_key_;
-  FlatMap<KeyVersion, Category, KeyVersionHash> by_version_;
-  std::vector<TensorKey> by_id_keys_;
-  FlatMap<TensorKey, bool, TensorKeyHash> by_id_key_seen_;
+  static constexpr uint8_t kNone = 0xff;
+  static constexpr uint32_t kNoValue = 0xffffffffu;
+  uint32_t Value(uint32_t key, int32_t version) const {
+    const uint32_t v = value_begin_[key] + static_cast<uint32_t>(version);
+    return version >= 0 && v < value_begin_[key + 1] ? v : kNoValue;
+  }
+  std::vector<uint32_t> id_slot_;
+  std::vector<uint32_t> value_begin_;
+  std::vector<uint8_t> by_id_;       // per tensor id slot
+  std::vector<uint8_t> by_key_;      // per key slot
+  std::vector<uint8_t> by_version_;  // per value
+  std::vector<bool> by_id_key_;      // per key slot
 };
 
-// The only way passes change categories.
+// The only way passes change categories. Keys are slots of trace.key_table.
 class CategoryWriter {
  public:
   explicit CategoryWriter(CategoryDict& dict) : d_(dict) {}
-  void SetById(const TensorKey& key, Category c);
-  void SetByKey(const TensorKey& key, Category c) { d_.by_key_[key] = c; }
-  void SetByVersion(const TensorKey& key, int32_t version, Category c) {
-    d_.by_version_[{key, version}] = c;
+  void SetById(uint32_t key, Category c) {
+    d_.by_id_[d_.id_slot_[key]] = static_cast<uint8_t>(c);
+    d_.by_id_key_[key] = true;
   }
-  void SetDefaultByVersion(const TensorKey& key, int32_t version, Category c) {
-    d_.by_version_.try_emplace({key, version}, c);
+  void SetByKey(uint32_t key, Category c) { d_.by_key_[key] = static_cast<uint8_t>(c); }
+  void SetByVersion(uint32_t key, int32_t version, Category c) {
+    if (const uint32_t v = d_.Value(key, version); v != CategoryDict::kNoValue)
+      d_.by_version_[v] = static_cast<uint8_t>(c);
   }
-  std::optional<Category> Get(const TensorKey& key, int32_t version) const {
-    return d_.Get(key, version);
+  void SetDefaultByVersion(uint32_t key, int32_t version, Category c) {
+    const uint32_t v = d_.Value(key, version);
+    if (v != CategoryDict::kNoValue && d_.by_version_[v] == CategoryDict::kNone)
+      d_.by_version_[v] = static_cast<uint8_t>(c);
   }
+  std::optional<Category> Get(uint32_t key, int32_t version) const { return d_.Get(key, version); }
   const CategoryDict& dict() const { return d_; }
 
  private:

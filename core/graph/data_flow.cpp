@@ -15,8 +15,9 @@ std::string Describe(const Trace& trace, uint32_t event) {
          ", t=" + std::to_string(e.t0) + ")";
 }
 
-std::string KeyText(const TensorKey& k, int32_t v) {
-  return "T" + std::to_string(k.id.value()) + "(v" + std::to_string(v) + ")";
+std::string KeyText(const Trace& trace, uint32_t key, int32_t v) {
+  return "T" + std::to_string(trace.key_table.keys[key].id.value()) + "(v" + std::to_string(v) +
+         ")";
 }
 
 // The topmost ops that match a schema or are backward functions, plus the
@@ -43,12 +44,6 @@ std::vector<uint32_t> LeafEvents(const OpTree& tree) {
   return leaves;
 }
 
-struct KeyVersionHashForGraph {
-  size_t operator()(const std::pair<TensorKey, int32_t>& p) const {
-    return static_cast<size_t>(Mix64(TensorKeyHash()(p.first) + static_cast<uint64_t>(p.second)));
-  }
-};
-
 struct Pending {
   FlowEdge edge;
   bool has_true = false, has_false = false, has_none = false;
@@ -58,39 +53,31 @@ struct Pending {
 
 Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree) {
   const Trace& trace = tree.trace();
+  const uint32_t num_keys = trace.key_table.size();
   DataFlowGraph g;
-  // The current version of every key seen (PyTorch's _active_version).
-  FlatMap<TensorKey, int32_t, TensorKeyHash> active;
-  auto lookup = [&active](const TensorKey& k) -> int32_t {
-    return *active.try_emplace(k, 0).first;
+  // The current version of every key slot (PyTorch's _active_version); -1
+  // until a node mentions the key.
+  std::vector<int32_t> active(num_keys, -1);
+  auto lookup = [&active](uint32_t k) -> int32_t {
+    if (active[k] < 0) active[k] = 0;
+    return active[k];
   };
 
-  // A node's edges: a linear scan while few (the common case), a hash index
-  // once a node touches many tensors.
+  // A node's edges, with each key's position among them (kNone32: absent).
   std::vector<Pending> pending;
-  FlatMap<TensorKey, uint32_t, TensorKeyHash> index;
-  constexpr size_t kLinear = 16;
-  auto slot = [&](const TensorKey& k) -> Pending& {
-    if (pending.size() <= kLinear) {
-      for (auto& p : pending) {
-        if (p.edge.key == k) return p;
-      }
-      if (pending.size() == kLinear) {
-        for (uint32_t i = 0; i < pending.size(); ++i) index.try_emplace(pending[i].edge.key, i);
-      }
-    } else if (const uint32_t* i = index.find(k)) {
-      return pending[*i];
-    }
+  std::vector<uint32_t> position(num_keys, kNone32);
+  auto slot = [&](uint32_t k) -> Pending& {
+    if (position[k] != kNone32) return pending[position[k]];
+    position[k] = static_cast<uint32_t>(pending.size());
     pending.emplace_back();
     pending.back().edge.key = k;
-    if (pending.size() > kLinear) index.try_emplace(k, static_cast<uint32_t>(pending.size() - 1));
     return pending.back();
   };
 
   const auto leaves = LeafEvents(tree);
   g.nodes_.reserve(leaves.size());
   for (uint32_t leaf : leaves) {
-    if (pending.size() > kLinear) index.clear();
+    for (const auto& p : pending) position[p.edge.key] = kNone32;
     pending.clear();
     const uint32_t first = tree.position(leaf);
     const uint32_t last = first + tree.subtree_size(leaf);
@@ -105,9 +92,9 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree) {
       const auto [mut, mut_count] = tree.mutability(e);
       const size_t n = std::min<size_t>(mut_count, op.args_count);
       auto note = [&](uint32_t tensor, int8_t m) {
-        const auto key = KeyOfTensor(trace, tensor);
-        if (!key) return;
-        Pending& s = slot(*key);
+        const uint32_t key = SlotOfTensor(trace, tensor);
+        if (key == kNone32) return;
+        Pending& s = slot(key);
         if (m == 1) s.has_true = true;
         if (m == 0) s.has_false = true;
         if (m == -1) s.has_none = true;
@@ -130,24 +117,26 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree) {
     for (uint32_t p = first; p < last; ++p) {
       const Event& ev = trace.events[pre[p]];
       if (ev.kind != EventKind::kAlloc || trace.allocs[ev.payload].bytes >= 0) continue;
-      const auto key = KeyOfAlloc(trace, trace.allocs[ev.payload]);
-      if (!key) continue;
-      Pending& s = slot(*key);
+      const uint32_t key = SlotOfAlloc(trace, ev.payload);
+      if (key == kNone32) continue;
+      Pending& s = slot(key);
       if (s.edge.mutated == -1) {
-        return Status::Error("double free of T" + std::to_string(key->id.value()) + " inside " +
+        return Status::Error("double free of T" +
+                             std::to_string(trace.key_table.keys[key].id.value()) + " inside " +
                              Describe(trace, leaf));
       }
       s.edge.mutated = -1;
-      s.edge.input_version = lookup(*key);
+      s.edge.input_version = lookup(key);
     }
     // Allocations last: they override the input edges added above.
     for (uint32_t p = first; p < last; ++p) {
       const Event& ev = trace.events[pre[p]];
       if (ev.kind != EventKind::kAlloc || trace.allocs[ev.payload].bytes <= 0) continue;
-      const auto key = KeyOfAlloc(trace, trace.allocs[ev.payload]);
-      if (!key) continue;
-      slot(*key).edge.input_version = FlowEdge::kAllocated;
+      const uint32_t key = SlotOfAlloc(trace, ev.payload);
+      if (key == kNone32) continue;
+      slot(key).edge.input_version = FlowEdge::kAllocated;
     }
+    // Slot order is TensorKey order.
     std::sort(pending.begin(), pending.end(),
               [](const Pending& a, const Pending& b) { return a.edge.key < b.edge.key; });
 
@@ -157,7 +146,7 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree) {
     node.edges_begin = static_cast<uint32_t>(g.edges_.size());
     node.edges_count = static_cast<uint32_t>(pending.size());
     for (const auto& s : pending) {
-      if (s.edge.mutated == 1 && !s.edge.is_allocation()) ++*active.find(s.edge.key);
+      if (s.edge.mutated == 1 && !s.edge.is_allocation()) ++active[s.edge.key];
       g.edges_.push_back(s.edge);
     }
     for (const auto& s : pending) {
@@ -165,7 +154,7 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree) {
       const int32_t now = lookup(s.edge.key);
       if (now != s.edge.output_version()) {
         return Status::Error("data-flow invariant broken at " + Describe(trace, leaf) +
-                             ": it creates " + KeyText(s.edge.key, s.edge.output_version()) +
+                             ": it creates " + KeyText(trace, s.edge.key, s.edge.output_version()) +
                              " but the tensor is at v" + std::to_string(now));
       }
     }
@@ -174,34 +163,42 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree) {
 
   // Validation, as PyTorch's DataFlowGraph.validate: each (tensor, version)
   // is created once, inputs read the latest version, versions never go
-  // back. Versions of a key are created in increasing order, so one map of
-  // the latest version per key checks all three (no set of every pair).
-  FlatMap<TensorKey, int32_t, TensorKeyHash>& latest = active;  // reuse its memory
-  latest.clear();
+  // back. Versions of a key are created in increasing order, so the latest
+  // version per key checks all three (no set of every pair).
+  std::vector<int32_t> latest(num_keys, -1);
   for (const auto& node : g.nodes_) {
     for (const FlowEdge* e = g.begin(node); e != g.end(node); ++e) {
       if (!e->is_input()) continue;
-      const int32_t* seen = latest.find(e->key);
-      const int32_t expected = seen == nullptr ? 0 : *seen;
+      const int32_t expected = std::max(latest[e->key], 0);
       if (expected != e->input_version) {
         return Status::Error("data-flow invariant broken at " + Describe(trace, node.event) +
-                             ": it reads " + KeyText(e->key, e->input_version) +
+                             ": it reads " + KeyText(trace, e->key, e->input_version) +
                              " but the latest version is v" + std::to_string(expected));
       }
     }
     for (const FlowEdge* e = g.begin(node); e != g.end(node); ++e) {
       if (!e->is_output()) continue;
-      auto [v, inserted] = latest.try_emplace(e->key, e->output_version());
-      if (inserted) continue;
-      if (e->output_version() <= *v) {
+      int32_t& v = latest[e->key];
+      if (v >= 0 && e->output_version() <= v) {
         return Status::Error("data-flow invariant broken at " + Describe(trace, node.event) + ": " +
-                             KeyText(e->key, e->output_version()) +
-                             (e->output_version() == *v ? " is created twice"
-                                                        : " comes after v" + std::to_string(*v)));
+                             KeyText(trace, e->key, e->output_version()) +
+                             (e->output_version() == v ? " is created twice"
+                                                       : " comes after v" + std::to_string(v)));
       }
-      *v = e->output_version();
+      v = e->output_version();
     }
   }
+
+  // Number every (key, version): versions 0..max(last, 0) of each slot.
+  g.value_begin_.resize(static_cast<size_t>(num_keys) + 1);
+  uint64_t values = 0;
+  for (uint32_t k = 0; k < num_keys; ++k) {
+    g.value_begin_[k] = static_cast<uint32_t>(values);
+    values += static_cast<uint64_t>(std::max(active[k], 0)) + 1;
+    if (values > 0xfffffff0u) return Status::Error("more than 2^32 tensor versions");
+  }
+  g.value_begin_[num_keys] = static_cast<uint32_t>(values);
+  g.last_version_ = std::move(active);
   return g;
 }
 
@@ -227,12 +224,12 @@ std::string FormatDataFlow(const Trace& trace, const DataFlowGraph& graph) {
     for (const FlowEdge* e = graph.begin(node); e != graph.end(node); ++e) {
       if (e->is_input()) {
         if (!inputs.empty()) inputs += ", ";
-        inputs += "T" + std::to_string(e->key.id.value()) + "(v" +
+        inputs += "T" + std::to_string(trace.key_table.keys[e->key].id.value()) + "(v" +
                   std::to_string(e->input_version) + (e->is_deletion() ? "*" : "") + ")";
       }
       if (e->is_output()) {
         if (!outputs.empty()) outputs += ", ";
-        outputs += KeyText(e->key, e->output_version());
+        outputs += KeyText(trace, e->key, e->output_version());
       }
     }
     if (inputs.empty() && outputs.empty()) continue;

@@ -15,7 +15,7 @@ namespace memtl {
 
 struct FlowEdge {
   static constexpr int32_t kAllocated = -1;  // input_version of an allocation
-  TensorKey key;
+  uint32_t key = 0;  // slot in trace.key_table (slot order is TensorKey order)
   int32_t input_version = kAllocated;
   int8_t mutated = 0;  // 1 written, 0 read, -1 deleted (PyTorch's None)
 
@@ -47,9 +47,22 @@ class DataFlowGraph {
     return edges_.data() + n.edges_begin + n.edges_count;
   }
 
+  // The latest version of a key slot, -1 when no node mentions the key.
+  int32_t last_version(uint32_t key) const { return last_version_[key]; }
+  // Dense numbering of every (key, version): key k's versions 0..max(last, 0)
+  // are values value_begin()[k] .. value_begin()[k + 1]. Stages that keep a
+  // fact per tensor version index arrays by it.
+  const std::vector<uint32_t>& value_begin() const { return value_begin_; }
+  uint32_t num_values() const { return value_begin_.empty() ? 0 : value_begin_.back(); }
+  uint32_t value(uint32_t key, int32_t version) const {
+    return value_begin_[key] + static_cast<uint32_t>(version);
+  }
+
  private:
   std::vector<FlowNode> nodes_;
   std::vector<FlowEdge> edges_;
+  std::vector<int32_t> last_version_;
+  std::vector<uint32_t> value_begin_;
 };
 
 // The graph in the line layout of PyTorch's `_run_and_format_data_flow`

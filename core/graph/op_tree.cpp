@@ -69,12 +69,13 @@ OpTree::OpTree(const Trace& trace, const SchemaRegistry& schemas) : trace_(trace
           observed.push_back(Observed::kNone);
           break;
         case ArgKind::kTensor:
-          observed.push_back(KeyOfTensor(trace, arg.begin) ? Observed::kTensor : Observed::kNone);
+          observed.push_back(SlotOfTensor(trace, arg.begin) != kNone32 ? Observed::kTensor
+                                                                       : Observed::kNone);
           break;
         case ArgKind::kTensorList: {
           bool all = true;
           for (uint32_t k = 0; k < arg.count; ++k)
-            all &= KeyOfTensor(trace, trace.list_items[arg.begin + k]).has_value();
+            all &= SlotOfTensor(trace, trace.list_items[arg.begin + k]) != kNone32;
           observed.push_back(all ? Observed::kTensorList : Observed::kBadTensorList);
           break;
         }

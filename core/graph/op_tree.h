@@ -14,6 +14,13 @@ namespace memtl {
 // The key of a tensor observation, or nothing when identity gave it none.
 std::optional<TensorKey> KeyOfTensor(const Trace& trace, uint32_t tensor);
 std::optional<TensorKey> KeyOfAlloc(const Trace& trace, const AllocInfo& alloc);
+// The same as key-table slots (trace.key_table), kNone32 when there is none.
+inline uint32_t SlotOfTensor(const Trace& trace, uint32_t tensor) {
+  return tensor == kNone32 ? kNone32 : trace.key_table.of_tensor[tensor];
+}
+inline uint32_t SlotOfAlloc(const Trace& trace, uint32_t alloc) {
+  return trace.key_table.of_alloc[alloc];
+}
 
 class OpTree {
  public:

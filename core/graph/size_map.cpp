@@ -7,18 +7,18 @@
 namespace memtl {
 
 void SizeMap::Observe(const Trace& trace, uint32_t tensor) {
-  const auto key = KeyOfTensor(trace, tensor);
-  if (!key) return;
+  const uint32_t key = SlotOfTensor(trace, tensor);
+  if (key == kNone32) return;
   const Tensor& t = trace.tensors[tensor];
   if (t.layout != Layout::kStrided) return;
   // t.extent: the largest size * stride (a zero-dim tensor: one element).
   const int64_t bytes = t.extent * static_cast<int64_t>(t.element_size);
-  auto [v, inserted] = values_.try_emplace(*key, std::max<int64_t>(bytes, 0));
-  if (!inserted) *v = std::max(*v, bytes);
+  values_[key] = std::max<int64_t>({values_[key], bytes, 0});
 }
 
 SizeMap::SizeMap(const OpTree& tree) {
   const Trace& trace = tree.trace();
+  values_.assign(trace.key_table.size(), -1);
   for (uint32_t e : tree.sorted()) {
     const Event& ev = trace.events[e];
     if (ev.kind == EventKind::kOp) {
@@ -52,19 +52,18 @@ SizeMap::SizeMap(const OpTree& tree) {
       }
     }
   }
-  FlatMap<TensorKey, int64_t, TensorKeyHash> allocations;
+  // The first allocation event's size wins; disagreements are counted by
+  // CheckAllocations (core/checks), as PyTorch only logs them.
+  std::vector<bool> sized_by_allocation(trace.key_table.size(), false);
   for (uint32_t e : tree.sorted()) {
     const Event& ev = trace.events[e];
     if (ev.kind != EventKind::kAlloc) continue;
+    const uint32_t key = SlotOfAlloc(trace, ev.payload);
+    if (key == kNone32 || sized_by_allocation[key]) continue;
+    sized_by_allocation[key] = true;
     const AllocInfo& a = trace.allocs[ev.payload];
-    const auto key = KeyOfAlloc(trace, a);
-    if (!key) continue;
-    const int64_t size = a.bytes < 0 ? -a.bytes : a.bytes;
-    // The first event's size wins; disagreements are counted by
-    // CheckAllocations (core/checks), as PyTorch only logs them.
-    allocations.try_emplace(*key, size);
+    values_[key] = a.bytes < 0 ? -a.bytes : a.bytes;
   }
-  allocations.for_each([&](const TensorKey& k, int64_t v) { values_[k] = v; });
 }
 
 }  // namespace memtl

@@ -4,26 +4,25 @@
 // allocation event carries the key.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "core/graph/op_tree.h"
-#include "core/model/flat_map.h"
 
 namespace memtl {
 
 class SizeMap {
  public:
   explicit SizeMap(const OpTree& tree);
-  // 0 for a key never sized (PyTorch would raise KeyError; memtl counts it).
-  int64_t operator[](const TensorKey& key) const {
-    const int64_t* v = values_.find(key);
-    return v == nullptr ? 0 : *v;
-  }
-  bool contains(const TensorKey& key) const { return values_.contains(key); }
+  // Bytes of a key slot; 0 for a key never sized (PyTorch would raise
+  // KeyError; memtl counts it).
+  int64_t operator[](uint32_t key) const { return std::max<int64_t>(values_[key], 0); }
+  bool contains(uint32_t key) const { return values_[key] >= 0; }
 
  private:
   void Observe(const Trace& trace, uint32_t tensor);
-  FlatMap<TensorKey, int64_t, TensorKeyHash> values_;
+  std::vector<int64_t> values_;  // by key slot; -1: never sized
 };
 
 }  // namespace memtl

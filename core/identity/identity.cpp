@@ -392,6 +392,7 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
         trace.allocs[r.target].id = id;
       }
     }
+    BuildKeyTable(trace);
     return stats;
   }
 
@@ -414,6 +415,7 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
              std::to_string(stats.id_mismatches) +
                  " tensor or allocation ids differ; the producer's are used");
   }
+  BuildKeyTable(trace);
   return stats;
 }
 

@@ -24,6 +24,10 @@ struct IdentityStats {
 // (mismatches are counted in `diag`).
 IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagnostics& diag);
 
+// Builds trace.key_table from the ids AssignIdentity wrote (it calls this
+// itself; call again only after changing ids).
+void BuildKeyTable(Trace& trace);
+
 // The event order PyTorch 2.x assigns ids in: a stable sort by start time of
 // torch ops, then allocations, then python calls (ties: that rank, then
 // pre-order). Other events are left out.

@@ -161,3 +161,12 @@ void Trace::FinishTree() {
 }
 
 }  // namespace memtl
+
+namespace memtl {
+
+uint32_t KeyTable::Find(const TensorKey& key) const {
+  const auto it = std::lower_bound(keys.begin(), keys.end(), key);
+  return it != keys.end() && *it == key ? static_cast<uint32_t>(it - keys.begin()) : kNone32;
+}
+
+}  // namespace memtl

@@ -179,6 +179,22 @@ class StringTable {
   std::vector<std::string> strings_;
 };
 
+// A dense index of the TensorKeys identity produced, so that later stages
+// keep arrays indexed by key slot instead of hash maps keyed by TensorKey.
+// Slots are numbered in TensorKey order (id, allocation id, device rank), so
+// comparing slots compares keys. Written by identity (BuildKeyTable).
+struct KeyTable {
+  std::vector<TensorKey> keys;      // by slot, sorted, distinct
+  std::vector<uint32_t> of_tensor;  // per trace tensor: its slot, or kNone32
+  std::vector<uint32_t> of_alloc;   // per allocation event: its slot, or kNone32
+  std::vector<uint32_t> id_slot;    // per slot: dense index of keys[slot].id
+  uint32_t num_ids = 0;
+
+  uint32_t size() const { return static_cast<uint32_t>(keys.size()); }
+  // The slot of `key`, or kNone32 (a binary search; for tests and tools).
+  uint32_t Find(const TensorKey& key) const;
+};
+
 struct TraceHeader {
   int version = 0;
   std::string producer;
@@ -213,6 +229,9 @@ struct Trace {
 
   // Operator schemas carried by the trace: op name -> schema strings.
   std::vector<std::pair<std::string, std::vector<std::string>>> schemas;
+
+  // Written by identity.
+  KeyTable key_table;
 
   // Children in CSR form, built by FinishTree(): children of event e are
   // child_list[child_begin[e] .. child_begin[e+1]); roots are `roots`.

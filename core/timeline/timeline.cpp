@@ -3,8 +3,10 @@
 #include "core/timeline/timeline.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstdio>
-#include <map>
+
+#include "core/model/flat_map.h"
 
 namespace memtl {
 
@@ -22,31 +24,19 @@ std::string_view ActionName(Action a) {
   return "?";
 }
 
-std::vector<std::pair<TensorKey, int32_t>> AllTensorVersions(const DataFlowGraph& graph,
-                                                             const CategoryDict& cats) {
+std::vector<std::pair<uint32_t, int32_t>> AllTensorVersions(const DataFlowGraph& graph,
+                                                            const CategoryDict& cats) {
   // Versions of a key are contiguous from v0: every key starts at v0 and
-  // each bump is an edge from v to v+1. So the set is, per key, 0..max.
-  FlatMap<TensorKey, int32_t, TensorKeyHash> max_version;
-  max_version.reserve(graph.edges().size() / 2);
-  auto note = [&](const TensorKey& k, int32_t v) {
-    auto [m, inserted] = max_version.try_emplace(k, v);
-    if (!inserted && v > *m) *m = v;
-  };
-  for (const auto& e : graph.edges()) {
-    if (e.is_input()) note(e.key, e.input_version);
-    if (e.is_intermediate()) note(e.key, 0);
-    if (e.is_output()) note(e.key, e.output_version());
-  }
-  for (const auto& k : cats.by_id_keys()) note(k, 0);
-  std::vector<std::pair<TensorKey, int32_t>> keys;
-  keys.reserve(max_version.size());
-  max_version.for_each([&](const TensorKey& k, int32_t v) { keys.emplace_back(k, v); });
-  std::sort(keys.begin(), keys.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<std::pair<TensorKey, int32_t>> all;
-  all.reserve(keys.size() + keys.size() / 4);
-  for (const auto& [k, max] : keys) {
-    for (int32_t v = 0; v <= max; ++v) all.emplace_back(k, v);
+  // each bump is an edge from v to v+1. So the set is, per key the graph
+  // mentions, 0..its latest version, plus v0 of keys set by id.
+  std::vector<std::pair<uint32_t, int32_t>> all;
+  const auto num_keys = static_cast<uint32_t>(graph.value_begin().size()) - 1;
+  if (graph.value_begin().empty()) return all;
+  all.reserve(graph.num_values());
+  for (uint32_t k = 0; k < num_keys; ++k) {
+    const int32_t last = graph.last_version(k);
+    if (last < 0 && !cats.set_by_id(k)) continue;
+    for (int32_t v = 0; v <= std::max(last, 0); ++v) all.emplace_back(k, v);
   }
   return all;
 }
@@ -55,20 +45,23 @@ std::vector<TimelineEvent> BuildTimeline(const OpTree& tree, const DataFlowGraph
                                          const SizeMap& sizes, const CategoryDict& cats,
                                          Diagnostics& diag) {
   const Trace& trace = tree.trace();
+  const KeyTable& table = trace.key_table;
   std::vector<TimelineEvent> out;
   out.reserve(trace.allocs.size() + graph.edges().size() + graph.edges().size() / 4);
 
-  // Allocations in tree order: tensor allocations remember their times;
-  // untracked ones go straight to the timeline, keyed by (pointer, device).
-  FlatMap<TensorKey, int64_t, TensorKeyHash> alloc_time, free_time;
+  // Allocations in tree order: tensor allocations remember their times (the
+  // last one seen per key); untracked ones go straight to the timeline,
+  // keyed by (pointer, device).
+  constexpr int64_t kNever = INT64_MIN;
+  std::vector<int64_t> alloc_time(table.size(), kNever), free_time(table.size(), kNever);
   FlatMap<PtrDev, char, PtrDevHash> live_unknown;
   for (uint32_t e : tree.preorder()) {
     const Event& ev = trace.events[e];
     if (ev.kind != EventKind::kAlloc) continue;
     const AllocInfo& a = trace.allocs[ev.payload];
     const bool is_allocation = a.bytes > 0;
-    if (auto key = KeyOfAlloc(trace, a)) {
-      (is_allocation ? alloc_time : free_time)[*key] = ev.t0;
+    if (const uint32_t key = SlotOfAlloc(trace, ev.payload); key != kNone32) {
+      (is_allocation ? alloc_time : free_time)[key] = ev.t0;
       continue;
     }
     TimelineEvent te;
@@ -92,38 +85,36 @@ std::vector<TimelineEvent> BuildTimeline(const OpTree& tree, const DataFlowGraph
     }
   }
 
-  const auto snapshot = AllTensorVersions(graph, cats);
-  FlatMap<TensorKey, int32_t, TensorKeyHash> last_version;
-  last_version.reserve(snapshot.size());
-  for (const auto& [k, v] : snapshot) last_version[k] = v;  // sorted: the last is the highest
-
-  auto push = [&](int64_t t, Action action, const TensorKey& key, int32_t version) {
+  auto push = [&](int64_t t, Action action, uint32_t key, int32_t version) {
     TimelineEvent te;
     te.time = t;
     te.action = action;
     te.has_key = true;
     te.key = key;
-    te.device = key.device;
+    te.device = table.keys[key].device;
     te.version = version;
     if (!sizes.contains(key)) {
       diag.Add("tensor with no known size",
-               "T" + std::to_string(key.id.value()) + " counted as 0 bytes");
+               "T" + std::to_string(table.keys[key].id.value()) + " counted as 0 bytes");
     }
     te.bytes = sizes[key];
     out.push_back(te);
   };
-  for (const auto& [k, v] : snapshot) {
-    if (v == 0 && !alloc_time.contains(k)) push(-1, Action::kPreexisting, k, 0);
+  // Keys in the snapshot (AllTensorVersions) with no allocation existed
+  // before the trace began.
+  for (uint32_t k = 0; k < table.size(); ++k) {
+    if (graph.last_version(k) < 0 && !cats.set_by_id(k)) continue;
+    if (alloc_time[k] == kNever) push(-1, Action::kPreexisting, k, 0);
   }
   for (const auto& node : graph.nodes()) {
     for (const FlowEdge* e = graph.begin(node); e != graph.end(node); ++e) {
       if (e->is_allocation()) {
-        push(*alloc_time.find(e->key), Action::kCreate, e->key, 0);
+        push(alloc_time[e->key], Action::kCreate, e->key, 0);
       } else if (e->mutated == 1) {
         push(node.start, Action::kIncrementVersion, e->key, e->input_version);
       }
       if (e->is_deletion())
-        push(*free_time.find(e->key), Action::kDestroy, e->key, *last_version.find(e->key));
+        push(free_time[e->key], Action::kDestroy, e->key, std::max(graph.last_version(e->key), 0));
     }
   }
   // PyTorch sorts stably by (time, action). Sort 16-byte keys that carry the
@@ -228,9 +219,9 @@ std::string FormatTimeline(const Trace& trace, const std::vector<TimelineEvent>&
   std::string out;
   char buf[256];
   for (const auto& e : timeline) {
-    std::string key =
-        e.has_key ? "T" + std::to_string(e.key.id.value()) + "(v" + std::to_string(e.version) + ")"
-                  : std::string("[memory]");
+    std::string key = e.has_key ? "T" + std::to_string(trace.key_table.keys[e.key].id.value()) +
+                                      "(v" + std::to_string(e.version) + ")"
+                                : std::string("[memory]");
     std::string cat(e.has_key ? CategoryName(cats.Get(e.key, e.version)) : "unknown");
     if (e.action == Action::kIncrementVersion && e.has_key) {
       const std::string next(CategoryName(cats.Get(e.key, e.version + 1)));

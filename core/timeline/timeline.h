@@ -26,7 +26,7 @@ struct TimelineEvent {
   int64_t time = 0;  // ns; -1 for pre-existing
   Action action = Action::kCreate;
   bool has_key = false;  // false: an allocation with no tensor identity
-  TensorKey key;         // when has_key
+  uint32_t key = 0;      // slot in trace.key_table, when has_key
   DeviceIndex device = 0;
   int32_t version = 0;
   int64_t bytes = 0;
@@ -35,8 +35,9 @@ struct TimelineEvent {
 // Every (key, version) the graph mentions (inputs, intermediates as v0,
 // outputs) plus keys categorized by id, sorted (PyTorch's _category_snapshot
 // keys).
-std::vector<std::pair<TensorKey, int32_t>> AllTensorVersions(const DataFlowGraph& graph,
-                                                             const CategoryDict& cats);
+// Keys are slots of trace.key_table, so slot order is PyTorch's key order.
+std::vector<std::pair<uint32_t, int32_t>> AllTensorVersions(const DataFlowGraph& graph,
+                                                            const CategoryDict& cats);
 
 std::vector<TimelineEvent> BuildTimeline(const OpTree& tree, const DataFlowGraph& graph,
                                          const SizeMap& sizes, const CategoryDict& cats,

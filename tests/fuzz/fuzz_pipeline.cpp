@@ -11,7 +11,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size > (64u << 10)) return 0;
-  auto trace = memtl::ReadTraceString(std::string(reinterpret_cast<const char*>(data), size), "fuzz");
+  auto trace =
+      memtl::ReadTraceString(std::string(reinterpret_cast<const char*>(data), size), "fuzz");
   if (!trace.ok()) return 0;
   auto analysis = memtl::Analyze(std::move(trace.value()), "fuzz");
   if (!analysis.ok()) return 0;

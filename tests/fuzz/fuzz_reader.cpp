@@ -10,7 +10,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size > (1u << 20)) return 0;
   memtl::ReadOptions options;
   options.partial = size % 2 == 0;  // exercise both modes
-  auto r = memtl::ReadTraceString(std::string(reinterpret_cast<const char*>(data), size), "fuzz", options);
+  auto r = memtl::ReadTraceString(std::string(reinterpret_cast<const char*>(data), size), "fuzz",
+                                  options);
   (void)r.ok();
   return 0;
 }

@@ -28,7 +28,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   for (size_t n : {observed.size() - 1, observed.size()}) {
-    const std::vector<memtl::Observed> obs(observed.begin(), observed.begin() + static_cast<std::ptrdiff_t>(n));
+    const std::vector<memtl::Observed> obs(observed.begin(),
+                                           observed.begin() + static_cast<std::ptrdiff_t>(n));
     const auto matches = memtl::MatchSchemas(schemas, obs);
     (void)memtl::InputsAreMutable(matches, obs.size());
     const std::vector<memtl::Observed> tensors(n, memtl::Observed::kTensor);

@@ -114,7 +114,7 @@ TEST_CASE(
   CategoryDict cats;
   RunAllPasses(PassInput{an.trace, *an.tree, *an.graph, *an.sizes}, cats);
   const auto key = [&](int64_t id, int64_t aid) {
-    return an.trace.KeyOf(TensorId(id), AllocationId(aid), 0);
+    return an.trace.key_table.Find(an.trace.KeyOf(TensorId(id), AllocationId(aid), 0));
   };
   CHECK(cats.Get(key(0, 1), 0) == Category::kParameter);
   CHECK(cats.Get(key(0, 1), 1) == Category::kParameter);
