@@ -112,17 +112,23 @@ memtl::Expected<std::unique_ptr<memtl::Analysis>> Load(const Args& args) {
 void PrintTimings(const Args& args, const memtl::PhaseTimer& timer) {
   if (!args.timings) return;
   double total = 0;
-  int64_t peak = 0;
-  char buf[160];
+  int64_t peak = 0, faults = 0;
+  const double page = static_cast<double>(sysconf(_SC_PAGESIZE));
+  char buf[200];
   for (const auto& p : timer.phases()) {
-    std::snprintf(buf, sizeof buf, "memtl: timing: %-10s %.3f s  peak RSS %.1f MiB\n", p.name,
-                  p.seconds, static_cast<double>(p.peak_rss) / (1 << 20));
+    std::snprintf(buf, sizeof buf,
+                  "memtl: timing: %-10s %.3f s  peak RSS %.1f MiB  fresh pages %.1f MiB\n", p.name,
+                  p.seconds, static_cast<double>(p.peak_rss) / (1 << 20),
+                  static_cast<double>(p.minor_faults) * page / (1 << 20));
     std::cerr << buf;
     total += p.seconds;
     peak = std::max(peak, p.peak_rss);
+    faults += p.minor_faults;
   }
-  std::snprintf(buf, sizeof buf, "memtl: timing: %-10s %.3f s  peak RSS %.1f MiB\n", "total", total,
-                static_cast<double>(peak) / (1 << 20));
+  std::snprintf(buf, sizeof buf,
+                "memtl: timing: %-10s %.3f s  peak RSS %.1f MiB  fresh pages %.1f MiB\n", "total",
+                total, static_cast<double>(peak) / (1 << 20),
+                static_cast<double>(faults) * page / (1 << 20));
   std::cerr << buf;
 }
 

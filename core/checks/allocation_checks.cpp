@@ -3,7 +3,8 @@
 
 #include <cstdio>
 #include <string>
-#include <unordered_map>
+
+#include "core/model/flat_map.h"
 
 namespace memtl {
 
@@ -17,40 +18,39 @@ std::string Hex(uint64_t v) {
 
 AllocationSummary CheckAllocations(const Trace& trace, Diagnostics& diag) {
   AllocationSummary s;
-  struct State {
-    int64_t bytes = 0;  // > 0 live with this size; 0 freed
-  };
-  std::unordered_map<uint64_t, State> state;  // key: ptr ^ device
-  auto key = [](const AllocInfo& a) { return a.ptr * 0x9E3779B97F4A7C15ull ^ a.device; };
+  // Per (pointer, device): > 0 live with this size; 0 freed.
+  FlatMap<PtrDev, int64_t, PtrDevHash> state;
   for (const auto& e : trace.events) {
     if (e.kind != EventKind::kAlloc) continue;
     const AllocInfo& a = trace.allocs[e.payload];
-    const std::string where =
-        Hex(a.ptr) + " on " + trace.devices[a.device].name + " at t=" + std::to_string(e.t0);
+    // Built only for a diagnostic: most events have none.
+    auto where = [&] {
+      return Hex(a.ptr) + " on " + trace.devices[a.device].name + " at t=" + std::to_string(e.t0);
+    };
+    const PtrDev pd{a.ptr, a.device};
     if (a.bytes > 0) {
       ++s.allocations;
-      state[key(a)].bytes = a.bytes;
+      *state.try_emplace(pd, 0).first = a.bytes;
       continue;
     }
     if (a.bytes == 0) {
-      diag.Add("allocation event of 0 bytes", where);
+      diag.Add("allocation event of 0 bytes", where());
       continue;
     }
     ++s.frees;
-    auto it = state.find(key(a));
-    if (it == state.end()) {
+    auto [live, inserted] = state.try_emplace(pd, 0);
+    if (inserted) {
       ++s.preexisting_frees;  // allocated before profiling began
-      state[key(a)].bytes = 0;
       continue;
     }
-    if (it->second.bytes == 0) {
-      diag.Add("double free", where);
-    } else if (it->second.bytes != -a.bytes) {
-      diag.Add("free size differs from its allocation",
-               where + ": " + std::to_string(it->second.bytes) + " allocated, " +
-                   std::to_string(-a.bytes) + " freed");
+    if (*live == 0) {
+      diag.Add("double free", where());
+    } else if (*live != -a.bytes) {
+      diag.Add("free size differs from its allocation", where() + ": " + std::to_string(*live) +
+                                                            " allocated, " +
+                                                            std::to_string(-a.bytes) + " freed");
     }
-    it->second.bytes = 0;
+    *live = 0;
   }
   return s;
 }

@@ -23,16 +23,16 @@ namespace memtl {
 
 namespace {
 
+// One tensor observation or allocation event, in record order. The
+// allocation id is assigned while flattening (step 2 needs nothing else of
+// the storage pointer), which keeps this at 24 bytes.
 struct Raw {
   uint64_t impl = 0;  // 0: an allocation event (no TensorImpl)
-  uint64_t ptr = 0;
-  DeviceIndex device = 0;
-  bool is_free = false;
-  bool is_tensor = false;  // target is trace.tensors[target], else trace.allocs[target]
+  uint32_t aid = 0;   // allocation id, dense from 1
   uint32_t target = 0;
   uint32_t event = 0;
-  int64_t aid = -1;
-  int64_t id = -1;
+  bool is_free = false;
+  bool is_tensor = false;  // target is trace.tensors[target], else trace.allocs[target]
 };
 
 int Rank(EventKind k) {
@@ -56,16 +56,30 @@ void ResolvePartialTensors(Trace& trace, IdentityStats& stats) {
     int64_t t;
     uint32_t tensor;
   };
-  // Only the storage pointers that python-tracer tensors name are indexed.
-  std::unordered_map<uint64_t, std::vector<Seen>> by_ptr;
+  // Only the storage pointers that python-tracer tensors name are indexed;
+  // a bit filter turns away most op inputs before the hash lookup.
+  FlatMap<uint64_t, uint32_t, U64Hash> list_of;
+  std::vector<std::vector<Seen>> lists;
+  constexpr int kFilterBits = 22;
+  std::vector<uint64_t> filter(size_t{1} << (kFilterBits - 6), 0);
+  auto bit = [](uint64_t ptr) { return Mix64(ptr) >> (64 - kFilterBits); };
   for (const auto& t : trace.tensors) {
-    if (t.partial) by_ptr.try_emplace(t.ptr);
+    if (!t.partial) continue;
+    if (list_of.try_emplace(t.ptr, static_cast<uint32_t>(lists.size())).second) {
+      lists.emplace_back();
+      filter[bit(t.ptr) >> 6] |= uint64_t{1} << (bit(t.ptr) & 63);
+    }
   }
-  if (by_ptr.empty()) return;
+  if (lists.empty()) return;
+  auto list_for = [&](uint64_t ptr) -> std::vector<Seen>* {
+    const uint64_t b = bit(ptr);
+    if ((filter[b >> 6] >> (b & 63) & 1) == 0) return nullptr;
+    const uint32_t* i = list_of.find(ptr);
+    return i == nullptr ? nullptr : &lists[*i];
+  };
   auto seen = [&](uint32_t ti, int64_t t0) {
-    if (ti == kNone32) return;
-    auto it = by_ptr.find(trace.tensors[ti].ptr);
-    if (it != by_ptr.end() && !trace.tensors[ti].partial) it->second.push_back({t0, ti});
+    if (ti == kNone32 || trace.tensors[ti].partial) return;
+    if (auto* list = list_for(trace.tensors[ti].ptr)) list->push_back({t0, ti});
   };
   for (const auto& e : trace.events) {
     if (e.kind != EventKind::kOp) continue;
@@ -78,18 +92,18 @@ void ResolvePartialTensors(Trace& trace, IdentityStats& stats) {
       }
     }
   }
-  for (auto& [ptr, list] : by_ptr) {
+  for (auto& list : lists) {
     std::stable_sort(list.begin(), list.end(),
                      [](const Seen& a, const Seen& b) { return a.t < b.t; });
   }
   auto resolve = [&](uint32_t ti, int64_t when) {
     if (ti == kNone32 || !trace.tensors[ti].partial) return;
-    auto it = by_ptr.find(trace.tensors[ti].ptr);
-    if (it == by_ptr.end() || it->second.empty()) {
+    const std::vector<Seen>* found = list_for(trace.tensors[ti].ptr);
+    if (found == nullptr || found->empty()) {
       ++stats.dropped_python;
       return;
     }
-    const auto& list = it->second;
+    const auto& list = *found;
     // First occurrence at or after `when`, compared with the last one before.
     auto after = std::lower_bound(list.begin(), list.end(), when,
                                   [](const Seen& s, int64_t t) { return s.t < t; });
@@ -132,9 +146,13 @@ void ResolvePartialTensors(Trace& trace, IdentityStats& stats) {
   }
 }
 
+// Steps 1 and 2: flattens events into raws and gives each its allocation id:
+// a (storage pointer, device) gets a fresh id at its first sighting and keeps
+// it until a free of that pointer is seen (this solves ABA for storage).
 class Flattener {
  public:
   Flattener(const Trace& trace, std::vector<Raw>* out) : trace_(trace), out_(out) {}
+  uint32_t num_aids() const { return next_aid_; }
 
   void Event(uint32_t ei) {
     const auto& e = trace_.events[ei];
@@ -150,11 +168,10 @@ class Flattener {
     } else if (e.kind == EventKind::kAlloc) {
       const AllocInfo& a = trace_.allocs[e.payload];
       Raw r;
-      r.ptr = a.ptr;
-      r.device = a.device;
       r.is_free = a.bytes < 0;
       r.target = e.payload;
       r.event = ei;
+      r.aid = Aid(a.ptr, a.device, r.is_free);
       out_->push_back(r);
     } else if (e.kind == EventKind::kPy) {
       const PyInfo& py = trace_.pys[e.payload];
@@ -194,16 +211,26 @@ class Flattener {
     if (t.partial) return;  // never seen as an op input: no identity
     Raw r;
     r.impl = t.impl;
-    r.ptr = t.ptr;
-    r.device = t.device;
     r.is_tensor = true;
     r.target = ti;
     r.event = ei;
+    r.aid = Aid(t.ptr, t.device, false);
     out_->push_back(r);
+  }
+
+  uint32_t Aid(uint64_t ptr, DeviceIndex device, bool is_free) {
+    const PtrDev pd{ptr, device};
+    auto [aid, inserted] = live_.try_emplace(pd, next_aid_);
+    next_aid_ += inserted ? 1 : 0;
+    const uint32_t result = *aid;
+    if (is_free) live_.erase(pd);
+    return result;
   }
 
   const Trace& trace_;
   std::vector<Raw>* out_;
+  FlatMap<PtrDev, uint32_t, PtrDevHash> live_;
+  uint32_t next_aid_ = 1;
   std::unordered_set<uint64_t> seen_modules_;
   std::unordered_set<uint64_t> seen_optimizers_;
 };
@@ -213,15 +240,14 @@ class Flattener {
 // allocation only when the change is a genuine storage swap: the new storage
 // was allocated inside an op (or a descendant of one) that received this impl
 // with the old storage at an argument some overload of that op writes.
-void DealiasImpls(const Trace& trace, const SchemaRegistry& schemas, std::vector<Raw>& raws,
-                  IdentityStats& stats) {
+// Returns the number of identities (impls are renumbered 1..n).
+uint64_t DealiasImpls(const Trace& trace, const SchemaRegistry& schemas, std::vector<Raw>& raws,
+                      uint32_t num_aids, IdentityStats& stats) {
   // Allocation ids are dense (1..n): index the allocating event by id.
-  std::vector<uint32_t> alloc_event_of_aid;
+  std::vector<uint32_t> alloc_event_of_aid(num_aids, kNone32);
   for (const auto& r : raws) {
     if (r.is_tensor || r.is_free) continue;
-    const auto a = static_cast<size_t>(r.aid);
-    if (a >= alloc_event_of_aid.size()) alloc_event_of_aid.resize(a + 1, kNone32);
-    if (alloc_event_of_aid[a] == kNone32) alloc_event_of_aid[a] = r.event;
+    if (alloc_event_of_aid[r.aid] == kNone32) alloc_event_of_aid[r.aid] = r.event;
   }
   auto op_wrote_impl = [&](uint32_t op_event, uint64_t impl, int64_t old_aid) {
     const Event& e = trace.events[op_event];
@@ -254,9 +280,8 @@ void DealiasImpls(const Trace& trace, const SchemaRegistry& schemas, std::vector
       ++next_virtual;
     } else if (st->last_aid != r.aid) {
       bool genuine = false;
-      const auto a = static_cast<size_t>(r.aid);
-      if (a < alloc_event_of_aid.size() && alloc_event_of_aid[a] != kNone32) {
-        for (uint32_t p = trace.events[alloc_event_of_aid[a]].parent; p != kNone32 && !genuine;
+      if (alloc_event_of_aid[r.aid] != kNone32) {
+        for (uint32_t p = trace.events[alloc_event_of_aid[r.aid]].parent; p != kNone32 && !genuine;
              p = trace.events[p].parent) {
           if (trace.events[p].kind == EventKind::kOp)
             genuine = op_wrote_impl(p, r.impl, st->last_aid);
@@ -270,6 +295,21 @@ void DealiasImpls(const Trace& trace, const SchemaRegistry& schemas, std::vector
     }
     r.impl = st->virtual_impl;
   }
+  return next_virtual;
+}
+
+// With producer ids no impl is split; impl addresses are only renumbered
+// 1..n so that later steps index arrays. Returns n + 1.
+uint64_t NumberImpls(std::vector<Raw>& raws) {
+  FlatMap<uint64_t, uint64_t, U64Hash> number;
+  uint64_t next = 1;
+  for (auto& r : raws) {
+    if (r.impl == 0) continue;
+    auto [n, inserted] = number.try_emplace(r.impl, next);
+    next += inserted ? 1 : 0;
+    r.impl = *n;
+  }
+  return next;
 }
 
 }  // namespace
@@ -280,12 +320,16 @@ std::vector<uint32_t> RecordOrder(const Trace& trace) {
   for (uint32_t i = 0; i < trace.events.size(); ++i) {
     if (Rank(trace.events[i].kind) < 3) order.push_back(i);
   }
-  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+  auto before = [&](uint32_t a, uint32_t b) {
     const auto& ea = trace.events[a];
     const auto& eb = trace.events[b];
     if (ea.t0 != eb.t0) return ea.t0 < eb.t0;
     return Rank(ea.kind) < Rank(eb.kind);
-  });
+  };
+  // Readers emit children in start order, so pre-order is nearly always in
+  // record order already; check before paying for the sort.
+  if (!std::is_sorted(order.begin(), order.end(), before))
+    std::stable_sort(order.begin(), order.end(), before);
   return order;
 }
 
@@ -294,30 +338,18 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
   const bool legacy = !trace.header.has_ids;
   if (legacy) ResolvePartialTensors(trace, stats);
 
-  // Step 1.
+  // Steps 1 and 2.
   std::vector<Raw> raws;
   raws.reserve(trace.tensors.size() +
                trace.allocs.size());  // an upper bound: no regrowth at the peak
+  uint32_t num_aids = 0;
   {
     Flattener flat(trace, &raws);
     for (uint32_t ei : RecordOrder(trace)) flat.Event(ei);
+    num_aids = flat.num_aids();
   }
   stats.raw_tensors = raws.size();
 
-  // Step 2: allocation ids solve ABA for storage pointers.
-  int64_t num_aids = 0;
-  {
-    FlatMap<PtrDev, int64_t, PtrDevHash> live;
-    int64_t counter = 1;
-    for (auto& r : raws) {
-      const PtrDev pd{r.ptr, r.device};
-      auto [aid, inserted] = live.try_emplace(pd, counter);
-      counter += inserted ? 1 : 0;
-      r.aid = *aid;
-      if (r.is_free) live.erase(pd);
-    }
-    num_aids = counter;
-  }
   // Write allocation ids now: step 3 reads them from op arguments.
   auto write_aids = [&](Trace& t) {
     for (const auto& r : raws) {
@@ -336,56 +368,66 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
   }
   write_aids(trace);
 
-  // Step 3.
-  if (legacy) DealiasImpls(trace, schemas, raws, stats);
+  // Step 3. Either way impls are numbered 1..num_impls-1 afterwards.
+  const uint64_t num_impls =
+      legacy ? DealiasImpls(trace, schemas, raws, num_aids, stats) : NumberImpls(raws);
 
   // Step 4: allocations never seen with a tensor are not tensor storage.
   {
-    std::vector<bool> tensor_aids(static_cast<size_t>(num_aids), false);
+    std::vector<bool> tensor_aids(num_aids, false);
     for (const auto& r : raws) {
-      if (r.impl != 0) tensor_aids[static_cast<size_t>(r.aid)] = true;
+      if (r.impl != 0) tensor_aids[r.aid] = true;
     }
     raws.erase(
-        std::remove_if(raws.begin(), raws.end(),
-                       [&](const Raw& r) { return !tensor_aids[static_cast<size_t>(r.aid)]; }),
+        std::remove_if(raws.begin(), raws.end(), [&](const Raw& r) { return !tensor_aids[r.aid]; }),
         raws.end());
   }
 
-  // Step 5: the first allocation id of each impl paired with every later one.
-  std::vector<std::pair<int64_t, int64_t>> pairs;
+  // Step 5: the first allocation id of each impl paired with every later
+  // one; PyTorch sorts the pairs and walks them in order. Most pairs are an
+  // allocation id with itself: those are kept as a bit per id (their sorted
+  // order is the id order), the rest are sorted.
+  std::vector<bool> self_pair(num_aids, false);
+  std::vector<std::pair<uint32_t, uint32_t>> pairs;
   {
-    FlatMap<uint64_t, int64_t, U64Hash> first_aid;
-    int64_t last_impl_aid = -1;  // consecutive repeats are common: skip them early
-    uint64_t last_impl = 0;
+    std::vector<uint32_t> first_aid(num_impls, 0);  // 0: none yet (ids start at 1)
     for (const auto& r : raws) {
       if (r.impl == 0) continue;
-      if (r.impl == last_impl && r.aid == last_impl_aid) continue;
-      last_impl = r.impl;
-      last_impl_aid = r.aid;
-      const int64_t first = *first_aid.try_emplace(r.impl, r.aid).first;
-      const auto p = std::minmax(first, r.aid);
-      pairs.emplace_back(p.first, p.second);
+      uint32_t& first = first_aid[r.impl];
+      if (first == 0) first = r.aid;
+      if (first == r.aid) {
+        self_pair[r.aid] = true;
+      } else {
+        pairs.emplace_back(std::min(first, r.aid), std::max(first, r.aid));
+      }
     }
     std::sort(pairs.begin(), pairs.end());
     pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
   }
 
-  // Step 6: greedy coalescing over the sorted pairs. Allocation ids are
-  // dense, so the id map is a vector (-1: none yet).
-  std::vector<int64_t> id_of(static_cast<size_t>(num_aids), -1);
+  // Step 6: greedy coalescing over the sorted pairs ((a, a) before (a, b)
+  // for b > a). Allocation ids are dense, so the id map is a vector (-1: none
+  // yet).
+  std::vector<int64_t> id_of(num_aids, -1);
   {
     int64_t current = 0;
-    for (const auto& [a, b] : pairs) {
-      int64_t& ia = id_of[static_cast<size_t>(a)];
+    auto visit = [&](uint32_t a, uint32_t b) {
+      int64_t& ia = id_of[a];
       if (ia == -1) ia = current++;
-      int64_t& ib = id_of[static_cast<size_t>(b)];
+      int64_t& ib = id_of[b];
       if (ib == -1) ib = ia;
+    };
+    size_t next_pair = 0;
+    for (uint32_t a = 0; a < num_aids; ++a) {
+      if (self_pair[a]) visit(a, a);
+      for (; next_pair < pairs.size() && pairs[next_pair].first == a; ++next_pair)
+        visit(a, pairs[next_pair].second);
     }
   }
 
   if (legacy) {
     for (const auto& r : raws) {
-      const TensorId id(id_of[static_cast<size_t>(r.aid)]);
+      const TensorId id(id_of[r.aid]);
       if (r.is_tensor) {
         trace.tensors[r.target].id = id;
       } else {
@@ -406,7 +448,7 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
     trace.allocs[i].allocation = saved_alloc_aids[i];
   }
   for (const auto& r : raws) {
-    const TensorId computed(id_of[static_cast<size_t>(r.aid)]);
+    const TensorId computed(id_of[r.aid]);
     const TensorId given = r.is_tensor ? trace.tensors[r.target].id : trace.allocs[r.target].id;
     if (computed != given) ++stats.id_mismatches;
   }

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <sys/resource.h>
+
 namespace memtl {
 
 int64_t PeakRssBytes() {
@@ -20,6 +22,12 @@ int64_t PeakRssBytes() {
   }
   std::fclose(f);
   return kb * 1024;
+}
+
+int64_t MinorFaults() {
+  struct rusage u {};
+  if (getrusage(RUSAGE_SELF, &u) != 0) return 0;
+  return u.ru_minflt;
 }
 
 namespace {

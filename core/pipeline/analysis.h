@@ -22,6 +22,9 @@ namespace memtl {
 
 // Peak resident memory of the process so far, in bytes (0 if unknown).
 int64_t PeakRssBytes();
+// Minor page faults of the process so far (pages it touched for the first
+// time: the cost of fresh memory).
+int64_t MinorFaults();
 
 // Wall time of each stage, in run order, and the process's peak resident
 // memory when it ended, for --timings and benchmarks.
@@ -31,17 +34,25 @@ class PhaseTimer {
     const char* name;
     double seconds;
     int64_t peak_rss;
+    int64_t minor_faults;  // during this phase
   };
-  void Start() { last_ = std::chrono::steady_clock::now(); }
+  void Start() {
+    last_ = std::chrono::steady_clock::now();
+    last_faults_ = MinorFaults();
+  }
   void Mark(const char* phase) {
     const auto now = std::chrono::steady_clock::now();
-    phases_.push_back({phase, std::chrono::duration<double>(now - last_).count(), PeakRssBytes()});
+    const int64_t faults = MinorFaults();
+    phases_.push_back({phase, std::chrono::duration<double>(now - last_).count(), PeakRssBytes(),
+                       faults - last_faults_});
     last_ = now;
+    last_faults_ = faults;
   }
   const std::vector<Phase>& phases() const { return phases_; }
 
  private:
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+  int64_t last_faults_ = MinorFaults();
   std::vector<Phase> phases_;
 };
 

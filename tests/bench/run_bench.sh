@@ -164,29 +164,31 @@ if "$bin" export "$probe" -o "$tmp/o.json" --timings >/dev/null 2>"$tmp/err" && 
       { log "--timings run failed for $n"; : >"$tmp/t$n"; }
   done
   echo
-  echo "Stages of \`memtl export F -o OUT.json --timings\` (one extra run per size; seconds, peak RSS MiB so far):"
+  echo "Stages of \`memtl export F -o OUT.json --timings\` (one extra run per size; seconds, peak RSS MiB so far, MiB of fresh pages the stage touched):"
   echo
   header="| stage |"
   sep="|---|"
-  for n in "${sizes[@]}"; do header="$header $n s | RSS MiB |"; sep="$sep---:|---:|"; done
+  for n in "${sizes[@]}"; do header="$header $n s | RSS MiB | fresh MiB |"; sep="$sep---:|---:|---:|"; done
   echo "$header"
   echo "$sep"
-  # lines: "memtl: timing: PHASE SECONDS [s] [peak RSS MIB MiB]" (PHASE may have spaces)
+  # lines: "memtl: timing: PHASE SECONDS [s] [peak RSS MIB MiB] [fresh pages MIB MiB]"
+  # (PHASE may have spaces)
   for n in "${sizes[@]}"; do
     awk '/^memtl: timing:/ {
-      name = ""; sec = ""; rss = ""
+      name = ""; sec = ""; rss = ""; fresh = ""
       for (i = 3; i <= NF; i++) {
         if (sec == "" && $i ~ /^[0-9.]+s?$/) { sec = $i; sub(/s$/, "", sec) }
         else if (sec == "") name = name (name == "" ? "" : " ") $i
         else if ($i == "RSS" && i < NF) rss = $(i + 1)
+        else if ($i == "pages" && i < NF) fresh = $(i + 1)
       }
-      if (sec != "") printf "%s\t%s\t%s\n", name, sec, rss
+      if (sec != "") printf "%s\t%s\t%s\t%s\n", name, sec, rss, fresh
     }' "$tmp/t$n" >"$tmp/p$n"
   done
   cut -f1 "$tmp/p${sizes[0]}" | while IFS= read -r stage; do
     line="| $stage |"
     for n in "${sizes[@]}"; do
-      v=$(awk -F'\t' -v s="$stage" '$1 == s {print $2 " | " $3; found=1} END {if (!found) print " | "}' "$tmp/p$n")
+      v=$(awk -F'\t' -v s="$stage" '$1 == s {print $2 " | " $3 " | " $4; found=1} END {if (!found) print " |  | "}' "$tmp/p$n")
       line="$line $v |"
     done
     echo "$line"
