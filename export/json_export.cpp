@@ -83,24 +83,49 @@ class JsonText {
   Status status_;
 };
 
-void WriteSizes(const CoalescedTimeline& c, JsonText& out) {
+// Each of the two arrays is written as its rows are produced.
+template <typename Times, typename Sizes>
+void WriteSizesWith(JsonText& out, Times&& times, Sizes&& sizes) {
   out.Raw("[[");
-  for (size_t i = 0; i < c.times.size(); ++i) {
-    if (i) out.Raw(", ");
-    out.Int(c.times[i]);
+  bool first = true;
+  times([&](int64_t t) {
+    if (!first) out.Raw(", ");
+    first = false;
+    out.Int(t);
     out.MaybeFlush();
-  }
+  });
   out.Raw("], [");
-  for (size_t i = 0; i < c.sizes.size(); ++i) {
-    out.Raw(i ? ", [" : "[");
-    for (size_t j = 0; j < c.sizes[i].size(); ++j) {
+  first = true;
+  sizes([&](const std::array<int64_t, 9>& row) {
+    out.Raw(first ? "[" : ", [");
+    first = false;
+    for (size_t j = 0; j < row.size(); ++j) {
       if (j) out.Raw(", ");
-      out.Int(c.sizes[i][j]);
+      out.Int(row[j]);
     }
     out.Raw("]");
     out.MaybeFlush();
-  }
+  });
   out.Raw("]]");
+}
+
+void WriteSizes(const CoalescedTimeline& c, JsonText& out) {
+  WriteSizesWith(
+      out,
+      [&](const auto& fn) {
+        for (int64_t t : c.times) fn(t);
+      },
+      [&](const auto& fn) {
+        for (const auto& row : c.sizes) fn(row);
+      });
+}
+
+// The coalesced timeline straight from the events, never held in memory.
+void WriteSizesStreamed(const std::vector<TimelineEvent>& timeline, const CategoryDict& cats,
+                        DeviceIndex device, JsonText& out) {
+  WriteSizesWith(
+      out, [&](const auto& fn) { CoalescedTimes(timeline, device, fn); },
+      [&](const auto& fn) { CoalescedSizes(timeline, cats, device, fn); });
 }
 
 void WriteRaw(const std::vector<TimelineEvent>& timeline, const CategoryDict& cats,
@@ -178,11 +203,10 @@ Status ExportMemoryTimeline(const ExportInput& in, const std::string& path, Devi
       return StreamJson(path, true,
                         [&](JsonText& out) { WriteRaw(in.timeline, in.categories, device, out); });
     case ExportFormat::kSizesJsonGz:
-    case ExportFormat::kSizesJson: {
-      const CoalescedTimeline c = Coalesce(in.timeline, in.categories, device);
-      return StreamJson(path, format.value() == ExportFormat::kSizesJsonGz,
-                        [&](JsonText& out) { WriteSizes(c, out); });
-    }
+    case ExportFormat::kSizesJson:
+      return StreamJson(path, format.value() == ExportFormat::kSizesJsonGz, [&](JsonText& out) {
+        WriteSizesStreamed(in.timeline, in.categories, device, out);
+      });
   }
   return Status::Error(path + ": unknown output format");
 }

@@ -175,25 +175,56 @@ int64_t PyTrueDivTrunc1000(int64_t t) {
   return static_cast<int64_t>(k >= 0 ? (n >> k) : (n << -k));
 }
 
-CoalescedTimeline Coalesce(const std::vector<TimelineEvent>& timeline, const CategoryDict& cats,
-                           DeviceIndex device) {
-  CoalescedTimeline out;
+namespace {
+
+// Times in us as PyTorch's _coalesce_timeline computes them: -1 stays -1
+// (pre-existing), and the smallest time that replaces it.
+int64_t MicrosOf(const TimelineEvent& e) { return e.time == -1 ? -1 : PyTrueDivTrunc1000(e.time); }
+
+int64_t MinTime(const std::vector<TimelineEvent>& timeline, DeviceIndex device) {
   int64_t t_min = -1;
+  for (const auto& e : timeline) {
+    if (e.device != device) continue;
+    const int64_t t = MicrosOf(e);
+    if (t_min == -1 || (t < t_min && t > 0)) t_min = t;
+  }
+  return t_min;
+}
+
+}  // namespace
+
+void CoalescedTimes(const std::vector<TimelineEvent>& timeline, DeviceIndex device,
+                    const std::function<void(int64_t)>& time) {
+  const int64_t t_min = MinTime(timeline, device);
+  bool any = false;
+  int64_t last = 0;
+  for (const auto& e : timeline) {
+    if (e.device != device) continue;
+    const int64_t t = MicrosOf(e);
+    if (any && t == last) continue;
+    any = true;
+    last = t;
+    time(t < 0 ? t_min : t);
+  }
+}
+
+void CoalescedSizes(const std::vector<TimelineEvent>& timeline, const CategoryDict& cats,
+                    DeviceIndex device,
+                    const std::function<void(const std::array<int64_t, 9>&)>& row) {
+  // A row is the sizes after every event at its time: it is emitted when the
+  // next time starts, and at the end.
+  std::array<int64_t, 9> sizes{};
+  bool any = false;
+  int64_t last = 0;
   auto update = [&](const TimelineEvent& e, int32_t version, int64_t delta) {
-    out.sizes.back()[CategoryIndexOf(cats, e, version) + 1] += delta;
+    sizes[CategoryIndexOf(cats, e, version) + 1] += delta;
   };
   for (const auto& e : timeline) {
     if (e.device != device) continue;
-    int64_t t = e.time;
-    if (t != -1) t = PyTrueDivTrunc1000(t);
-    if (t_min == -1 || (t < t_min && t > 0)) t_min = t;
-    if (out.times.empty()) {
-      out.times.push_back(t);
-      out.sizes.push_back({});
-    } else if (t != out.times.back()) {
-      out.times.push_back(t);
-      out.sizes.push_back(out.sizes.back());
-    }
+    const int64_t t = MicrosOf(e);
+    if (any && t != last) row(sizes);
+    any = true;
+    last = t;
     switch (e.action) {
       case Action::kPreexisting:
       case Action::kCreate:
@@ -208,9 +239,15 @@ CoalescedTimeline Coalesce(const std::vector<TimelineEvent>& timeline, const Cat
         break;
     }
   }
-  for (auto& t : out.times) {
-    if (t < 0) t = t_min;
-  }
+  if (any) row(sizes);
+}
+
+CoalescedTimeline Coalesce(const std::vector<TimelineEvent>& timeline, const CategoryDict& cats,
+                           DeviceIndex device) {
+  CoalescedTimeline out;
+  CoalescedTimes(timeline, device, [&](int64_t t) { out.times.push_back(t); });
+  CoalescedSizes(timeline, cats, device,
+                 [&](const std::array<int64_t, 9>& row) { out.sizes.push_back(row); });
   return out;
 }
 

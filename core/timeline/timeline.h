@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -59,6 +60,15 @@ struct CoalescedTimeline {
 };
 CoalescedTimeline Coalesce(const std::vector<TimelineEvent>& timeline, const CategoryDict& cats,
                            DeviceIndex device);
+
+// The same rows one at a time, for exports that stream them instead of
+// holding them (a row per distinct time is 80 bytes). CoalescedTimes calls
+// `time(t)` per row; CoalescedSizes calls `row(sizes)` per row.
+void CoalescedTimes(const std::vector<TimelineEvent>& timeline, DeviceIndex device,
+                    const std::function<void(int64_t)>& time);
+void CoalescedSizes(const std::vector<TimelineEvent>& timeline, const CategoryDict& cats,
+                    DeviceIndex device,
+                    const std::function<void(const std::array<int64_t, 9>&)>& row);
 
 // The timeline as text, one event per line, e.g.
 //   create             T3(v0)              96 B  ACTIVATION
