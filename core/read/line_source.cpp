@@ -47,7 +47,8 @@ bool LineSource::ReadRaw() {
   raw_.erase(raw_.begin(), raw_.begin() + static_cast<std::ptrdiff_t>(raw_pos_));
   raw_pos_ = 0;
   const size_t old = raw_.size();
-  raw_.resize(old + kChunk);
+  const size_t want = file_ != nullptr ? kChunk : std::min(kChunk, memory_.size() - memory_pos_);
+  raw_.resize(old + want);
   size_t got = 0;
   if (file_ != nullptr) {
     got = std::fread(raw_.data() + old, 1, kChunk, file_);
@@ -61,7 +62,7 @@ bool LineSource::ReadRaw() {
       raw_eof_ = true;
     }
   } else {
-    got = std::min(kChunk, memory_.size() - memory_pos_);
+    got = want;
     std::memcpy(raw_.data() + old, memory_.data() + memory_pos_, got);
     memory_pos_ += got;
     if (memory_pos_ == memory_.size()) raw_eof_ = true;
@@ -144,30 +145,33 @@ bool LineSource::Fill() {
   }
 }
 
-bool LineSource::Next(std::string_view* line) {
+bool LineSource::ReadLines(std::string* out, size_t min_bytes) {
   if (done_) return false;
+  const size_t start = out->size();
   for (;;) {
-    const size_t nl = buf_.find('\n', buf_pos_);
-    if (nl != std::string::npos) {
-      *line = std::string_view(buf_).substr(buf_pos_, nl - buf_pos_);
-      buf_pos_ = nl + 1;
-      return true;
+    // Move every whole line decoded so far.
+    if (buf_pos_ < buf_.size()) {
+      const char* base = buf_.data() + buf_pos_;
+      const size_t n = buf_.size() - buf_pos_;
+      if (const void* last = memrchr(base, '\n', n)) {
+        const size_t take = static_cast<size_t>(static_cast<const char*>(last) - base) + 1;
+        out->append(base, take);
+        buf_pos_ += take;
+        if (out->size() - start >= min_bytes) return true;
+      }
     }
-    // Compact, then read more.
-    if (buf_pos_ > 0) {
+    if (buf_pos_ > 0) {  // keep only the partial line
       buf_.erase(0, buf_pos_);
       buf_pos_ = 0;
     }
     if (!Fill()) {
       done_ = true;
-      if (!status_.ok()) return false;
-      if (!buf_.empty()) {
+      if (status_.ok() && !buf_.empty()) {
         unterminated_ = true;
-        *line = std::string_view(buf_);
-        buf_pos_ = buf_.size();
-        return true;
+        out->append(buf_);
+        buf_.clear();
       }
-      return false;
+      return out->size() > start;
     }
   }
 }

@@ -21,10 +21,12 @@ class LineSource {
   static std::unique_ptr<LineSource> FromMemory(std::string data, std::string name);
   ~LineSource();
 
-  // Next line without its '\n'. Returns false at the end of input or on error;
-  // then status() says which. A last line with no '\n' is returned with
+  // Appends whole lines (each with its '\n') to `out` until it has grown by
+  // at least `min_bytes` or the input ends. Returns false when nothing was
+  // appended: the end of input or an error, which status() tells apart. A
+  // last line with no '\n' is appended as it is, with
   // `last_line_unterminated()` true.
-  bool Next(std::string_view* line);
+  bool ReadLines(std::string* out, size_t min_bytes);
   const Status& status() const { return status_; }
   bool last_line_unterminated() const { return unterminated_; }
   bool is_gzip() const { return gzip_; }

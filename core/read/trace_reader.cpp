@@ -710,8 +710,7 @@ class Builder {
 // Blocks of whole lines, produced by a reader thread (inflate + cut) and
 // consumed in order by the parsing thread.
 struct Block {
-  std::string text;       // whole lines, each ending in '\n' except maybe the last
-  size_t first_line = 0;  // 1-based number of the block's first line
+  std::string text;  // whole lines, each ending in '\n' except maybe the last
   bool last_unterminated = false;
 };
 
@@ -751,6 +750,20 @@ class BlockQueue {
     return true;
   }
   const Status& status() const { return status_; }
+  // Buffers of consumed blocks go back to the producer, so that the blocks
+  // of a run reuse a few buffers instead of touching fresh memory.
+  void Recycle(std::string text) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (spare_.size() < kMax + 2) spare_.push_back(std::move(text));
+  }
+  std::string Spare() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (spare_.empty()) return std::string();
+    std::string s = std::move(spare_.back());
+    spare_.pop_back();
+    s.clear();
+    return s;
+  }
 
  private:
   static constexpr size_t kMax = 4;
@@ -758,6 +771,7 @@ class BlockQueue {
   std::mutex mu_;
   std::condition_variable not_empty_, not_full_;
   std::deque<Block> q_;
+  std::vector<std::string> spare_;
   bool closed_ = false;
   bool cancelled_ = false;
   Status status_;
@@ -765,26 +779,14 @@ class BlockQueue {
 
 void Produce(LineSource& src, BlockQueue& queue) {
   constexpr size_t kBlock = 4 << 20;
-  Block block;
-  block.first_line = 1;
-  size_t line_no = 0;
-  std::string_view line;
-  while (src.Next(&line)) {
-    ++line_no;
-    if (block.text.empty()) block.first_line = line_no;
-    block.text.append(line.data(), line.size());
-    if (src.last_line_unterminated()) {
-      block.last_unterminated = true;
-    } else {
-      block.text.push_back('\n');
-    }
-    if (block.text.size() >= kBlock) {
-      queue.Push(std::move(block));
-      if (queue.Cancelled()) return queue.Close(Status());
-      block = Block();
-    }
+  for (;;) {
+    Block block;
+    block.text = queue.Spare();
+    if (!src.ReadLines(&block.text, kBlock)) break;
+    block.last_unterminated = src.last_line_unterminated();
+    queue.Push(std::move(block));
+    if (queue.Cancelled()) return queue.Close(Status());
   }
-  if (!block.text.empty()) queue.Push(std::move(block));
   queue.Close(src.status());
 }
 
@@ -817,7 +819,6 @@ Expected<Trace> ReadFrom(LineSource& src, const ReadOptions& options, ReadInfo* 
   bool stopped = false;
   while (!stopped && queue.Pop(&block)) {
     size_t pos = 0;
-    line_no = block.first_line - 1;
     while (pos < block.text.size()) {
       size_t nl = block.text.find('\n', pos);
       const bool unterminated = nl == std::string::npos;
@@ -825,8 +826,9 @@ Expected<Trace> ReadFrom(LineSource& src, const ReadOptions& options, ReadInfo* 
       const std::string_view line(block.text.data() + pos, nl - pos);
       pos = nl + 1;
       ++line_no;
-      const std::string where = src.name() + ": line " + std::to_string(line_no) + ": ";
-      if (line.size() > (64u << 20)) return Status::Error(where + "line longer than 64 MiB");
+      // Built only for an error message.
+      auto where = [&] { return src.name() + ": line " + std::to_string(line_no) + ": "; };
+      if (line.size() > (64u << 20)) return Status::Error(where() + "line longer than 64 MiB");
       JsonCursor cursor(line);
       try {
         if (!saw_header) {
@@ -845,16 +847,17 @@ Expected<Trace> ReadFrom(LineSource& src, const ReadOptions& options, ReadInfo* 
             break;
           }
           return Status::Error(
-              where +
+              where() +
               "the last record is cut off (the trace was truncated; use --partial to analyze up to "
               "the last complete record)");
         }
-        return Status::Error(where + "not valid JSON (column " + std::to_string(e.column) + ": " +
+        return Status::Error(where() + "not valid JSON (column " + std::to_string(e.column) + ": " +
                              e.what + ")");
       } catch (const RecordError& e) {
-        return Status::Error(where + e.what());
+        return Status::Error(where() + e.what());
       }
     }
+    queue.Recycle(std::move(block.text));
   }
   queue.Cancel();
   if (producer.joinable()) producer.join();
