@@ -5,6 +5,9 @@
 
 #include <cstring>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 namespace memtl {
 
 namespace {
@@ -39,6 +42,20 @@ std::unique_ptr<LineSource> LineSource::FromMemory(std::string data, std::string
 
 LineSource::~LineSource() {
   if (file_ != nullptr) std::fclose(file_);
+}
+
+uint64_t LineSource::EstimatedSize() const {
+  if (file_ == nullptr || !sniffed_) return 0;
+  struct stat st {};
+  if (fstat(fileno(file_), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) return 0;
+  const auto compressed = static_cast<uint64_t>(st.st_size);
+  if (!gzip_) return compressed;
+  unsigned char tail[4];
+  if (compressed < 18 || pread(fileno(file_), tail, 4, st.st_size - 4) != 4) return 0;
+  uint64_t size = uint64_t{tail[0]} | uint64_t{tail[1]} << 8 | uint64_t{tail[2]} << 16 |
+                  uint64_t{tail[3]} << 24;
+  while (size + (uint64_t{1} << 31) < compressed * 10) size += uint64_t{1} << 32;
+  return size;
 }
 
 bool LineSource::ReadRaw() {

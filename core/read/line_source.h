@@ -30,6 +30,11 @@ class LineSource {
   const Status& status() const { return status_; }
   bool last_line_unterminated() const { return unterminated_; }
   bool is_gzip() const { return gzip_; }
+  // A guess at the decoded size of a file, for reserving memory (0: no
+  // guess): a plain file's size; for gzip, the size its trailer records
+  // (modulo 2^32, so wraps are guessed from a typical JSON ratio of 10).
+  // Meaningful once reading has begun.
+  uint64_t EstimatedSize() const;
   const std::string& name() const { return name_; }
 
  private:
