@@ -41,13 +41,43 @@ std::vector<std::pair<uint32_t, int32_t>> AllTensorVersions(const DataFlowGraph&
   return all;
 }
 
+namespace {
+
+bool TimelineBefore(const TimelineEvent& a, const TimelineEvent& b) {
+  return a.time != b.time ? a.time < b.time : a.action < b.action;
+}
+
+}  // namespace
+
+void SortNearlySorted(TimelineEvent* first, TimelineEvent* last) {
+  const size_t n = static_cast<size_t>(last - first);
+  size_t budget = 16 * n + 4096;  // element moves
+  for (size_t i = 1; i < n; ++i) {
+    if (!TimelineBefore(first[i], first[i - 1])) continue;
+    const TimelineEvent v = first[i];
+    size_t j = i;
+    while (j > 0 && TimelineBefore(v, first[j - 1]) && budget > 0) {
+      first[j] = first[j - 1];
+      --j;
+      --budget;
+    }
+    first[j] = v;  // ahead only of larger elements: equal ones keep their order
+    if (budget == 0) {
+      std::stable_sort(first, last, TimelineBefore);
+      return;
+    }
+  }
+}
+
 std::vector<TimelineEvent> BuildTimeline(const OpTree& tree, const DataFlowGraph& graph,
                                          const SizeMap& sizes, const CategoryDict& cats,
                                          Diagnostics& diag) {
   const Trace& trace = tree.trace();
   const KeyTable& table = trace.key_table;
-  std::vector<TimelineEvent> out;
-  out.reserve(trace.allocs.size() + graph.edges().size() + graph.edges().size() / 4);
+  // Allocations with no tensor identity first, in their own array; the
+  // keyed events go after room for them in `out`, and a merge puts both in
+  // order at the end.
+  std::vector<TimelineEvent> unknown;
 
   // Allocations in tree order: tensor allocations remember their times (the
   // last one seen per key); untracked ones go straight to the timeline,
@@ -72,19 +102,22 @@ std::vector<TimelineEvent> BuildTimeline(const OpTree& tree, const DataFlowGraph
       te.action =
           live_unknown.try_emplace(pd, 1).second ? Action::kCreate : Action::kIncrementVersion;
       te.bytes = a.bytes;
-      out.push_back(te);
+      unknown.push_back(te);
     } else {
       te.action = Action::kDestroy;
       te.bytes = -a.bytes;
-      out.push_back(te);
+      unknown.push_back(te);
       if (!live_unknown.erase(pd)) {
         te.time = -1;
         te.action = Action::kPreexisting;
-        out.push_back(te);
+        unknown.push_back(te);
       }
     }
   }
 
+  std::vector<TimelineEvent> out;
+  out.reserve(unknown.size() + graph.edges().size() + graph.edges().size() / 4 + 16);
+  out.resize(unknown.size());
   auto push = [&](int64_t t, Action action, uint32_t key, int32_t version) {
     TimelineEvent te;
     te.time = t;
@@ -117,37 +150,17 @@ std::vector<TimelineEvent> BuildTimeline(const OpTree& tree, const DataFlowGraph
         push(free_time[e->key], Action::kDestroy, e->key, std::max(graph.last_version(e->key), 0));
     }
   }
-  // PyTorch sorts stably by (time, action). Sort 16-byte keys that carry the
-  // original position (so equal keys keep insertion order), then permute in
-  // place: no merge buffer the size of the timeline.
-  const size_t n = out.size();
-  if (n > 0xffffffffu) {  // positions need more than 32 bits: the plain stable sort
-    std::stable_sort(out.begin(), out.end(), [](const TimelineEvent& a, const TimelineEvent& b) {
-      return a.time != b.time ? a.time < b.time : a.action < b.action;
-    });
-    return out;
-  }
-  std::vector<std::pair<int64_t, uint64_t>> keys(n);
-  for (size_t i = 0; i < n; ++i) {
-    keys[i] = {out[i].time, (static_cast<uint64_t>(out[i].action) << 32) | i};
-  }
-  std::sort(keys.begin(), keys.end());
-  std::vector<bool> placed(n, false);
-  for (size_t i = 0; i < n; ++i) {
-    if (placed[i]) continue;
-    const TimelineEvent first = out[i];
-    size_t j = i;
-    for (;;) {
-      placed[j] = true;
-      const size_t src = keys[j].second & 0xffffffffu;
-      if (src == i) {
-        out[j] = first;
-        break;
-      }
-      out[j] = out[src];
-      j = src;
-    }
-  }
+  // PyTorch sorts stably by (time, action). Both runs are nearly in that
+  // order already (records arrive in time order; only events inside one op
+  // are out of place), so each is insertion-sorted in place, and the merge
+  // takes from the unknown run first on ties, as it was inserted first.
+  const size_t a = unknown.size();
+  SortNearlySorted(unknown.data(), unknown.data() + a);
+  SortNearlySorted(out.data() + a, out.data() + out.size());
+  size_t w = 0, i = 0, j = a;
+  while (i < a && j < out.size())
+    out[w++] = TimelineBefore(out[j], unknown[i]) ? out[j++] : unknown[i++];
+  while (i < a) out[w++] = unknown[i++];
   return out;
 }
 

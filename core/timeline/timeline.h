@@ -44,6 +44,12 @@ std::vector<TimelineEvent> BuildTimeline(const OpTree& tree, const DataFlowGraph
                                          const SizeMap& sizes, const CategoryDict& cats,
                                          Diagnostics& diag);
 
+// PyTorch's stable sort by (time, action), for runs that are nearly in
+// order: insertion sort while its work stays linear, then std::stable_sort
+// for whatever is left (correct and stable either way; only the cost
+// differs). Exposed for tests.
+void SortNearlySorted(TimelineEvent* first, TimelineEvent* last);
+
 // Category export index (0..7) of a timeline entry at `version`.
 int CategoryIndexOf(const CategoryDict& cats, const TimelineEvent& e, int32_t version);
 

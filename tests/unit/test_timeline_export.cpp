@@ -4,9 +4,11 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
 
 #include "core/timeline/timeline.h"
 #include "export/atomic_file.h"
@@ -56,6 +58,31 @@ TEST_CASE("export: JSON is laid out as Python's json.dump writes it") {
   CategoryDict cats;
   CHECK(RawJson(tl, cats, 0) == "[[-1, 1, 16, 7], [20, 3, -8, 7], [20, 3, 8, 7]]");
   CHECK(RawJson(tl, cats, 1) == "[]");
+}
+
+TEST_CASE("timeline: the nearly-sorted sort is PyTorch's stable sort by (time, action)") {
+  auto by_time_action = [](const TimelineEvent& a, const TimelineEvent& b) {
+    return a.time != b.time ? a.time < b.time : a.action < b.action;
+  };
+  std::mt19937 rng(7);
+  for (int shape = 0; shape < 3; ++shape) {
+    std::vector<TimelineEvent> tl(5000);
+    for (size_t i = 0; i < tl.size(); ++i) {
+      // 0: nearly sorted (local disorder), 1: random with many ties, 2: reversed
+      const int64_t t = shape == 0   ? static_cast<int64_t>(i / 4) + static_cast<int64_t>(rng() % 3)
+                        : shape == 1 ? static_cast<int64_t>(rng() % 50)
+                                     : static_cast<int64_t>(tl.size() - i);
+      tl[i].time = t;
+      tl[i].action = static_cast<Action>(1 + rng() % 4);
+      tl[i].bytes = static_cast<int64_t>(i);  // the insertion order, to check stability
+    }
+    auto expected = tl;
+    std::stable_sort(expected.begin(), expected.end(), by_time_action);
+    SortNearlySorted(tl.data(), tl.data() + tl.size());
+    for (size_t i = 0; i < tl.size(); ++i) {
+      REQUIRE(tl[i].bytes == expected[i].bytes);
+    }
+  }
 }
 
 TEST_CASE("timeline: coalescing moves pre-existing memory to the first time") {
