@@ -1,8 +1,13 @@
 // JSON serializations of the timeline and the suffix dispatch.
 #include <charconv>
+#include <condition_variable>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string_view>
+#include <thread>
+#include <vector>
 
 #include "export/atomic_file.h"
 #include "export/export.h"
@@ -164,15 +169,85 @@ void WriteRaw(const std::vector<TimelineEvent>& timeline, const CategoryDict& ca
   out.Raw("]");
 }
 
+// Writes (and for .gz compresses) chunks into a file on a second thread, so
+// that formatting the next chunk overlaps writing the last one. Chunks are
+// written in the order given: the bytes are those of a plain loop.
+class BackgroundWriter {
+ public:
+  explicit BackgroundWriter(AtomicFile& file) : file_(file), thread_([this] { Run(); }) {}
+  ~BackgroundWriter() { (void)Finish(); }
+
+  // Queues a copy of `chunk`; returns the first write error so far.
+  Status Push(std::string_view chunk) {
+    std::unique_lock<std::mutex> lock(mu_);
+    room_.wait(lock, [&] { return queue_.size() < kMaxQueued; });
+    if (!status_.ok()) return status_;
+    std::string buffer;
+    if (!spare_.empty()) {
+      buffer = std::move(spare_.back());
+      spare_.pop_back();
+    }
+    buffer.assign(chunk);
+    queue_.push_back(std::move(buffer));
+    ready_.notify_one();
+    return Status();
+  }
+  // Waits until everything queued is written; returns the first error.
+  Status Finish() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      closed_ = true;
+      ready_.notify_one();
+    }
+    if (thread_.joinable()) thread_.join();
+    return status_;
+  }
+
+ private:
+  static constexpr size_t kMaxQueued = 4;
+  void Run() {
+    for (;;) {
+      std::string chunk;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        ready_.wait(lock, [&] { return !queue_.empty() || closed_; });
+        if (queue_.empty()) return;
+        chunk = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      Status s = status_.ok() ? file_.Write(chunk) : Status();
+      std::lock_guard<std::mutex> lock(mu_);
+      if (status_.ok() && !s.ok()) status_ = std::move(s);
+      spare_.push_back(std::move(chunk));
+      room_.notify_one();
+    }
+  }
+  AtomicFile& file_;
+  std::mutex mu_;
+  std::condition_variable ready_, room_;
+  std::deque<std::string> queue_;
+  std::vector<std::string> spare_;
+  bool closed_ = false;
+  Status status_;
+  std::thread thread_;  // last: starts after the members it uses exist
+};
+
 // Streams JSON written by `write` into `path` atomically.
 template <typename Write>
 Status StreamJson(const std::string& path, bool gzip, Write&& write) {
   auto f = AtomicFile::Create(path, gzip);
   if (!f.ok()) return f.status();
   std::unique_ptr<AtomicFile> file(f.value());
-  JsonText out([&](std::string_view chunk) { return file->Write(chunk); });
-  write(out);
-  if (Status s = out.Finish(); !s.ok()) return s;
+  Status written;
+  {
+    BackgroundWriter writer(*file);
+    JsonText out([&](std::string_view chunk) { return writer.Push(chunk); });
+    write(out);
+    Status formatted = out.Finish();
+    written = writer.Finish();
+    if (!formatted.ok()) return formatted;
+  }
+  if (!written.ok()) return written;
   return file->Commit();
 }
 
