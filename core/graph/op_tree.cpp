@@ -45,9 +45,10 @@ OpTree::OpTree(const Trace& trace, const SchemaRegistry& schemas) : trace_(trace
   }
   // Pre-order of a well-nested trace is nearly always sorted by start
   // time already; check before paying for the sort.
-  sorted_ = preorder_;
   auto by_start = [&](uint32_t a, uint32_t b) { return trace.events[a].t0 < trace.events[b].t0; };
-  if (!std::is_sorted(sorted_.begin(), sorted_.end(), by_start)) {
+  sorted_is_preorder_ = std::is_sorted(preorder_.begin(), preorder_.end(), by_start);
+  if (!sorted_is_preorder_) {
+    sorted_ = preorder_;
     std::stable_sort(sorted_.begin(), sorted_.end(), by_start);
   }
 
@@ -97,7 +98,7 @@ OpTree::OpTree(const Trace& trace, const SchemaRegistry& schemas) : trace_(trace
       }
     }
     const auto matches = MatchSchemas(schemas.Lookup(trace.Name(ev)), observed);
-    num_matches_[e] = static_cast<uint32_t>(matches.size());
+    num_matches_[e] = static_cast<uint8_t>(std::min<size_t>(matches.size(), 255));
     const auto mut = InputsAreMutable(matches, observed.size());
     mutability_pool_.insert(mutability_pool_.end(), mut.begin(), mut.end());
   }

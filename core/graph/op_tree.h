@@ -32,11 +32,12 @@ class OpTree {
   const std::vector<uint32_t>& preorder() const { return preorder_; }
   uint32_t position(uint32_t event) const { return position_[event]; }
   uint32_t subtree_size(uint32_t event) const { return subtree_size_[event]; }
-  // Every event, stably sorted by start time over pre-order.
-  const std::vector<uint32_t>& sorted() const { return sorted_; }
+  // Every event, stably sorted by start time over pre-order (the pre-order
+  // array itself when it is already in that order, as it nearly always is).
+  const std::vector<uint32_t>& sorted() const { return sorted_is_preorder_ ? preorder_ : sorted_; }
 
-  // Schema facts of an op event: number of matching overloads and, per
-  // input, 1 written / 0 not / -1 unknown.
+  // Schema facts of an op event: number of matching overloads (saturating
+  // at 255) and, per input, 1 written / 0 not / -1 unknown.
   size_t num_matches(uint32_t event) const { return num_matches_[event]; }
   // Per input of an op event (empty for other events).
   std::pair<const int8_t*, size_t> mutability(uint32_t event) const {
@@ -52,7 +53,8 @@ class OpTree {
   std::vector<uint32_t> position_;
   std::vector<uint32_t> subtree_size_;
   std::vector<uint32_t> sorted_;
-  std::vector<uint32_t> num_matches_;
+  bool sorted_is_preorder_ = false;
+  std::vector<uint8_t> num_matches_;
   std::vector<uint32_t> mutability_begin_;  // CSR offsets into mutability_pool_
   std::vector<int8_t> mutability_pool_;
   std::vector<bool> in_backward_;

@@ -25,15 +25,15 @@ namespace {
 
 // One tensor observation or allocation event, in record order. The
 // allocation id is assigned while flattening (step 2 needs nothing else of
-// the storage pointer), which keeps this at 24 bytes.
+// the storage pointer), which keeps this at 16 bytes.
 struct Raw {
-  uint64_t impl = 0;  // 0: an allocation event (no TensorImpl)
-  uint32_t aid = 0;   // allocation id, dense from 1
-  uint32_t target = 0;
-  uint32_t event = 0;
-  bool is_free = false;
-  bool is_tensor = false;  // target is trace.tensors[target], else trace.allocs[target]
+  uint64_t impl = 0;         // 0: an allocation event (no TensorImpl)
+  uint32_t aid = 0;          // allocation id, dense from 1
+  uint32_t target : 30 = 0;  // index into trace.tensors or trace.allocs (< kMaxTargets)
+  uint32_t is_free : 1 = 0;
+  uint32_t is_tensor : 1 = 0;  // target is trace.tensors[target], else trace.allocs[target]
 };
+constexpr size_t kMaxTargets = size_t{1} << 30;
 
 int Rank(EventKind k) {
   switch (k) {
@@ -153,6 +153,11 @@ class Flattener {
  public:
   Flattener(const Trace& trace, std::vector<Raw>* out) : trace_(trace), out_(out) {}
   uint32_t num_aids() const { return next_aid_; }
+  // Per allocation id, the event that allocated it (kNone32: only freed).
+  std::vector<uint32_t> TakeAllocEvents() {
+    alloc_event_of_aid_.resize(next_aid_, kNone32);
+    return std::move(alloc_event_of_aid_);
+  }
 
   void Event(uint32_t ei) {
     const auto& e = trace_.events[ei];
@@ -169,9 +174,12 @@ class Flattener {
       const AllocInfo& a = trace_.allocs[e.payload];
       Raw r;
       r.is_free = a.bytes < 0;
-      r.target = e.payload;
-      r.event = ei;
-      r.aid = Aid(a.ptr, a.device, r.is_free);
+      r.target = e.payload & (kMaxTargets - 1);
+      r.aid = Aid(a.ptr, a.device, a.bytes < 0);
+      if (a.bytes >= 0) {
+        if (r.aid >= alloc_event_of_aid_.size()) alloc_event_of_aid_.resize(r.aid + 1, kNone32);
+        if (alloc_event_of_aid_[r.aid] == kNone32) alloc_event_of_aid_[r.aid] = ei;
+      }
       out_->push_back(r);
     } else if (e.kind == EventKind::kPy) {
       const PyInfo& py = trace_.pys[e.payload];
@@ -209,11 +217,11 @@ class Flattener {
     if (ti == kNone32) return;
     const auto& t = trace_.tensors[ti];
     if (t.partial) return;  // never seen as an op input: no identity
+    (void)ei;
     Raw r;
     r.impl = t.impl;
-    r.is_tensor = true;
-    r.target = ti;
-    r.event = ei;
+    r.is_tensor = 1;
+    r.target = ti & (kMaxTargets - 1);
     r.aid = Aid(t.ptr, t.device, false);
     out_->push_back(r);
   }
@@ -231,6 +239,7 @@ class Flattener {
   std::vector<Raw>* out_;
   FlatMap<PtrDev, uint32_t, PtrDevHash> live_;
   uint32_t next_aid_ = 1;
+  std::vector<uint32_t> alloc_event_of_aid_;
   std::unordered_set<uint64_t> seen_modules_;
   std::unordered_set<uint64_t> seen_optimizers_;
 };
@@ -241,14 +250,9 @@ class Flattener {
 // was allocated inside an op (or a descendant of one) that received this impl
 // with the old storage at an argument some overload of that op writes.
 // Returns the number of identities (impls are renumbered 1..n).
+// `alloc_event_of_aid`: per allocation id, the event that allocated it.
 uint64_t DealiasImpls(const Trace& trace, const SchemaRegistry& schemas, std::vector<Raw>& raws,
-                      uint32_t num_aids, IdentityStats& stats) {
-  // Allocation ids are dense (1..n): index the allocating event by id.
-  std::vector<uint32_t> alloc_event_of_aid(num_aids, kNone32);
-  for (const auto& r : raws) {
-    if (r.is_tensor || r.is_free) continue;
-    if (alloc_event_of_aid[r.aid] == kNone32) alloc_event_of_aid[r.aid] = r.event;
-  }
+                      const std::vector<uint32_t>& alloc_event_of_aid, IdentityStats& stats) {
   auto op_wrote_impl = [&](uint32_t op_event, uint64_t impl, int64_t old_aid) {
     const Event& e = trace.events[op_event];
     const OpInfo& op = trace.ops[e.payload];
@@ -268,11 +272,11 @@ uint64_t DealiasImpls(const Trace& trace, const SchemaRegistry& schemas, std::ve
     return false;
   };
   struct ImplState {
-    uint64_t virtual_impl;
-    int64_t last_aid;
+    uint32_t virtual_impl;
+    uint32_t last_aid;
   };
   FlatMap<uint64_t, ImplState, U64Hash> state;
-  uint64_t next_virtual = 1;
+  uint32_t next_virtual = 1;
   for (auto& r : raws) {
     if (r.impl == 0) continue;
     auto [st, inserted] = state.try_emplace(r.impl, ImplState{next_virtual, r.aid});
@@ -314,20 +318,44 @@ uint64_t NumberImpls(std::vector<Raw>& raws) {
 
 }  // namespace
 
+namespace {
+
+bool RecordBefore(const Trace& trace, uint32_t a, uint32_t b) {
+  const auto& ea = trace.events[a];
+  const auto& eb = trace.events[b];
+  if (ea.t0 != eb.t0) return ea.t0 < eb.t0;
+  return Rank(ea.kind) < Rank(eb.kind);
+}
+
+// Readers emit children in start order, so the event array is nearly always
+// in record order already: then it is walked as it is, with no index array.
+template <typename Fn>
+void ForEachInRecordOrder(const Trace& trace, Fn&& fn) {
+  bool sorted = true;
+  uint32_t prev = kNone32;
+  for (uint32_t i = 0; i < trace.events.size() && sorted; ++i) {
+    if (Rank(trace.events[i].kind) == 3) continue;
+    if (prev != kNone32 && RecordBefore(trace, i, prev)) sorted = false;
+    prev = i;
+  }
+  if (!sorted) {
+    for (uint32_t e : RecordOrder(trace)) fn(e);
+    return;
+  }
+  for (uint32_t i = 0; i < trace.events.size(); ++i) {
+    if (Rank(trace.events[i].kind) < 3) fn(i);
+  }
+}
+
+}  // namespace
+
 std::vector<uint32_t> RecordOrder(const Trace& trace) {
   std::vector<uint32_t> order;
   order.reserve(trace.events.size());
   for (uint32_t i = 0; i < trace.events.size(); ++i) {
     if (Rank(trace.events[i].kind) < 3) order.push_back(i);
   }
-  auto before = [&](uint32_t a, uint32_t b) {
-    const auto& ea = trace.events[a];
-    const auto& eb = trace.events[b];
-    if (ea.t0 != eb.t0) return ea.t0 < eb.t0;
-    return Rank(ea.kind) < Rank(eb.kind);
-  };
-  // Readers emit children in start order, so pre-order is nearly always in
-  // record order already; check before paying for the sort.
+  auto before = [&](uint32_t a, uint32_t b) { return RecordBefore(trace, a, b); };
   if (!std::is_sorted(order.begin(), order.end(), before))
     std::stable_sort(order.begin(), order.end(), before);
   return order;
@@ -336,6 +364,13 @@ std::vector<uint32_t> RecordOrder(const Trace& trace) {
 IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagnostics& diag) {
   IdentityStats stats;
   const bool legacy = !trace.header.has_ids;
+  if (trace.tensors.size() >= kMaxTargets || trace.allocs.size() >= kMaxTargets) {
+    // Far beyond any machine this runs on (2^30 tensors would be 48 GiB).
+    diag.Add("trace too large for tensor identity",
+             "2^30 or more tensor observations or allocations; no tensor ids assigned");
+    BuildKeyTable(trace);
+    return stats;
+  }
   if (legacy) ResolvePartialTensors(trace, stats);
 
   // Steps 1 and 2.
@@ -343,10 +378,12 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
   raws.reserve(trace.tensors.size() +
                trace.allocs.size());  // an upper bound: no regrowth at the peak
   uint32_t num_aids = 0;
+  std::vector<uint32_t> alloc_event_of_aid;
   {
     Flattener flat(trace, &raws);
-    for (uint32_t ei : RecordOrder(trace)) flat.Event(ei);
+    ForEachInRecordOrder(trace, [&](uint32_t ei) { flat.Event(ei); });
     num_aids = flat.num_aids();
+    alloc_event_of_aid = flat.TakeAllocEvents();
   }
   stats.raw_tensors = raws.size();
 
@@ -370,7 +407,8 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
 
   // Step 3. Either way impls are numbered 1..num_impls-1 afterwards.
   const uint64_t num_impls =
-      legacy ? DealiasImpls(trace, schemas, raws, num_aids, stats) : NumberImpls(raws);
+      legacy ? DealiasImpls(trace, schemas, raws, alloc_event_of_aid, stats) : NumberImpls(raws);
+  alloc_event_of_aid = {};
 
   // Step 4: allocations never seen with a tensor are not tensor storage.
   {
