@@ -7,6 +7,8 @@
 // (PyTorch writes plain JSON for any other name; memtl refuses to guess.)
 #pragma once
 
+#include <array>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -51,6 +53,11 @@ struct PlotOptions {
   int height = 960;
   std::string title;
 };
+// The coalesced rows, walked in order each time it is called (the plot walks
+// them twice and keeps at most a few rows per pixel column, never all).
+using PlotRows =
+    std::function<void(const std::function<void(int64_t, const std::array<int64_t, 9>&)>&)>;
+std::string RenderPlotPng(const PlotRows& rows, const PlotOptions& options);
 std::string RenderPlotPng(const CoalescedTimeline& c, const PlotOptions& options);
 std::string Base64(const std::string& bytes);
 

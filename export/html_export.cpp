@@ -70,22 +70,26 @@ std::string HtmlReport(const ExportInput& in, DeviceIndex device) {
   PlotOptions options;
   options.title = "Max memory allocated: " + GiB(max_allocated) +
                   " \nMax memory reserved: " + GiB(max_reserved);
-  const CoalescedTimeline c = Coalesce(in.timeline, in.categories, device);
-  const std::string png = RenderPlotPng(c, options);
+  auto rows = [&](const std::function<void(int64_t, const std::array<int64_t, 9>&)>& fn) {
+    CoalescedRows(in.timeline, in.categories, device, fn);
+  };
+  const std::string png = RenderPlotPng(rows, options);
+  size_t time_points = 0;
+  int64_t peak_live = 0;
+  rows([&](int64_t, const std::array<int64_t, 9>& sizes) {
+    int64_t total = 0;
+    for (int64_t v : sizes) total += v;
+    peak_live = std::max(peak_live, total);
+    ++time_points;
+  });
 
   std::string html =
       "<html>\n<head><meta charset=\"utf-8\" /><title>GPU Memory Timeline HTML</title>\n"
       "<style>body{font-family:'DejaVu Sans',sans-serif;margin:16px} "
       "p,li{font-size:14px;color:#333} "
       "img{max-width:100%}</style></head>\n<body>\n";
-  int64_t peak_live = 0;
-  for (const auto& row : c.sizes) {
-    int64_t total = 0;
-    for (int64_t v : row) total += v;
-    peak_live = std::max(peak_live, total);
-  }
   html += "<p>memtl memory timeline of <b>" + Escape(in.source_name) + "</b> on device <b>" +
-          Escape(device_name) + "</b>: " + std::to_string(c.times.size()) +
+          Escape(device_name) + "</b>: " + std::to_string(time_points) +
           " time points; peak of the timeline " + Human(peak_live) + "; max allocated " +
           Human(max_allocated) + ", max reserved " + Human(max_reserved) +
           " (the allocator's counters in the trace).</p>\n";

@@ -73,6 +73,14 @@ void Text(cairo_t* cr, const std::string& s, double x, double y, double size, do
 }  // namespace
 
 std::string RenderPlotPng(const CoalescedTimeline& c, const PlotOptions& o) {
+  return RenderPlotPng(
+      [&](const std::function<void(int64_t, const std::array<int64_t, 9>&)>& fn) {
+        for (size_t i = 0; i < c.times.size(); ++i) fn(c.times[i], c.sizes[i]);
+      },
+      o);
+}
+
+std::string RenderPlotPng(const PlotRows& rows, const PlotOptions& o) {
   const double W = o.width, H = o.height;
   const double left = 0.08 * W, right = 0.97 * W, top = 0.14 * H, bottom = 0.90 * H;
   cairo_surface_t* surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, o.width, o.height);
@@ -81,21 +89,27 @@ std::string RenderPlotPng(const CoalescedTimeline& c, const PlotOptions& o) {
   cairo_paint(cr);
 
   // Data in ms (from the first time) and GiB, stacked by export index.
-  const size_t n = c.times.size();
-  const double t0 = n ? static_cast<double>(*std::min_element(c.times.begin(), c.times.end())) : 0;
-  std::vector<double> xs(n);
-  std::vector<std::array<double, 9>> stacked(n);
-  double xmax = 0, ymax = 0;
-  for (size_t i = 0; i < n; ++i) {
-    xs[i] = (static_cast<double>(c.times[i]) - t0) / 1e3;
+  auto stack = [](const std::array<int64_t, 9>& sizes) {
+    std::array<double, 9> s{};
     double acc = 0;
     for (int j = 0; j < 9; ++j) {
-      acc += static_cast<double>(c.sizes[i][j]) / (1024.0 * 1024.0 * 1024.0);
-      stacked[i][j] = acc;
+      acc += static_cast<double>(sizes[j]) / (1024.0 * 1024.0 * 1024.0);
+      s[j] = acc;
     }
-    xmax = std::max(xmax, xs[i]);
-    ymax = std::max(ymax, acc);
-  }
+    return s;
+  };
+  // First walk: the number of rows, the time range and the highest total.
+  size_t n = 0;
+  int64_t t_lo = 0, t_hi = 0;
+  double ymax = 0;
+  rows([&](int64_t t, const std::array<int64_t, 9>& sizes) {
+    t_lo = n == 0 ? t : std::min(t_lo, t);
+    t_hi = n == 0 ? t : std::max(t_hi, t);
+    ymax = std::max(ymax, stack(sizes)[8]);
+    ++n;
+  });
+  const double t0 = n ? static_cast<double>(t_lo) : 0;
+  double xmax = n ? std::max(0.0, (static_cast<double>(t_hi) - t0) / 1e3) : 0;
   if (xmax <= 0) xmax = 1;
   if (ymax <= 0) ymax = 1.0 / 1024;
   const double xstep = NiceStep(xmax, 10), ystep = NiceStep(ymax * 1.05, 8);
@@ -104,23 +118,28 @@ std::string RenderPlotPng(const CoalescedTimeline& c, const PlotOptions& o) {
   auto X = [&](double v) { return left + (right - left) * v / xlim; };
   auto Y = [&](double v) { return bottom - (bottom - top) * v / ylim; };
 
-  // One sample per pixel column: the one with the largest total.
-  std::vector<size_t> keep;
+  // Second walk: one sample per pixel column, the one with the largest
+  // total (every sample when there are few).
+  std::vector<double> xs;
+  std::vector<std::array<double, 9>> stacked;
   const int columns = static_cast<int>(right - left);
-  if (n > static_cast<size_t>(columns) * 2) {
-    int current = -1;
-    for (size_t i = 0; i < n; ++i) {
-      const int col = static_cast<int>((X(xs[i]) - left));
-      if (col != current) {
-        keep.push_back(i);
-        current = col;
-      } else if (stacked[i][8] > stacked[keep.back()][8]) {
-        keep.back() = i;
-      }
+  const bool thin = n > static_cast<size_t>(columns) * 2;
+  int current = -1;
+  rows([&](int64_t t, const std::array<int64_t, 9>& sizes) {
+    const double x = (static_cast<double>(t) - t0) / 1e3;
+    const auto s = stack(sizes);
+    const int col = static_cast<int>((X(x) - left));
+    if (!thin || col != current) {
+      xs.push_back(x);
+      stacked.push_back(s);
+      current = col;
+    } else if (s[8] > stacked.back()[8]) {
+      xs.back() = x;
+      stacked.back() = s;
     }
-  } else {
-    for (size_t i = 0; i < n; ++i) keep.push_back(i);
-  }
+  });
+  std::vector<size_t> keep(xs.size());
+  for (size_t k = 0; k < keep.size(); ++k) keep[k] = k;
 
   // Grid and axes.
   cairo_set_line_width(cr, 1);

@@ -795,7 +795,7 @@ class BlockQueue {
 };
 
 void Produce(LineSource& src, BlockQueue& queue) {
-  constexpr size_t kBlock = 4 << 20;
+  constexpr size_t kBlock = 512 << 10;
   for (;;) {
     Block block;
     block.text = queue.Spare();

@@ -170,6 +170,9 @@ int CategoryIndexOf(const CategoryDict& cats, const TimelineEvent& e, int32_t ve
 
 int64_t PyTrueDivTrunc1000(int64_t t) {
   if (t < 0) return -PyTrueDivTrunc1000(-t);  // int() truncates toward zero; rounding is symmetric
+  // Below 2^53 the operands are exact doubles and IEEE division rounds
+  // correctly, as Python's int / int does.
+  if (t < (int64_t{1} << 53)) return static_cast<int64_t>(static_cast<double>(t) / 1000.0);
   const uint64_t q = static_cast<uint64_t>(t) / 1000;
   if (q == 0) return 0;  // the quotient is below 1
   // Scale so the rounded quotient has exactly 53 significant bits.
@@ -221,9 +224,14 @@ void CoalescedTimes(const std::vector<TimelineEvent>& timeline, DeviceIndex devi
   }
 }
 
-void CoalescedSizes(const std::vector<TimelineEvent>& timeline, const CategoryDict& cats,
-                    DeviceIndex device,
-                    const std::function<void(const std::array<int64_t, 9>&)>& row) {
+namespace {
+
+// The row walk behind CoalescedSizes and CoalescedRows; `t_min` replaces
+// the pre-existing time (-1) in the times passed to `row`.
+template <typename Row>
+void WalkRows(const std::vector<TimelineEvent>& timeline, const CategoryDict& cats,
+              DeviceIndex device, int64_t t_min, Row&& row) {
+  auto shown = [t_min](int64_t t) { return t < 0 ? t_min : t; };
   // A row is the sizes after every event at its time: it is emitted when the
   // next time starts, and at the end.
   std::array<int64_t, 9> sizes{};
@@ -235,7 +243,7 @@ void CoalescedSizes(const std::vector<TimelineEvent>& timeline, const CategoryDi
   for (const auto& e : timeline) {
     if (e.device != device) continue;
     const int64_t t = MicrosOf(e);
-    if (any && t != last) row(sizes);
+    if (any && t != last) row(shown(last), sizes);
     any = true;
     last = t;
     switch (e.action) {
@@ -252,7 +260,22 @@ void CoalescedSizes(const std::vector<TimelineEvent>& timeline, const CategoryDi
         break;
     }
   }
-  if (any) row(sizes);
+  if (any) row(shown(last), sizes);
+}
+
+}  // namespace
+
+void CoalescedSizes(const std::vector<TimelineEvent>& timeline, const CategoryDict& cats,
+                    DeviceIndex device,
+                    const std::function<void(const std::array<int64_t, 9>&)>& row) {
+  WalkRows(timeline, cats, device, 0,
+           [&](int64_t, const std::array<int64_t, 9>& sizes) { row(sizes); });
+}
+
+void CoalescedRows(const std::vector<TimelineEvent>& timeline, const CategoryDict& cats,
+                   DeviceIndex device,
+                   const std::function<void(int64_t, const std::array<int64_t, 9>&)>& row) {
+  WalkRows(timeline, cats, device, MinTime(timeline, device), row);
 }
 
 CoalescedTimeline Coalesce(const std::vector<TimelineEvent>& timeline, const CategoryDict& cats,

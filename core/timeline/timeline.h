@@ -75,6 +75,10 @@ void CoalescedTimes(const std::vector<TimelineEvent>& timeline, DeviceIndex devi
 void CoalescedSizes(const std::vector<TimelineEvent>& timeline, const CategoryDict& cats,
                     DeviceIndex device,
                     const std::function<void(const std::array<int64_t, 9>&)>& row);
+// Both at once: `row(time, sizes)` per row.
+void CoalescedRows(const std::vector<TimelineEvent>& timeline, const CategoryDict& cats,
+                   DeviceIndex device,
+                   const std::function<void(int64_t, const std::array<int64_t, 9>&)>& row);
 
 // The timeline as text, one event per line, e.g.
 //   create             T3(v0)              96 B  ACTIVATION
