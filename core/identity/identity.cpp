@@ -151,7 +151,9 @@ void ResolvePartialTensors(Trace& trace, IdentityStats& stats) {
 // it until a free of that pointer is seen (this solves ABA for storage).
 class Flattener {
  public:
-  Flattener(const Trace& trace, std::vector<Raw>* out) : trace_(trace), out_(out) {}
+  Flattener(const Trace& trace, std::vector<Raw>* out) : trace_(trace), out_(out) {
+    alloc_event_of_aid_.reserve(trace.tensors.size() + trace.allocs.size() + 1);  // never regrown
+  }
   uint32_t num_aids() const { return next_aid_; }
   // Per allocation id, the event that allocated it (kNone32: only freed).
   std::vector<uint32_t> TakeAllocEvents() {

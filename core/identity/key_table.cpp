@@ -19,6 +19,10 @@ void BuildKeyTable(Trace& trace) {
   std::vector<TensorKey> found;
   const size_t direct_limit = 4 * (trace.tensors.size() + trace.allocs.size()) + 1024;
   std::vector<uint32_t> by_aid;
+  // Upper bounds, so that neither is regrown (untouched capacity is address
+  // space, not memory).
+  found.reserve(trace.tensors.size() + trace.allocs.size());
+  by_aid.reserve(direct_limit);
   FlatMap<TensorKey, uint32_t, TensorKeyHash> others;
   auto slot_of = [&](TensorId id, AllocationId aid, DeviceIndex device) -> uint32_t {
     if (!id.valid() || !aid.valid()) return kNone32;

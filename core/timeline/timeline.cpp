@@ -78,6 +78,7 @@ std::vector<TimelineEvent> BuildTimeline(const OpTree& tree, const DataFlowGraph
   // keyed events go after room for them in `out`, and a merge puts both in
   // order at the end.
   std::vector<TimelineEvent> unknown;
+  unknown.reserve(2 * trace.allocs.size());  // an upper bound, never regrown
 
   // Allocations in tree order: tensor allocations remember their times (the
   // last one seen per key); untracked ones go straight to the timeline,
