@@ -18,14 +18,11 @@ Depends on nothing but torch.
 
 import gzip
 import json
-from itertools import repeat
 import math
 import os
-import queue
 import shutil
 import subprocess
 import tempfile
-import threading
 
 FORMAT = "memtl-trace"
 VERSION = 1
@@ -35,7 +32,11 @@ PRODUCER = "memtl_torch 0.1"
 # attribute names; the same names as the constructor's keyword arguments).
 REQUIRED_SETTINGS = ("record_shapes", "profile_memory", "with_stack")
 
-_FLUSH_LINES = 256  # records joined per write: few, large writes to the (gzip) stream
+# Records joined per write. Each write holds the lines, their join and its
+# UTF-8 encoding: 256 lines (~70 KB) keep that well below even small traces
+# (4096 held ~1 MB three times, more than a whole one-step trace) and cost
+# no time: the writes are still few.
+_FLUSH_LINES = 256
 
 _dumps = json.dumps
 # json.dumps(str) without the encoder object's per-call overhead (the same
@@ -368,75 +369,18 @@ def write_events(roots, out, torch_version="", schema_lookup=None, settings=None
 
     w = _Writer(out, survey.ids)
     buf = w.buf
-    append = buf.append
-    op_names = w.op_names
-    meta = w.meta
-    kinds = _KIND_BY_CLASS
-    scopes = _SCOPE_NAMES
-    jstr = _jstr
     index = 0
     allocations = 0
     stack = [(e, -1) for e in reversed(roots)]
-    pop, extend = stack.pop, stack.extend
+    pop, push = stack.pop, stack.append
     while stack:
         e, parent = pop()
         i = index
         index += 1
-        if v2:
-            tag, f = e.typed
-        else:
-            tag, f = None, e.extra_fields
-        kind = kinds.get(type(f)) or _kind(tag, f)
+        tag, f = e.typed if v2 else (None, e.extra_fields)
+        kind = _kind(tag, f)
         if kind == "TorchOp":
-            if v2:
-                w.op(i, parent, e, f, v2)
-            else:
-                # w.op and w.args_v1 inlined: this is the hot path on 1.13.
-                name = e.name
-                if "::" in name:
-                    op_names[name] = True
-                inputs = f.inputs
-                mds = inputs.tensor_metadata
-                dtypes = inputs.dtypes
-                n = len(dtypes)
-                if len(mds) != n:
-                    mds = (list(mds) + [None] * n)[:n]
-                shapes = strides = ivalues = None
-                args = []
-                for k in range(n):
-                    md = mds[k]
-                    if md is not None:
-                        if shapes is None:
-                            shapes, strides = inputs.shapes, inputs.strides
-                        device, dtype, layout = md.device, md.dtype, md.layout
-                        try:
-                            m = meta.get((device, dtype, layout))
-                        except TypeError:
-                            m = None
-                        if m is None:
-                            m = w._meta(device, dtype, layout)
-                        args.append('{"impl":%d,"ptr":%d,"id":null,"aid":null,%s,"sizes":%s,"strides":%s}' % (
-                            md.impl_ptr or 0, md.storage_data_ptr or 0, m,
-                            _ints(shapes[k] if k < len(shapes) else ()),
-                            _ints(strides[k] if k < len(strides) else ())))
-                    else:
-                        dtype = dtypes[k]
-                        if dtype == "TensorList":
-                            args.append('{"list":[]}')
-                        elif dtype == "Scalar":
-                            if ivalues is None:
-                                ivalues = inputs.ivalues
-                            args.append(_scalar(ivalues[k]) if k < len(ivalues) else "null")
-                        else:
-                            args.append("null")
-                scope = f.scope
-                sc = scopes.get(scope)
-                if sc is None:
-                    sc = _scope(scope)
-                append('{"k":"op","i":%d,"p":%d,"name":%s,"t0":%d,"t1":%d,"tid":%d,"scope":"%s","seq":%d,'
-                       '"args":[%s]}\n'
-                       % (i, parent, jstr(name), e.start_time_ns, e.end_time_ns, e.start_tid or 0,
-                          sc, f.sequence_number, ",".join(args)))
+            w.op(i, parent, e, f, v2)
         elif kind == "Allocation":
             allocations += 1
             w.alloc(i, parent, e, f, v2)
@@ -447,12 +391,11 @@ def write_events(roots, out, torch_version="", schema_lookup=None, settings=None
         else:
             w.other(i, parent, e, kind)
         children = e.children
-        if children:
-            extend(zip(reversed(children), repeat(i)))
+        for k in range(len(children) - 1, -1, -1):
+            push((children[k], i))
         if len(buf) >= _FLUSH_LINES:
             w.flush()
             buf = w.buf
-            append = buf.append
     if schema_lookup is not None:
         w.schemas(schema_lookup)
     w.flush()
@@ -517,44 +460,6 @@ class _Utf8Sink:
         self.raw.write(s.encode("utf-8"))
 
 
-class _ThreadedSink:
-    """A text sink whose UTF-8 bytes a second thread writes to `raw` (the gzip
-    stream): zlib's deflate and crc32 release the GIL, so compression runs
-    while the tree is walked. At most two chunks wait in the queue, so memory
-    stays bounded; a write error is raised by the next write() or close()."""
-
-    def __init__(self, raw):
-        self.raw = raw
-        self.error = None
-        self.queue = queue.Queue(maxsize=2)
-        self.thread = threading.Thread(target=self._run, name="memtl_torch writer", daemon=True)
-        self.thread.start()
-
-    def _run(self):
-        get, write = self.queue.get, self.raw.write
-        while True:
-            data = get()
-            if data is None:
-                return
-            if self.error is None:  # after an error, chunks are drained and dropped
-                try:
-                    write(data)
-                except BaseException as exc:  # noqa: B902 (re-raised in the caller's thread)
-                    self.error = exc
-
-    def write(self, s):
-        if self.error is not None:
-            raise self.error
-        self.queue.put(s.encode("utf-8"))
-
-    def close(self):
-        """Waits for every write; raises the first write error."""
-        self.queue.put(None)
-        self.thread.join()
-        if self.error is not None:
-            raise self.error
-
-
 def save(prof, path):
     """Writes `prof` (a finished torch.profiler.profile, or a
     torch.autograd.profiler.profile) to `path` as a memtl trace; gzip when
@@ -574,11 +479,7 @@ def save(prof, path):
             if path.endswith(".gz"):
                 # The gzip header names the final file, not the temporary one.
                 with gzip.GzipFile(filename=base[:-3], mode="wb", compresslevel=6, fileobj=raw, mtime=0) as gz:
-                    sink = _ThreadedSink(gz)
-                    try:
-                        write_events(roots, sink, torch.__version__, _schema_lookup(), settings)
-                    finally:
-                        sink.close()
+                    write_events(roots, _Utf8Sink(gz), torch.__version__, _schema_lookup(), settings)
             else:
                 write_events(roots, _Utf8Sink(raw), torch.__version__, _schema_lookup(), settings)
         os.chmod(tmp, 0o644)  # mkstemp creates 0600
