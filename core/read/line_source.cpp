@@ -80,7 +80,7 @@ bool LineSource::ReadRaw() {
     }
   } else {
     got = want;
-    std::memcpy(raw_.data() + old, memory_.data() + memory_pos_, got);
+    if (got > 0) std::memcpy(raw_.data() + old, memory_.data() + memory_pos_, got);
     memory_pos_ += got;
     if (memory_pos_ == memory_.size()) raw_eof_ = true;
   }
