@@ -37,7 +37,10 @@ constexpr const char* kUsage =
     "  --partial             read a truncated trace up to its last complete record\n"
     "  --strict              treat trace inconsistencies (double frees, free sizes that\n"
     "                        differ from the allocation, ops with no end) as errors\n"
-    "  --timings             print the wall time of each stage on stderr\n"
+    "  --timings             print the wall time, peak memory and fresh memory of each\n"
+    "                        stage on stderr\n"
+    "  --threads N           1: read and write on the calling thread only; 2 (default):\n"
+    "                        inflate and write on a second thread (same output bytes)\n"
     "  -h, --help            show this help\n";
 
 int Fail(const std::string& message) {
@@ -53,6 +56,7 @@ struct Args {
   bool partial = false;
   bool strict = false;
   bool timings = false;
+  int threads = 2;
 };
 
 bool ParseArgs(int argc, char** argv, Args* args, std::string* error) {
@@ -64,6 +68,12 @@ bool ParseArgs(int argc, char** argv, Args* args, std::string* error) {
       args->strict = true;
     } else if (a == "--timings") {
       args->timings = true;
+    } else if (a == "--threads") {
+      if (i + 1 >= argc || (std::string(argv[i + 1]) != "1" && std::string(argv[i + 1]) != "2")) {
+        *error = "--threads needs 1 or 2";
+        return false;
+      }
+      args->threads = argv[++i][0] - '0';
     } else if (a == "-o" || a == "--output" || a == "--device") {
       if (i + 1 >= argc) {
         *error = a + " needs a value";
@@ -95,6 +105,7 @@ memtl::Expected<std::unique_ptr<memtl::Analysis>> Load(const Args& args) {
   const std::string& path = args.positional[0];
   memtl::ReadOptions options;
   options.partial = args.partial;
+  options.threaded = args.threads > 1;
   auto analysis = memtl::AnalyzeFile(path, options);
   if (!analysis.ok()) return analysis;
   const memtl::Analysis& a = *analysis.value();
@@ -219,6 +230,7 @@ int RunExport(const Args& args) {
   memtl::ExportInput in{a.trace, c.value()->timeline, c.value()->categories, a.diagnostics, a.name,
                         ""};
   if (a.read_info.stopped_early) in.note = PartialNote(a);
+  in.threaded = args.threads > 1;
   if (auto s = memtl::ExportMemoryTimeline(in, args.output, device.value()); !s.ok())
     return Fail(s.message());
   c.value()->analysis->timer.Mark("export");

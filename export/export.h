@@ -32,6 +32,9 @@ struct ExportInput {
   const Diagnostics& diagnostics;
   std::string source_name;  // shown in the HTML report
   std::string note;         // shown in the HTML report when not empty (e.g. a truncated trace)
+  // Write (and gzip) streamed output on a second thread. Chunks are written
+  // in order, so the bytes are the same either way.
+  bool threaded = true;
 };
 
 // The device to export: `requested` when given (an error lists the devices

@@ -234,10 +234,16 @@ class BackgroundWriter {
 
 // Streams JSON written by `write` into `path` atomically.
 template <typename Write>
-Status StreamJson(const std::string& path, bool gzip, Write&& write) {
+Status StreamJson(const std::string& path, bool gzip, bool threaded, Write&& write) {
   auto f = AtomicFile::Create(path, gzip);
   if (!f.ok()) return f.status();
   std::unique_ptr<AtomicFile> file(f.value());
+  if (!threaded) {
+    JsonText out([&](std::string_view chunk) { return file->Write(chunk); });
+    write(out);
+    if (Status s = out.Finish(); !s.ok()) return s;
+    return file->Commit();
+  }
   Status written;
   {
     BackgroundWriter writer(*file);
@@ -275,13 +281,13 @@ Status ExportMemoryTimeline(const ExportInput& in, const std::string& path, Devi
     case ExportFormat::kHtml:
       return WriteFileAtomically(path, HtmlReport(in, device), false);
     case ExportFormat::kRawJsonGz:
-      return StreamJson(path, true,
+      return StreamJson(path, true, in.threaded,
                         [&](JsonText& out) { WriteRaw(in.timeline, in.categories, device, out); });
     case ExportFormat::kSizesJsonGz:
     case ExportFormat::kSizesJson:
-      return StreamJson(path, format.value() == ExportFormat::kSizesJsonGz, [&](JsonText& out) {
-        WriteSizesStreamed(in.timeline, in.categories, device, out);
-      });
+      return StreamJson(
+          path, format.value() == ExportFormat::kSizesJsonGz, in.threaded,
+          [&](JsonText& out) { WriteSizesStreamed(in.timeline, in.categories, device, out); });
   }
   return Status::Error(path + ": unknown output format");
 }

@@ -909,7 +909,7 @@ Expected<Trace> ReadFrom(LineSource& src, const ReadOptions& options, ReadInfo* 
 Expected<Trace> ReadTraceFile(const std::string& path, const ReadOptions& options, ReadInfo* info) {
   auto src = LineSource::Open(path);
   if (!src.ok()) return src.status();
-  return ReadFrom(*src.value(), options, info, true);
+  return ReadFrom(*src.value(), options, info, options.threaded);
 }
 
 Expected<Trace> ReadTraceString(std::string data, const std::string& name,

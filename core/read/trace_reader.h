@@ -14,6 +14,9 @@ namespace memtl {
 
 struct ReadOptions {
   bool partial = false;
+  // Inflate on a second thread while this one parses. The output is the same
+  // either way (one thread parses, in file order); false is for checking so.
+  bool threaded = true;
 };
 
 struct ReadInfo {

@@ -103,7 +103,7 @@ echo
 echo "| events | gz MiB | raw MiB | gzip -dc s | .json s | x gzip | RSS MiB | B/event | Mevents/s | .raw.json.gz s | x gzip | RSS MiB | B/event | Mevents/s | .html s | x gzip | RSS MiB | B/event | Mevents/s | max RSS / raw size |"
 echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 
-declare -A json_s json_rss
+declare -A json_s json_rss identity_line
 for n in "${sizes[@]}"; do
   f=$(input_for "$n")
   if [ ! -s "$f" ] || [ "$gen" -nt "$f" ] || [ "$source_trace" -nt "$f" ]; then
@@ -138,7 +138,23 @@ for n in "${sizes[@]}"; do
   done
   row="$row $(awk -v m="$maxrss" -v raw="$raw_bytes" 'BEGIN{if (m > 0) printf "%.2f |", m*1024/raw; else printf " |"}')"
   echo "$row"
+  # the outputs of the timed runs against a single-threaded run (--threads 1)
+  log "$n events: single-threaded run for the byte-identity check"
+  same=""
+  for k in json raw.json.gz html; do
+    if "$bin" export "$f" -o "$tmp/s.$k" --threads 1 >/dev/null 2>&1 && cmp -s "$tmp/o.$k" "$tmp/s.$k"; then
+      same="$same .$k=identical"
+    else
+      same="$same .$k=DIFFERENT"
+    fi
+    rm -f "$tmp/s.$k"
+  done
+  identity_line[$n]="$same"
 done
+echo
+echo "Outputs of the timed runs against \`memtl export F -o OUT --threads 1\` (\`cmp\`):"
+echo
+for n in "${sizes[@]}"; do echo "- $n events:${identity_line[$n]:- not checked}"; done
 
 # growth between consecutive sizes (.json export)
 if [ ${#sizes[@]} -gt 1 ]; then

@@ -52,5 +52,16 @@ check export-bad-suffix 2 "unknown output format" -- "$bin" export "$fx" -o "$tm
 check export-unwritable 2 "cannot write" -- "$bin" export "$fx" -o "$tmp/no/such/dir/d.json"
 if ls -A "$tmp" | grep -q -E '^(d\.|\.d\.)'; then fail=$((fail + 1)); echo "FAIL partial output left behind"; else pass=$((pass + 1)); fi
 check categories 0 "" -- "$bin" categories "$fx"
+# The same bytes whatever the thread count (reading and writing on one thread).
+big="$root/fixtures/resnet18_sgd_step.trace.jsonl.gz"
+for suffix in json raw.json.gz json.gz html; do
+  check "threads-2-$suffix" 0 "" -- "$bin" export "$big" -o "$tmp/m2.$suffix"
+  check "threads-1-$suffix" 0 "" -- "$bin" export "$big" -o "$tmp/m1.$suffix" --threads 1
+  if cmp -s "$tmp/m1.$suffix" "$tmp/m2.$suffix"; then pass=$((pass + 1)); else
+    fail=$((fail + 1))
+    echo "FAIL threads: .$suffix differs between --threads 1 and 2"
+  fi
+done
+check threads-bad 2 "--threads needs 1 or 2" -- "$bin" export "$big" -o "$tmp/m3.json" --threads 3
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
