@@ -877,7 +877,7 @@ Expected<Trace> ReadFrom(LineSource& src, const ReadOptions& options, ReadInfo* 
       }
     }
     consumed += block.text.size();
-    if (!reserved && threaded) {
+    if (!reserved) {
       // After the first block, size the arrays for the whole file.
       reserved = true;
       const uint64_t estimate = src.EstimatedSize();
