@@ -794,8 +794,9 @@ class BlockQueue {
   Status status_;
 };
 
+constexpr size_t kBlock = 512 << 10;  // bytes of whole lines per block
+
 void Produce(LineSource& src, BlockQueue& queue) {
-  constexpr size_t kBlock = 512 << 10;
   for (;;) {
     Block block;
     block.text = queue.Spare();
@@ -815,11 +816,15 @@ Expected<Trace> ReadFrom(LineSource& src, const ReadOptions& options, ReadInfo* 
   Builder builder(&trace);
   BlockQueue queue(threaded);
   std::thread producer;
-  if (threaded) {
-    producer = std::thread([&] { Produce(src, queue); });
-  } else {
-    Produce(src, queue);
-  }
+  if (threaded) producer = std::thread([&] { Produce(src, queue); });
+  // The next block: from the reader thread, or read here, one at a time.
+  auto next_block = [&](Block* b) -> bool {
+    if (threaded) return queue.Pop(b);
+    b->text.clear();
+    if (!src.ReadLines(&b->text, kBlock)) return false;
+    b->last_unterminated = src.last_line_unterminated();
+    return true;
+  };
   struct Joiner {  // stops and joins the producer on every exit path
     std::thread& t;
     BlockQueue& q;
@@ -836,7 +841,7 @@ Expected<Trace> ReadFrom(LineSource& src, const ReadOptions& options, ReadInfo* 
   bool stopped = false;
   bool reserved = false;
   uint64_t consumed = 0;
-  while (!stopped && queue.Pop(&block)) {
+  while (!stopped && next_block(&block)) {
     size_t pos = 0;
     while (pos < block.text.size()) {
       size_t nl = block.text.find('\n', pos);
@@ -884,17 +889,17 @@ Expected<Trace> ReadFrom(LineSource& src, const ReadOptions& options, ReadInfo* 
       if (estimate > 2 * consumed && consumed > 0)
         builder.ReserveFor(static_cast<double>(estimate) / static_cast<double>(consumed));
     }
-    queue.Recycle(std::move(block.text));
+    if (threaded) queue.Recycle(std::move(block.text));
   }
   queue.Cancel();
   if (producer.joinable()) producer.join();
-  if (!stopped && !queue.status().ok()) {
-    if (options.partial && saw_header &&
-        queue.status().message().find("truncated") != std::string::npos) {
+  const Status& input = threaded ? queue.status() : src.status();
+  if (!stopped && !input.ok()) {
+    if (options.partial && saw_header && input.message().find("truncated") != std::string::npos) {
       local.stopped_early = true;
       local.stopped_at_line = line_no + 1;
     } else {
-      return queue.status();
+      return input;
     }
   }
   if (!saw_header) return Status::Error(src.name() + ": empty file (no memtl trace header)");
