@@ -140,6 +140,12 @@ uint64_t JsonCursor::ReadUint64(bool* is_integer, bool* overflow, bool* negative
   if (p_ >= end_ || *p_ < '0' || *p_ > '9') Fail("expected a number");
   if (*p_ == '0' && p_ + 1 < end_ && p_[1] >= '0' && p_[1] <= '9') Fail("leading zero in a number");
   uint64_t v = 0;
+  // Up to 19 digits cannot overflow (10^19 - 1 < 2^64): no check per digit.
+  const char* fast_end = end_ - p_ > 19 ? p_ + 19 : end_;
+  while (p_ < fast_end && *p_ >= '0' && *p_ <= '9') {
+    v = v * 10 + static_cast<uint64_t>(*p_ - '0');
+    ++p_;
+  }
   while (p_ < end_ && *p_ >= '0' && *p_ <= '9') {
     const uint64_t d = static_cast<uint64_t>(*p_ - '0');
     if (v > (UINT64_MAX - d) / 10) *overflow = true;
