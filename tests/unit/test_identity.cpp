@@ -2,6 +2,9 @@
 // storage swaps of a TensorImpl, and the torch 1.13 de-aliasing rule.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "core/graph/op_tree.h"
 #include "core/identity/identity.h"
 #include "core/read/trace_reader.h"
@@ -100,4 +103,35 @@ TEST_CASE("identity: record order puts ops before allocations before python at e
                            "t.trace");
   REQUIRE(r.ok());
   CHECK(RecordOrder(r.value()) == std::vector<uint32_t>{2, 1, 0});
+}
+
+TEST_CASE("key table: slots follow TensorKey order, also for sparse and shared producer ids") {
+  // Producer ids: allocation ids far apart (the array index would be huge),
+  // and allocation id 7 seen with two tensor ids (only a malformed producer
+  // does that; it takes the hash-map path and still gets two keys).
+  const Trace t = Identify(
+      Header(true) +
+      Op(0, -1, "aten::relu", 1, 2, T(1, 100, 4, 5, 900000000000) + "," + T(2, 200, 4, 3, 7)) +
+      Op(1, -1, "aten::relu", 3, 4, T(3, 300, 4, 4, 7) + "," + T(1, 100, 4, 5, 900000000000)) +
+      Alloc(2, -1, 5, 400, 64, "cpu", 3, 7));
+  const KeyTable& kt = t.key_table;
+  REQUIRE(kt.size() == 3);
+  CHECK(std::is_sorted(kt.keys.begin(), kt.keys.end()));
+  CHECK(kt.keys[0].id.value() == 3);
+  CHECK(kt.keys[0].allocation.value() == 7);
+  CHECK(kt.keys[1].id.value() == 4);
+  CHECK(kt.keys[2].id.value() == 5);
+  CHECK(kt.keys[2].allocation.value() == 900000000000);
+  // Every observation maps to the slot of its own key.
+  for (uint32_t i = 0; i < t.tensors.size(); ++i) {
+    const uint32_t s = kt.of_tensor[i];
+    REQUIRE(s != kNone32);
+    CHECK(kt.keys[s].id == t.tensors[i].id);
+    CHECK(kt.keys[s].allocation == t.tensors[i].allocation);
+    CHECK(kt.Find(kt.keys[s]) == s);
+  }
+  CHECK(kt.of_alloc[0] == 0);  // the allocation carries T3 / aid 7
+  // Tensor-id slots: dense, in id order.
+  CHECK(kt.num_ids == 3);
+  CHECK(kt.id_slot == std::vector<uint32_t>{0, 1, 2});
 }
