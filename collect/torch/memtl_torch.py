@@ -8,9 +8,11 @@ Usage::
     memtl_torch.save(prof, "run.trace.jsonl.gz")
     memtl_torch.export_memory_timeline(prof, "timeline.html")  # runs memtl
 
-The trace format is docs/trace-format.md. Records are written while the event
-tree is walked (iteratively: trees can be deep), so the serialized trace is
-never held in memory. Works with PyTorch 1.13 (Debian's; no tensor or
+The trace format is docs/trace-format.md. The event tree is walked once
+(iteratively: trees can be deep); records are written as they are formatted,
+to a temporary file, and follow the header (which states what the walk
+learnt) into the output, so the serialized trace is never held in memory.
+Works with PyTorch 1.13 (Debian's; no tensor or
 allocation ids, tensor lists not captured) and PyTorch >= 2.0 (`typed`
 events with ids); the 2.x path is tested with stand-in objects.
 Depends on nothing but torch.
@@ -22,7 +24,9 @@ import math
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
+import zlib
 
 FORMAT = "memtl-trace"
 VERSION = 1
@@ -37,6 +41,15 @@ REQUIRED_SETTINGS = ("record_shapes", "profile_memory", "with_stack")
 # (4096 held ~1 MB three times, more than a whole one-step trace) and cost
 # no time: the writes are still few.
 _FLUSH_LINES = 256
+
+# gzip compression level of .gz traces. Level 2 compresses a one-step trace
+# 2.5x faster than level 6 (about 4 ms instead of 12 for 1.4 MB: 0.25x the
+# tree build instead of 0.7x, issue #4's budget being 2x) for files about 29%
+# larger; level 1 is no faster and 6% larger still.
+GZIP_LEVEL = 2
+
+# Bytes per read when the body is copied after the header.
+_COPY_CHUNK = 1 << 16
 
 _dumps = json.dumps
 # json.dumps(str) without the encoder object's per-call overhead (the same
@@ -89,7 +102,7 @@ def _kind(tag, fields):
         return k
     n = cls.__name__
     if n.startswith("_ExtraFields_"):
-        k = _KIND_BY_CLASS[cls] = n[len("_ExtraFields_"):]
+        k = _KIND_BY_CLASS[cls] = sys.intern(n[len("_ExtraFields_"):])
         return k
     try:
         k = _ENUM_NAMES.get(tag)
@@ -136,17 +149,13 @@ def _opt_int(value):
 # ---- the writer ------------------------------------------------------------------
 
 class _Writer:
-    def __init__(self, out, ids):
-        self.out = out
-        self.ids = ids  # write the producer's ids (PyTorch >= 2.0)
-        self.buf = []
-        self.op_names = {}
-        self.meta = {}  # (device, dtype, layout) -> '"dev":..,"dtype":..,"layout":..'
+    """Formats the nested parts of records: tensors (with a cache of their
+    device/dtype/layout strings), PyTorch 2.x arguments, modules and
+    optimizers. The walk (_walk) formats the records themselves."""
 
-    def flush(self):
-        if self.buf:
-            self.out.write("".join(self.buf))
-            self.buf = []
+    def __init__(self, ids):
+        self.ids = ids  # write the producer's ids (PyTorch >= 2.0)
+        self.meta = {}  # (device, dtype, layout) -> '"dev":..,"dtype":..,"layout":..'
 
     def _meta(self, device, dtype, layout):
         key = (device, dtype, layout)
@@ -194,56 +203,39 @@ class _Writer:
                 args.append(_scalar(a))
         return args
 
-    def args_v1(self, inputs):
-        """torch 1.13's _Inputs: parallel lists per argument. 1.13's tensor ids
-        are recycled, not PyTorch 2.x identities: they are not written."""
-        mds = inputs.tensor_metadata
-        dtypes = inputs.dtypes
+    def args_v1(self, inputs, dtypes):
+        """torch 1.13's _Inputs: parallel lists per argument (`dtypes` is
+        inputs.dtypes, already read). 1.13's tensor ids are recycled, not
+        PyTorch 2.x identities: they are not written."""
         n = len(dtypes)
+        mds = inputs.tensor_metadata
         if len(mds) != n:
             mds = (list(mds) + [None] * n)[:n]
+        meta = self._meta
         shapes = strides = ivalues = None
         args = []
-        for k in range(n):
-            md = mds[k]
+        add = args.append
+        k = 0
+        for md in mds:
             if md is not None:
                 if shapes is None:
                     shapes, strides = inputs.shapes, inputs.strides
-                args.append('{"impl":%d,"ptr":%d,"id":null,"aid":null,%s,"sizes":%s,"strides":%s}' % (
-                    md.impl_ptr or 0, md.storage_data_ptr or 0, self._meta(md.device, md.dtype, md.layout),
-                    _ints(shapes[k] if k < len(shapes) else ()), _ints(strides[k] if k < len(strides) else ())))
+                add('{"impl":%d,"ptr":%d,"id":null,"aid":null,%s,"sizes":%s,"strides":%s}' % (
+                    md.impl_ptr or 0, md.storage_data_ptr or 0, meta(md.device, md.dtype, md.layout),
+                    _ints(shapes[k]) if k < len(shapes) else "[]",
+                    _ints(strides[k]) if k < len(strides) else "[]"))
             else:
                 dtype = dtypes[k]
                 if dtype == "TensorList":
-                    args.append('{"list":[]}')  # 1.13 does not capture the elements
+                    add('{"list":[]}')  # 1.13 does not capture the elements
                 elif dtype == "Scalar":
                     if ivalues is None:
                         ivalues = inputs.ivalues
-                    args.append(_scalar(ivalues[k]) if k < len(ivalues) else "null")
+                    add(_scalar(ivalues[k]) if k < len(ivalues) else "null")
                 else:
-                    args.append("null")  # None, or a value 1.13 did not capture
+                    add("null")  # None, or a value 1.13 did not capture
+            k += 1
         return args
-
-    def op(self, i, p, e, f, v2):
-        name = e.name
-        if "::" in name:
-            self.op_names[name] = True
-        args = self.args_v2(f.inputs) if v2 else self.args_v1(f.inputs)
-        self.buf.append(
-            '{"k":"op","i":%d,"p":%d,"name":%s,"t0":%d,"t1":%d,"tid":%d,"scope":"%s","seq":%d,"args":[%s]}\n'
-            % (i, p, _jstr(name), e.start_time_ns, e.end_time_ns, e.start_tid or 0,
-               _scope(f.scope), f.sequence_number, ",".join(args)))
-
-    def alloc(self, i, p, e, f, v2):
-        if v2 and self.ids:
-            ids = '"id":%s,"aid":%s' % (_opt_int(getattr(f, "id", None)), _opt_int(getattr(f, "allocation_id", None)))
-        else:
-            ids = '"id":null,"aid":null'
-        self.buf.append(
-            '{"k":"alloc","i":%d,"p":%d,"t":%d,"tid":%d,"ptr":%d,"bytes":%d,"dev":%s,'
-            '"total_allocated":%d,"total_reserved":%d,%s}\n'
-            % (i, p, e.start_time_ns, e.start_tid or 0, f.ptr, f.alloc_size, _jstr(str(f.device)),
-               f.total_allocated, f.total_reserved, ids))
 
     def module_v2(self, module):
         params = ",".join(
@@ -277,35 +269,22 @@ class _Writer:
         return ',"optimizer":{"self":%s,"params":[%s],"state":[%s]}' % (
             _opt_int(getattr(opt, "self", None)), params, state)
 
-    def py(self, i, p, e, f, v2):
-        extra = ""
-        if f is not None:  # a PyCall (PyCCall carries nothing the format keeps)
-            module = getattr(f, "module", None)
-            if v2:
-                if module is not None:
-                    extra = self.module_v2(module)
-                else:
-                    optimizer = getattr(f, "optimizer", None)
-                    if optimizer is not None:
-                        extra = self.optimizer_v2(optimizer)
-            else:
-                if module is not None:
-                    extra = self.module_v1(module)
-                else:
-                    opt = getattr(f, "opt", None)
-                    if opt is not None:
-                        extra = self.optimizer_v1(opt)
-        self.buf.append('{"k":"py","i":%d,"p":%d,"name":%s,"t0":%d,"t1":%d,"tid":%d%s}\n'
-                        % (i, p, _jstr(e.name), e.start_time_ns, e.end_time_ns, e.start_tid or 0, extra))
-
-    def other(self, i, p, e, kind):
-        self.buf.append('{"k":"other","i":%d,"p":%d,"name":%s,"t0":%d,"t1":%d,"type":%s}\n'
-                        % (i, p, _jstr(e.name), e.start_time_ns, e.end_time_ns, _jstr(kind.lower())))
-
-    def schemas(self, lookup):
-        for name in sorted(self.op_names):
-            self.buf.append('{"k":"schema","op":%s,"schemas":[%s]}\n'
-                            % (_jstr(name), ",".join(_jstr(s) for s in lookup(name))))
+    def py_extra(self, f, v2):
+        """The module or optimizer part of a PyCall record ("" when none)."""
+        module = getattr(f, "module", None)
+        if v2:
+            if module is not None:
+                return self.module_v2(module)
+            optimizer = getattr(f, "optimizer", None)
+            if optimizer is not None:
+                return self.optimizer_v2(optimizer)
+        else:
+            if module is not None:
+                return self.module_v1(module)
+            opt = getattr(f, "opt", None)
+            if opt is not None:
+                return self.optimizer_v1(opt)
+        return ""
 
 
 def _is_v2(roots):
@@ -314,92 +293,213 @@ def _is_v2(roots):
     return False
 
 
-class _Survey:
-    """What a first pass over the tree learns before anything is written: the
-    header's device list and whether ids are present, and the evidence for the
-    settings checks when the profile object does not say."""
+class _IdsIncomplete(Exception):
+    """A PyTorch 2.x allocation without an id (a run whose ids were not
+    computed): the walk starts over without ids."""
 
-    def __init__(self, roots, v2, check_inputs):
-        self.devices = set()
-        self.allocations = 0
-        self.aten_ops = 0
-        self.ops_with_inputs = 0
-        self.ids = v2
-        stack = list(roots)
-        while stack:
-            e = stack.pop()
-            tag, f = e.typed if v2 else (None, e.extra_fields)
-            kind = _kind(tag, f)
-            if kind == "Allocation":
-                self.allocations += 1
-                self.devices.add(str(f.device))
-                if v2 and getattr(f, "allocation_id", None) is None:
-                    self.ids = False  # a 2.x run whose ids were not computed
-            elif check_inputs and kind == "TorchOp" and "::" in e.name:
-                self.aten_ops += 1
+
+class _Facts:
+    """What the walk learnt for the header and the settings checks."""
+
+    def __init__(self, events, allocations, devices, aten_ops, ops_with_inputs):
+        self.events = events
+        self.allocations = allocations
+        self.devices = devices  # sorted device names of the allocations
+        self.aten_ops = aten_ops  # counted only when asked (check_inputs)
+        self.ops_with_inputs = ops_with_inputs
+
+
+def _walk(roots, write, v2, ids, schema_lookup=None, check_inputs=False):
+    """Writes the record of every event of `roots`, in pre-order (iteratively:
+    trees can be deep), then the schema records, to `write` (a function
+    taking a str) in chunks of _FLUSH_LINES lines, and returns the _Facts
+    the header needs, learnt on the way: one pass over the tree. With `ids`
+    (PyTorch 2.x), raises _IdsIncomplete at the first allocation without an
+    id. The loop is written out flat, with locals for everything it reads
+    often: it runs once per event."""
+    w = _Writer(ids)
+    meta = w._meta
+    metas = w.meta
+    jstr = _jstr
+    kind_by_class = _KIND_BY_CLASS
+    flush_lines = _FLUSH_LINES
+    lines = []
+    append = lines.append
+    devices = {}  # device -> its JSON string
+    op_names = {}
+    scope_names = {}  # the value of a RecordScope member -> "function", ...
+    index = 0
+    allocations = 0
+    aten_ops = ops_with_inputs = 0
+    tag = None
+    stack = []  # (iterator over a children list, the index of their parent)
+    push, pop = stack.append, stack.pop
+    it, parent = iter(roots), -1
+    while True:
+        for e in it:
+            i = index
+            index += 1
+            if v2:
+                tag, f = e.typed
+            else:
+                f = e.extra_fields
+            kind = kind_by_class.get(type(f)) or _kind(tag, f)
+            if kind == "TorchOp":
+                name = e.name
                 inputs = f.inputs
                 if v2:
-                    if len(inputs):
-                        self.ops_with_inputs += 1
-                elif len(inputs.dtypes):
-                    self.ops_with_inputs += 1
-            stack.extend(e.children)
+                    n = len(inputs)
+                    args = ",".join(w.args_v2(inputs))
+                else:
+                    # torch 1.13's _Inputs: parallel lists, one entry per
+                    # argument. As _Writer.args_v1, written out here for the
+                    # usual case, all the lists of the same length.
+                    dtypes = inputs.dtypes
+                    n = len(dtypes)
+                    if n:
+                        mds = inputs.tensor_metadata
+                        shapes, strides = inputs.shapes, inputs.strides
+                        ivalues = inputs.ivalues if "Scalar" in dtypes else dtypes
+                        if len(mds) == n and len(shapes) == n and len(strides) == n and len(ivalues) == n:
+                            parts = []
+                            add = parts.append
+                            for md, dtype, sizes, strides_k, value in zip(mds, dtypes, shapes, strides, ivalues):
+                                if md is not None:
+                                    device, scalar_type, layout = md.device, md.dtype, md.layout
+                                    m = metas.get((device, scalar_type, layout)) or meta(device, scalar_type, layout)
+                                    # sizes and strides are lists of ints: their
+                                    # repr less the spaces is _ints' form.
+                                    add('{"impl":%d,"ptr":%d,"id":null,"aid":null,%s,"sizes":%s,"strides":%s}' % (
+                                        md.impl_ptr or 0, md.storage_data_ptr or 0, m,
+                                        repr(sizes).replace(" ", ""), repr(strides_k).replace(" ", "")))
+                                elif dtype == "Scalar":
+                                    # _scalar, with its commonest forms first.
+                                    scalar_class = type(value)
+                                    if scalar_class is int:
+                                        add('{"int":%d}' % value)
+                                    elif scalar_class is bool:
+                                        add('{"bool":true}' if value else '{"bool":false}')
+                                    else:
+                                        add(_scalar(value))
+                                elif dtype == "TensorList":
+                                    add('{"list":[]}')  # 1.13 does not capture the elements
+                                else:
+                                    add("null")  # None, or a value 1.13 did not capture
+                            args = ",".join(parts)
+                        else:
+                            args = ",".join(w.args_v1(inputs, dtypes))
+                    else:
+                        args = ""
+                if "::" in name:
+                    op_names[name] = True
+                    if check_inputs:
+                        aten_ops += 1
+                        if n:
+                            ops_with_inputs += 1
+                scope = f.scope
+                # By the member's value, not the member: hashing a pybind11
+                # enum member calls into C++ twice.
+                try:
+                    value = scope.value
+                except AttributeError:
+                    value = scope
+                scope_name = scope_names.get(value)
+                if scope_name is None:
+                    scope_name = scope_names[value] = _scope(scope)
+                append('{"k":"op","i":%d,"p":%d,"name":%s,"t0":%d,"t1":%d,"tid":%d,"scope":"%s","seq":%d,'
+                       '"args":[%s]}\n'
+                       % (i, parent, jstr(name), e.start_time_ns, e.end_time_ns, e.start_tid or 0,
+                          scope_name, f.sequence_number, args))
+            elif kind == "Allocation":
+                allocations += 1
+                device = f.device
+                try:
+                    dev = devices.get(device)
+                except TypeError:  # an unhashable stand-in
+                    device = str(device)
+                    dev = devices.get(device)
+                if dev is None:
+                    dev = devices[device] = jstr(str(device))
+                if ids:
+                    aid = getattr(f, "allocation_id", None)
+                    if aid is None:
+                        raise _IdsIncomplete()
+                    append('{"k":"alloc","i":%d,"p":%d,"t":%d,"tid":%d,"ptr":%d,"bytes":%d,"dev":%s,'
+                           '"total_allocated":%d,"total_reserved":%d,"id":%s,"aid":%d}\n'
+                           % (i, parent, e.start_time_ns, e.start_tid or 0, f.ptr, f.alloc_size, dev,
+                              f.total_allocated, f.total_reserved, _opt_int(getattr(f, "id", None)), aid))
+                else:
+                    append('{"k":"alloc","i":%d,"p":%d,"t":%d,"tid":%d,"ptr":%d,"bytes":%d,"dev":%s,'
+                           '"total_allocated":%d,"total_reserved":%d,"id":null,"aid":null}\n'
+                           % (i, parent, e.start_time_ns, e.start_tid or 0, f.ptr, f.alloc_size, dev,
+                              f.total_allocated, f.total_reserved))
+            elif kind == "PyCall" or kind == "PyCCall":
+                # A PyCCall carries nothing the format keeps.
+                append('{"k":"py","i":%d,"p":%d,"name":%s,"t0":%d,"t1":%d,"tid":%d%s}\n'
+                       % (i, parent, jstr(e.name), e.start_time_ns, e.end_time_ns, e.start_tid or 0,
+                          w.py_extra(f, v2) if kind == "PyCall" else ""))
+            else:
+                append('{"k":"other","i":%d,"p":%d,"name":%s,"t0":%d,"t1":%d,"type":%s}\n'
+                       % (i, parent, jstr(e.name), e.start_time_ns, e.end_time_ns, jstr(kind.lower())))
+            if len(lines) >= flush_lines:
+                write("".join(lines))
+                lines.clear()
+            children = e.children
+            if children:
+                push((it, parent))
+                it, parent = iter(children), i
+                break  # on with the children's iterator
+        else:  # `it` is done: back to its parent's siblings
+            if not stack:
+                break
+            it, parent = pop()
+    if schema_lookup is not None:
+        for name in sorted(op_names):
+            append('{"k":"schema","op":%s,"schemas":[%s]}\n'
+                   % (jstr(name), ",".join(jstr(s) for s in schema_lookup(name))))
+    if lines:
+        write("".join(lines))
+    return _Facts(index, allocations, sorted({str(d) for d in devices}), aten_ops, ops_with_inputs)
 
 
 def write_events(roots, out, torch_version="", schema_lookup=None, settings=None):
     """Writes the header and every event of `roots` (PyTorch's event tree) to
-    the text stream `out`. `settings` holds the profiler settings known from
-    the profile object; a required setting it does not name is judged from the
-    events (no allocation at all: profile_memory was off; no operator with any
-    input: record_shapes was off) and a RecorderError is raised before anything
-    is written. Returns (events written, allocations). Exposed for tests and
-    other producers."""
+    `out`: a text stream, or save's _TraceFile. `settings` holds the profiler
+    settings known from the profile object; a required setting it does not
+    name is judged from the events (no allocation at all: profile_memory was
+    off; no operator with any input: record_shapes was off) and a
+    RecorderError is raised before anything is written. Returns (events
+    written, allocations). Exposed for tests and other producers.
+
+    The tree is walked once. The header comes first but states what the walk
+    learns (the devices, whether ids are complete), so the body goes to a
+    temporary file first: for a text stream, an uncompressed one, copied
+    after the header."""
     roots = list(roots)
     v2 = _is_v2(roots)
     settings = dict(settings or {})
-    survey = _Survey(roots, v2, "record_shapes" not in settings)
-    if "profile_memory" not in settings and survey.allocations == 0:
-        raise RecorderError("the profile has no allocation events: record with profile_memory=True")
-    if "record_shapes" not in settings and survey.aten_ops and survey.ops_with_inputs == 0:
-        raise RecorderError("no operator has any recorded input: record with record_shapes=True")
-    header = {"format": FORMAT, "version": VERSION, "producer": PRODUCER, "torch_version": torch_version,
-              "ids": survey.ids, "devices": sorted(survey.devices)}
-    header.update(settings)
-    out.write(_dumps(header, separators=(",", ":")) + "\n")
-
-    w = _Writer(out, survey.ids)
-    buf = w.buf
-    index = 0
-    allocations = 0
-    stack = [(e, -1) for e in reversed(roots)]
-    pop, push = stack.pop, stack.append
-    while stack:
-        e, parent = pop()
-        i = index
-        index += 1
-        tag, f = e.typed if v2 else (None, e.extra_fields)
-        kind = _kind(tag, f)
-        if kind == "TorchOp":
-            w.op(i, parent, e, f, v2)
-        elif kind == "Allocation":
-            allocations += 1
-            w.alloc(i, parent, e, f, v2)
-        elif kind == "PyCall":
-            w.py(i, parent, e, f, v2)
-        elif kind == "PyCCall":
-            w.py(i, parent, e, None, v2)
-        else:
-            w.other(i, parent, e, kind)
-        children = e.children
-        for k in range(len(children) - 1, -1, -1):
-            push((children[k], i))
-        if len(buf) >= _FLUSH_LINES:
-            w.flush()
-            buf = w.buf
-    if schema_lookup is not None:
-        w.schemas(schema_lookup)
-    w.flush()
-    return index, allocations
+    trace = out if isinstance(out, _TraceFile) else _SpooledTrace(out)
+    try:
+        ids = v2
+        while True:
+            try:
+                facts = _walk(roots, trace.write, v2, ids, schema_lookup, "record_shapes" not in settings)
+                break
+            except _IdsIncomplete:
+                ids = False  # a 2.x run whose ids were not computed: none are written
+                trace.reset()
+        if "profile_memory" not in settings and facts.allocations == 0:
+            raise RecorderError("the profile has no allocation events: record with profile_memory=True")
+        if "record_shapes" not in settings and facts.aten_ops and facts.ops_with_inputs == 0:
+            raise RecorderError("no operator has any recorded input: record with record_shapes=True")
+        header = {"format": FORMAT, "version": VERSION, "producer": PRODUCER, "torch_version": torch_version,
+                  "ids": ids, "devices": facts.devices}
+        header.update(settings)
+        trace.finish(_dumps(header, separators=(",", ":")) + "\n")
+    finally:
+        if trace is not out:
+            trace.close()
+    return facts.events, facts.allocations
 
 
 # ---- the profile object ----------------------------------------------------------
@@ -450,14 +550,72 @@ def _schema_lookup():
     return lookup
 
 
-class _Utf8Sink:
-    """A text sink over a binary stream (the gzip or plain temporary file)."""
+class _SpooledTrace:
+    """write_events' sink for a text stream: the body goes to an anonymous
+    temporary file while the tree is walked; finish() writes the header to
+    the stream, then copies the body after it."""
 
-    def __init__(self, raw):
+    def __init__(self, out):
+        self.out = out
+        self.body = tempfile.TemporaryFile("w+", encoding="utf-8", newline="")
+        self.write = self.body.write
+
+    def reset(self):
+        self.body.seek(0)
+        self.body.truncate()
+
+    def finish(self, header):
+        self.out.write(header)
+        self.body.seek(0)
+        shutil.copyfileobj(self.body, self.out, _COPY_CHUNK)
+
+    def close(self):
+        self.body.close()
+
+
+class _TraceFile:
+    """save's sink: the body goes, UTF-8 encoded and (for .gz) compressed as
+    a gzip member of its own, to an anonymous temporary file in the output's
+    directory while the tree is walked; finish() writes the header to `raw`
+    (for .gz: a gzip member holding the header line, its gzip header naming
+    the final file), then copies the body's bytes after it as they are. A
+    gzip file may hold several members (RFC 1952): reading it gives the
+    header line, then the body. Nothing holds the whole trace in memory."""
+
+    def __init__(self, raw, directory, gzip_name=None):
         self.raw = raw
+        self.gzip_name = gzip_name  # None: plain text
+        self.body = tempfile.TemporaryFile(dir=directory)
+        self.deflate = None
+        self.reset()
+
+    def reset(self):
+        self.body.seek(0)
+        self.body.truncate()
+        if self.gzip_name is not None:
+            # wbits 16 + 15: a gzip member (header, deflate data, CRC-32 and length).
+            self.deflate = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
 
     def write(self, s):
-        self.raw.write(s.encode("utf-8"))
+        data = s.encode("utf-8")
+        if self.deflate is not None:
+            data = self.deflate.compress(data)
+        self.body.write(data)
+
+    def finish(self, header):
+        raw = self.raw
+        if self.deflate is not None:
+            self.body.write(self.deflate.flush())
+            with gzip.GzipFile(filename=self.gzip_name, mode="wb", compresslevel=GZIP_LEVEL, fileobj=raw,
+                               mtime=0) as gz:
+                gz.write(header.encode("utf-8"))
+        else:
+            raw.write(header.encode("utf-8"))
+        self.body.seek(0)
+        shutil.copyfileobj(self.body, raw, _COPY_CHUNK)
+
+    def close(self):
+        self.body.close()
 
 
 def save(prof, path):
@@ -476,12 +634,12 @@ def save(prof, path):
     fd, tmp = tempfile.mkstemp(prefix="." + base + ".", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as raw:
-            if path.endswith(".gz"):
-                # The gzip header names the final file, not the temporary one.
-                with gzip.GzipFile(filename=base[:-3], mode="wb", compresslevel=6, fileobj=raw, mtime=0) as gz:
-                    write_events(roots, _Utf8Sink(gz), torch.__version__, _schema_lookup(), settings)
-            else:
-                write_events(roots, _Utf8Sink(raw), torch.__version__, _schema_lookup(), settings)
+            # The gzip header names the final file, not the temporary one.
+            trace = _TraceFile(raw, directory, base[:-3] if path.endswith(".gz") else None)
+            try:
+                write_events(roots, trace, torch.__version__, _schema_lookup(), settings)
+            finally:
+                trace.close()
         os.chmod(tmp, 0o644)  # mkstemp creates 0600
         os.replace(tmp, path)
     except BaseException:

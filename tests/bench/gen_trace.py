@@ -21,8 +21,8 @@ Each source record is parsed once (json) into a %-format template with one
 slot per rewritten value; a copy is then one `%` formatting of a whole copy's
 template, so the rewriting never touches string contents. The output is
 streamed (one copy in memory at a time). Needs no torch; the default source is
-the committed resnet18 fixture. Compression level 6 is what
-collect/torch/memtl_torch.py writes.
+the committed resnet18 fixture. Compression level 6 by default (--level);
+collect/torch/memtl_torch.py writes level 2.
 """
 
 import argparse
@@ -120,7 +120,7 @@ def main():
     ap.add_argument("--source", default=DEFAULT_SOURCE, help="recorded trace (plain or gzip)")
     ap.add_argument("--events", type=int, required=True, help="number of event records to write")
     ap.add_argument("--out", help="output .trace.jsonl.gz (default build/bench/tEVENTS.trace.jsonl.gz)")
-    ap.add_argument("--level", type=int, default=6, help="gzip level (default 6, as memtl_torch writes)")
+    ap.add_argument("--level", type=int, default=6, help="gzip level (default 6; memtl_torch writes 2)")
     args = ap.parse_args()
     if args.events < 1:
         sys.exit("--events must be positive")

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+import zlib
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "collect", "torch"))
@@ -247,6 +248,34 @@ class SaveTest(unittest.TestCase):
             self.assertEqual(f.read(), "previous\n")
         self.assertEqual(os.listdir(self.dir.name), ["keep.trace.jsonl"])
 
+    def test_gzip_trace_is_a_header_member_then_the_body(self):
+        # save walks the tree once: the body is compressed while the tree is
+        # walked, the header (which states what the walk learnt) goes in a
+        # gzip member of its own before it. The text is what write_events
+        # writes to a text stream, and the plain file holds it too.
+        prof = small_step()
+        memtl_torch.save(prof, self.path("m.trace.jsonl.gz"))
+        memtl_torch.save(prof, self.path("m.trace.jsonl"))
+        with open(self.path("m.trace.jsonl.gz"), "rb") as f:
+            data = f.read()
+        first = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        header = first.decompress(data)
+        self.assertTrue(first.eof)
+        self.assertEqual(header.count(b"\n"), 1)
+        self.assertTrue(header.endswith(b"\n"))
+        self.assertEqual(strict_loads(header)["format"], "memtl-trace")
+        body = first.unused_data
+        self.assertEqual(body[:2], b"\x1f\x8b")  # a second member follows
+        text = gzip.decompress(data)
+        self.assertEqual(text, header + gzip.decompress(body))
+        out = io.StringIO()
+        memtl_torch.write_events(prof.profiler.kineto_results.experimental_event_tree(), out, torch.__version__,
+                                 memtl_torch._schema_lookup(), memtl_torch._settings(prof))
+        self.assertEqual(text, out.getvalue().encode("utf-8"))
+        with open(self.path("m.trace.jsonl"), "rb") as f:
+            self.assertEqual(f.read(), text)
+        self.assertEqual(sorted(os.listdir(self.dir.name)), ["m.trace.jsonl", "m.trace.jsonl.gz"])
+
     def test_scalars(self):
         self.assertEqual(memtl_torch._scalar(float("nan")), '{"float":"nan"}')
         self.assertEqual(memtl_torch._scalar(float("-inf")), '{"float":"-inf"}')
@@ -403,6 +432,19 @@ class V2Test(unittest.TestCase):
         self.assertEqual((lines[1]["args"][0]["id"], lines[1]["args"][0]["aid"]), (None, None))
         self.assertEqual((lines[2]["id"], lines[2]["aid"]), (None, None))
 
+    def test_ids_missing_after_some_were_written(self):
+        # The walk writes ids until an allocation has none, then starts over
+        # without: no record keeps the ids written before.
+        t = _TM(10, 100, 5, 6)
+        lines = _records([_op("aten::add", [t], 1, 9, [_alloc(100, 16, 2, 5, 6), _alloc(200, 16, 3)]),
+                          _op("aten::mul", [t], 10, 11)])
+        self.assertFalse(lines[0]["ids"])
+        self.assertEqual(len(lines), 5)
+        for r in (lines[1], lines[4]):
+            self.assertEqual((r["args"][0]["id"], r["args"][0]["aid"]), (None, None))
+        for r in lines[2:4]:
+            self.assertEqual((r["k"], r["id"], r["aid"]), ("alloc", None, None))
+
     def test_settings_judged_from_events_when_unknown(self):
         t = _TM(10, 100, 1, 1)
         # no allocation at all: profile_memory was off
@@ -437,6 +479,48 @@ class V2Test(unittest.TestCase):
         self.assertEqual([(r["k"], r["op"], r["schemas"]) for r in lines[-3:]],  # one schema record per name, last
                          [("schema", "aten::f%d" % k, ["aten::f%d() -> ()" % k]) for k in range(3)])
         self.assertTrue(all(r["p"] == r["i"] - 1 for r in lines[1:-3]))
+
+
+# ---- torch 1.13 stand-ins ------------------------------------------------------
+
+def _v1_event(kind, name, t0, t1, children=(), **fields):
+    """A 1.13 event: `extra_fields` of the class PyTorch binds for `kind`, no `typed`."""
+    return _Obj(extra_fields=_FIELDS[kind](**fields), name=name, start_time_ns=t0, end_time_ns=t1, start_tid=1,
+                children=list(children))
+
+
+def _v1_md(impl, ptr):
+    return _Obj(impl_ptr=impl, storage_data_ptr=ptr, device=torch.device("cpu"), dtype=torch.float32,
+                layout=torch.strided)
+
+
+class V1Test(unittest.TestCase):
+    def test_inputs_of_unequal_lengths(self):
+        # 1.13's _Inputs holds parallel lists, one entry per argument (of
+        # equal length in every real profile: the quick path). Shorter lists
+        # take the general path: the missing entries are "not captured".
+        def op(name, t0, **inputs):
+            return _v1_event(_EventType.TorchOp, name, t0, t0 + 1, inputs=_Obj(**inputs),
+                             scope=_Scope.FUNCTION, sequence_number=3)
+
+        full = dict(dtypes=["float", "Scalar", "Scalar", "Scalar", "", "TensorList", "Scalar"],
+                    tensor_metadata=[_v1_md(10, 100), None, None, None, None, None, None],
+                    shapes=[[2, 3], [], [], [], [], [], []], strides=[[3, 1], [], [], [], [], [], []],
+                    ivalues=[None, 2, True, float("nan"), None, None, 0.5])
+        short = dict(full, tensor_metadata=[_v1_md(10, 100)], ivalues=[None, 2, True, float("nan")],
+                     shapes=[[2, 3]], strides=[])
+        alloc = _v1_event(_EventType.Allocation, "[memory]", 20, 20, ptr=100, alloc_size=24,
+                          device=torch.device("cpu"), total_allocated=24, total_reserved=0, id=1)
+        lines = _records([op("aten::foo", 1, **full), op("aten::foo", 5, **short), alloc])
+        self.assertFalse(lines[0]["ids"])
+        tensor = {"impl": 10, "ptr": 100, "id": None, "aid": None, "dev": "cpu", "dtype": "float32",
+                  "layout": "strided", "sizes": [2, 3], "strides": [3, 1]}
+        self.assertEqual(lines[1]["args"], [tensor, {"int": 2}, {"bool": True}, {"float": "nan"}, None,
+                                            {"list": []}, {"float": 0.5}])
+        self.assertEqual(lines[2]["args"], [dict(tensor, strides=[]), {"int": 2}, {"bool": True},
+                                            {"float": "nan"}, None, {"list": []}, None])
+        self.assertEqual((lines[1]["scope"], lines[1]["seq"]), ("function", 3))
+        self.assertEqual((lines[3]["k"], lines[3]["id"], lines[3]["dev"]), ("alloc", None, "cpu"))
 
 
 # ---- End to end with the memtl binary ----------------------------------------------
