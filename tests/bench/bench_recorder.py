@@ -74,20 +74,7 @@ import record_workloads  # noqa: E402
 
 
 def resnet18_sgd():
-    import torchvision
-
-    model = torchvision.models.resnet18(num_classes=10)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    x = torch.randn(4, 3, 64, 64)
-    y = torch.randint(0, 10, (4,))
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        loss = torch.nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-
-    return step
+    return record_workloads.resnet18_sgd(image_size=64)
 
 
 WORKLOADS = {"resnet18_sgd": resnet18_sgd, "transformer_adam": record_workloads.transformer_adam}

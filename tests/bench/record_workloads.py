@@ -59,12 +59,12 @@ def transformer_adam():
     return step
 
 
-def resnet18_sgd():
+def resnet18_sgd(image_size=32):
     import torchvision
 
     model = torchvision.models.resnet18(num_classes=10)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    x = torch.randn(4, 3, 32, 32)
+    x = torch.randn(4, 3, image_size, image_size)
     y = torch.randint(0, 10, (4,))
 
     def step():
