@@ -60,7 +60,13 @@ struct PlotOptions {
 // them twice and keeps at most a few rows per pixel column, never all).
 using PlotRows =
     std::function<void(const std::function<void(int64_t, const std::array<int64_t, 9>&)>&)>;
-std::string RenderPlotPng(const PlotRows& rows, const PlotOptions& options);
+// What the plot's first walk learned, for the report's header line.
+struct PlotSummary {
+  size_t rows = 0;         // time points
+  int64_t peak_bytes = 0;  // the largest total of a row
+};
+std::string RenderPlotPng(const PlotRows& rows, const PlotOptions& options,
+                          PlotSummary* summary = nullptr);
 std::string RenderPlotPng(const CoalescedTimeline& c, const PlotOptions& options);
 std::string Base64(const std::string& bytes);
 

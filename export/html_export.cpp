@@ -73,15 +73,8 @@ std::string HtmlReport(const ExportInput& in, DeviceIndex device) {
   auto rows = [&](const std::function<void(int64_t, const std::array<int64_t, 9>&)>& fn) {
     CoalescedRows(in.timeline, in.categories, device, fn);
   };
-  const std::string png = RenderPlotPng(rows, options);
-  size_t time_points = 0;
-  int64_t peak_live = 0;
-  rows([&](int64_t, const std::array<int64_t, 9>& sizes) {
-    int64_t total = 0;
-    for (int64_t v : sizes) total += v;
-    peak_live = std::max(peak_live, total);
-    ++time_points;
-  });
+  PlotSummary summary;
+  const std::string png = RenderPlotPng(rows, options, &summary);
 
   std::string html =
       "<html>\n<head><meta charset=\"utf-8\" /><title>GPU Memory Timeline HTML</title>\n"
@@ -89,8 +82,8 @@ std::string HtmlReport(const ExportInput& in, DeviceIndex device) {
       "p,li{font-size:14px;color:#333} "
       "img{max-width:100%}</style></head>\n<body>\n";
   html += "<p>memtl memory timeline of <b>" + Escape(in.source_name) + "</b> on device <b>" +
-          Escape(device_name) + "</b>: " + std::to_string(time_points) +
-          " time points; peak of the timeline " + Human(peak_live) + "; max allocated " +
+          Escape(device_name) + "</b>: " + std::to_string(summary.rows) +
+          " time points; peak of the timeline " + Human(summary.peak_bytes) + "; max allocated " +
           Human(max_allocated) + ", max reserved " + Human(max_reserved) +
           " (the allocator's counters in the trace).</p>\n";
   if (!in.note.empty()) html += "<p><b>Note:</b> " + Escape(in.note) + ".</p>\n";

@@ -80,7 +80,7 @@ std::string RenderPlotPng(const CoalescedTimeline& c, const PlotOptions& o) {
       o);
 }
 
-std::string RenderPlotPng(const PlotRows& rows, const PlotOptions& o) {
+std::string RenderPlotPng(const PlotRows& rows, const PlotOptions& o, PlotSummary* summary) {
   const double W = o.width, H = o.height;
   const double left = 0.08 * W, right = 0.97 * W, top = 0.14 * H, bottom = 0.90 * H;
   cairo_surface_t* surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, o.width, o.height);
@@ -100,14 +100,18 @@ std::string RenderPlotPng(const PlotRows& rows, const PlotOptions& o) {
   };
   // First walk: the number of rows, the time range and the highest total.
   size_t n = 0;
-  int64_t t_lo = 0, t_hi = 0;
+  int64_t t_lo = 0, t_hi = 0, peak_bytes = 0;
   double ymax = 0;
   rows([&](int64_t t, const std::array<int64_t, 9>& sizes) {
     t_lo = n == 0 ? t : std::min(t_lo, t);
     t_hi = n == 0 ? t : std::max(t_hi, t);
     ymax = std::max(ymax, stack(sizes)[8]);
+    int64_t total = 0;
+    for (int64_t v : sizes) total += v;
+    peak_bytes = std::max(peak_bytes, total);
     ++n;
   });
+  if (summary != nullptr) *summary = PlotSummary{n, peak_bytes};
   const double t0 = n ? static_cast<double>(t_lo) : 0;
   double xmax = n ? std::max(0.0, (static_cast<double>(t_hi) - t0) / 1e3) : 0;
   if (xmax <= 0) xmax = 1;
@@ -138,8 +142,6 @@ std::string RenderPlotPng(const PlotRows& rows, const PlotOptions& o) {
       stacked.back() = s;
     }
   });
-  std::vector<size_t> keep(xs.size());
-  for (size_t k = 0; k < keep.size(); ++k) keep[k] = k;
 
   // Grid and axes.
   cairo_set_line_width(cr, 1);
@@ -154,17 +156,17 @@ std::string RenderPlotPng(const PlotRows& rows, const PlotOptions& o) {
   // value until the next event (matplotlib's fill_between in PyTorch's plot
   // interpolates linearly, which draws slopes that never happened).
   for (int cat = 0; cat < 8; ++cat) {
-    if (keep.empty()) break;
+    if (xs.empty()) break;
     cairo_new_path(cr);
-    for (size_t k = 0; k < keep.size(); ++k) {
-      const double y = Y(stacked[keep[k]][cat + 1]);
-      cairo_line_to(cr, X(xs[keep[k]]), y);
-      if (k + 1 < keep.size()) cairo_line_to(cr, X(xs[keep[k + 1]]), y);
+    for (size_t k = 0; k < xs.size(); ++k) {
+      const double y = Y(stacked[k][cat + 1]);
+      cairo_line_to(cr, X(xs[k]), y);
+      if (k + 1 < xs.size()) cairo_line_to(cr, X(xs[k + 1]), y);
     }
-    for (size_t k = keep.size(); k-- > 0;) {
-      const double y = Y(stacked[keep[k]][cat]);
-      if (k + 1 < keep.size()) cairo_line_to(cr, X(xs[keep[k + 1]]), y);
-      cairo_line_to(cr, X(xs[keep[k]]), y);
+    for (size_t k = xs.size(); k-- > 0;) {
+      const double y = Y(stacked[k][cat]);
+      if (k + 1 < xs.size()) cairo_line_to(cr, X(xs[k + 1]), y);
+      cairo_line_to(cr, X(xs[k]), y);
     }
     cairo_close_path(cr);
     cairo_set_source_rgba(cr, kColors[cat].r, kColors[cat].g, kColors[cat].b, 0.7);

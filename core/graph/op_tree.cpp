@@ -7,18 +7,6 @@
 
 namespace memtl {
 
-std::optional<TensorKey> KeyOfTensor(const Trace& trace, uint32_t tensor) {
-  if (tensor == kNone32) return std::nullopt;
-  const Tensor& t = trace.tensors[tensor];
-  if (t.partial || !t.id.valid() || !t.allocation.valid()) return std::nullopt;
-  return trace.KeyOf(t.id, t.allocation, t.device);
-}
-
-std::optional<TensorKey> KeyOfAlloc(const Trace& trace, const AllocInfo& a) {
-  if (!a.id.valid() || !a.allocation.valid()) return std::nullopt;
-  return trace.KeyOf(a.id, a.allocation, a.device);
-}
-
 OpTree::OpTree(const Trace& trace, const SchemaRegistry& schemas) : trace_(trace) {
   const auto n = static_cast<uint32_t>(trace.events.size());
   preorder_.reserve(n);

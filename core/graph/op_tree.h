@@ -3,7 +3,6 @@
 // which inputs are written) computed once and shared by later stages.
 #pragma once
 
-#include <optional>
 #include <vector>
 
 #include "core/model/trace.h"
@@ -11,10 +10,8 @@
 
 namespace memtl {
 
-// The key of a tensor observation, or nothing when identity gave it none.
-std::optional<TensorKey> KeyOfTensor(const Trace& trace, uint32_t tensor);
-std::optional<TensorKey> KeyOfAlloc(const Trace& trace, const AllocInfo& alloc);
-// The same as key-table slots (trace.key_table), kNone32 when there is none.
+// The key slot (trace.key_table) of a tensor observation or an allocation
+// event, kNone32 when identity gave it no key.
 inline uint32_t SlotOfTensor(const Trace& trace, uint32_t tensor) {
   return tensor == kNone32 ? kNone32 : trace.key_table.of_tensor[tensor];
 }

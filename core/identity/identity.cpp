@@ -167,9 +167,9 @@ class Flattener {
       const OpInfo& op = trace_.ops[e.payload];
       for (uint32_t a = 0; a < op.args_count; ++a) {
         const Arg& arg = trace_.args[op.args_begin + a];
-        if (arg.kind == ArgKind::kTensor) Tensor(arg.begin, ei);
+        if (arg.kind == ArgKind::kTensor) Tensor(arg.begin);
         if (arg.kind == ArgKind::kTensorList) {
-          for (uint32_t k = 0; k < arg.count; ++k) Tensor(trace_.list_items[arg.begin + k], ei);
+          for (uint32_t k = 0; k < arg.count; ++k) Tensor(trace_.list_items[arg.begin + k]);
         }
       }
     } else if (e.kind == EventKind::kAlloc) {
@@ -191,8 +191,8 @@ class Flattener {
         const auto& m = trace_.modules[py.module];
         if (seen_modules_.insert(m.has_self ? m.self : ~uint64_t{e.name}).second) {
           for (uint32_t p = m.params_begin; p < m.params_begin + m.params_count; ++p) {
-            Tensor(trace_.params[p].tensor, ei);
-            Tensor(trace_.params[p].grad, ei);
+            Tensor(trace_.params[p].tensor);
+            Tensor(trace_.params[p].grad);
           }
         }
       }
@@ -200,14 +200,14 @@ class Flattener {
         const auto& o = trace_.optimizers[py.optimizer];
         if (seen_optimizers_.insert(o.has_self ? o.self : ~uint64_t{e.name}).second) {
           for (uint32_t p = o.params_begin; p < o.params_begin + o.params_count; ++p) {
-            Tensor(trace_.params[p].tensor, ei);
-            Tensor(trace_.params[p].grad, ei);
+            Tensor(trace_.params[p].tensor);
+            Tensor(trace_.params[p].grad);
             for (uint32_t s = 0; s < trace_.params[p].state_count; ++s) {
-              Tensor(trace_.states[trace_.params[p].state_begin + s].tensor, ei);
+              Tensor(trace_.states[trace_.params[p].state_begin + s].tensor);
             }
           }
           for (uint32_t s = o.state_begin; s < o.state_begin + o.state_count; ++s) {
-            Tensor(trace_.states[s].tensor, ei);
+            Tensor(trace_.states[s].tensor);
           }
         }
       }
@@ -215,11 +215,10 @@ class Flattener {
   }
 
  private:
-  void Tensor(uint32_t ti, uint32_t ei) {
+  void Tensor(uint32_t ti) {
     if (ti == kNone32) return;
     const auto& t = trace_.tensors[ti];
     if (t.partial) return;  // never seen as an op input: no identity
-    (void)ei;
     Raw r;
     r.impl = t.impl;
     r.is_tensor = 1;
@@ -317,10 +316,6 @@ uint64_t NumberImpls(std::vector<Raw>& raws) {
   }
   return next;
 }
-
-}  // namespace
-
-namespace {
 
 bool RecordBefore(const Trace& trace, uint32_t a, uint32_t b) {
   const auto& ea = trace.events[a];

@@ -24,19 +24,28 @@ std::string_view ActionName(Action a) {
   return "?";
 }
 
+namespace {
+
+// Whether PyTorch's category snapshot has the key: the graph mentions it, or
+// a pass categorized it by id.
+bool InSnapshot(const DataFlowGraph& graph, const CategoryDict& cats, uint32_t key) {
+  return graph.last_version(key) >= 0 || cats.set_by_id(key);
+}
+
+}  // namespace
+
 std::vector<std::pair<uint32_t, int32_t>> AllTensorVersions(const DataFlowGraph& graph,
                                                             const CategoryDict& cats) {
   // Versions of a key are contiguous from v0: every key starts at v0 and
   // each bump is an edge from v to v+1. So the set is, per key the graph
   // mentions, 0..its latest version, plus v0 of keys set by id.
   std::vector<std::pair<uint32_t, int32_t>> all;
-  const auto num_keys = static_cast<uint32_t>(graph.value_begin().size()) - 1;
   if (graph.value_begin().empty()) return all;
+  const auto num_keys = static_cast<uint32_t>(graph.value_begin().size() - 1);
   all.reserve(graph.num_values());
   for (uint32_t k = 0; k < num_keys; ++k) {
-    const int32_t last = graph.last_version(k);
-    if (last < 0 && !cats.set_by_id(k)) continue;
-    for (int32_t v = 0; v <= std::max(last, 0); ++v) all.emplace_back(k, v);
+    if (!InSnapshot(graph, cats, k)) continue;
+    for (int32_t v = 0; v <= std::max(graph.last_version(k), 0); ++v) all.emplace_back(k, v);
   }
   return all;
 }
@@ -137,8 +146,7 @@ std::vector<TimelineEvent> BuildTimeline(const OpTree& tree, const DataFlowGraph
   // Keys in the snapshot (AllTensorVersions) with no allocation existed
   // before the trace began.
   for (uint32_t k = 0; k < table.size(); ++k) {
-    if (graph.last_version(k) < 0 && !cats.set_by_id(k)) continue;
-    if (alloc_time[k] == kNever) push(-1, Action::kPreexisting, k, 0);
+    if (InSnapshot(graph, cats, k) && alloc_time[k] == kNever) push(-1, Action::kPreexisting, k, 0);
   }
   for (const auto& node : graph.nodes()) {
     for (const FlowEdge* e = graph.begin(node); e != graph.end(node); ++e) {

@@ -45,7 +45,7 @@ TEST_CASE("identity: an allocation never seen with a tensor gets no tensor id") 
                            Op(1, -1, "aten::relu", 2, 3, T(1, 100)) + Alloc(2, -1, 4, 500, -16));
   CHECK(t.allocs[0].allocation.valid());
   CHECK_FALSE(t.allocs[0].id.valid());
-  CHECK_FALSE(KeyOfAlloc(t, t.allocs[0]).has_value());
+  CHECK(SlotOfAlloc(t, 0) == kNone32);
   CHECK(Id(t, 0) == 0);
 }
 
@@ -94,7 +94,7 @@ TEST_CASE("identity: 1.13 python-tracer storage addresses resolve to the nearest
   const ParamInfo& w = t.params[0];
   CHECK(t.tensors[w.tensor].impl == 7);  // nearest in time: the op at 55
   CHECK(t.tensors[w.tensor].id == t.tensors[1].id);
-  CHECK_FALSE(KeyOfTensor(t, t.params[1].tensor).has_value());  // never an op input: dropped
+  CHECK(SlotOfTensor(t, t.params[1].tensor) == kNone32);  // never an op input: dropped
 }
 
 TEST_CASE("identity: record order puts ops before allocations before python at equal times") {
