@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string_view>
 #include <thread>
 #include <vector>
@@ -238,21 +239,14 @@ Status StreamJson(const std::string& path, bool gzip, bool threaded, Write&& wri
   auto f = AtomicFile::Create(path, gzip);
   if (!f.ok()) return f.status();
   std::unique_ptr<AtomicFile> file(f.value());
-  if (!threaded) {
-    JsonText out([&](std::string_view chunk) { return file->Write(chunk); });
-    write(out);
-    if (Status s = out.Finish(); !s.ok()) return s;
-    return file->Commit();
-  }
-  Status written;
-  {
-    BackgroundWriter writer(*file);
-    JsonText out([&](std::string_view chunk) { return writer.Push(chunk); });
-    write(out);
-    Status formatted = out.Finish();
-    written = writer.Finish();
-    if (!formatted.ok()) return formatted;
-  }
+  std::optional<BackgroundWriter> writer;
+  if (threaded) writer.emplace(*file);
+  JsonText out(
+      [&](std::string_view chunk) { return writer ? writer->Push(chunk) : file->Write(chunk); });
+  write(out);
+  const Status formatted = out.Finish();
+  const Status written = writer ? writer->Finish() : Status();
+  if (!formatted.ok()) return formatted;
   if (!written.ok()) return written;
   return file->Commit();
 }
