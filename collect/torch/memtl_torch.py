@@ -206,20 +206,48 @@ class _Writer:
     def args_v1(self, inputs, dtypes):
         """torch 1.13's _Inputs: parallel lists per argument (`dtypes` is
         inputs.dtypes, already read). 1.13's tensor ids are recycled, not
-        PyTorch 2.x identities: they are not written."""
+        PyTorch 2.x identities: they are not written. Runs once per op: the
+        usual case (every list as long as `dtypes`) is one zipped loop with
+        the commonest scalar forms inline; any other shape takes the general
+        loop, which pads what is missing."""
         n = len(dtypes)
         mds = inputs.tensor_metadata
-        if len(mds) != n:
-            mds = (list(mds) + [None] * n)[:n]
-        meta = self._meta
-        shapes = strides = ivalues = None
+        shapes, strides = inputs.shapes, inputs.strides
+        ivalues = inputs.ivalues if "Scalar" in dtypes else dtypes
         args = []
         add = args.append
+        meta, metas = self._meta, self.meta
+        if len(mds) == n and len(shapes) == n and len(strides) == n and len(ivalues) == n:
+            for md, dtype, sizes, strides_k, value in zip(mds, dtypes, shapes, strides, ivalues):
+                if md is not None:
+                    device, scalar_type, layout = md.device, md.dtype, md.layout
+                    m = metas.get((device, scalar_type, layout)) or meta(device, scalar_type, layout)
+                    # sizes and strides are lists of ints: their repr less the
+                    # spaces is _ints' form.
+                    add('{"impl":%d,"ptr":%d,"id":null,"aid":null,%s,"sizes":%s,"strides":%s}' % (
+                        md.impl_ptr or 0, md.storage_data_ptr or 0, m,
+                        repr(sizes).replace(" ", ""), repr(strides_k).replace(" ", "")))
+                elif dtype == "Scalar":
+                    # _scalar, with its commonest forms first.
+                    scalar_class = type(value)
+                    if scalar_class is int:
+                        add('{"int":%d}' % value)
+                    elif scalar_class is bool:
+                        add('{"bool":true}' if value else '{"bool":false}')
+                    else:
+                        add(_scalar(value))
+                elif dtype == "TensorList":
+                    add('{"list":[]}')  # 1.13 does not capture the elements
+                else:
+                    add("null")  # None, or a value 1.13 did not capture
+            return args
+        if len(mds) != n:
+            mds = (list(mds) + [None] * n)[:n]
+        if ivalues is dtypes:
+            ivalues = ()
         k = 0
         for md in mds:
             if md is not None:
-                if shapes is None:
-                    shapes, strides = inputs.shapes, inputs.strides
                 add('{"impl":%d,"ptr":%d,"id":null,"aid":null,%s,"sizes":%s,"strides":%s}' % (
                     md.impl_ptr or 0, md.storage_data_ptr or 0, meta(md.device, md.dtype, md.layout),
                     _ints(shapes[k]) if k < len(shapes) else "[]",
@@ -229,8 +257,6 @@ class _Writer:
                 if dtype == "TensorList":
                     add('{"list":[]}')  # 1.13 does not capture the elements
                 elif dtype == "Scalar":
-                    if ivalues is None:
-                        ivalues = inputs.ivalues
                     add(_scalar(ivalues[k]) if k < len(ivalues) else "null")
                 else:
                     add("null")  # None, or a value 1.13 did not capture
@@ -318,8 +344,6 @@ def _walk(roots, write, v2, ids, schema_lookup=None, check_inputs=False):
     id. The loop is written out flat, with locals for everything it reads
     often: it runs once per event."""
     w = _Writer(ids)
-    meta = w._meta
-    metas = w.meta
     jstr = _jstr
     kind_by_class = _KIND_BY_CLASS
     flush_lines = _FLUSH_LINES
@@ -351,45 +375,9 @@ def _walk(roots, write, v2, ids, schema_lookup=None, check_inputs=False):
                     n = len(inputs)
                     args = ",".join(w.args_v2(inputs))
                 else:
-                    # torch 1.13's _Inputs: parallel lists, one entry per
-                    # argument. As _Writer.args_v1, written out here for the
-                    # usual case, all the lists of the same length.
                     dtypes = inputs.dtypes
                     n = len(dtypes)
-                    if n:
-                        mds = inputs.tensor_metadata
-                        shapes, strides = inputs.shapes, inputs.strides
-                        ivalues = inputs.ivalues if "Scalar" in dtypes else dtypes
-                        if len(mds) == n and len(shapes) == n and len(strides) == n and len(ivalues) == n:
-                            parts = []
-                            add = parts.append
-                            for md, dtype, sizes, strides_k, value in zip(mds, dtypes, shapes, strides, ivalues):
-                                if md is not None:
-                                    device, scalar_type, layout = md.device, md.dtype, md.layout
-                                    m = metas.get((device, scalar_type, layout)) or meta(device, scalar_type, layout)
-                                    # sizes and strides are lists of ints: their
-                                    # repr less the spaces is _ints' form.
-                                    add('{"impl":%d,"ptr":%d,"id":null,"aid":null,%s,"sizes":%s,"strides":%s}' % (
-                                        md.impl_ptr or 0, md.storage_data_ptr or 0, m,
-                                        repr(sizes).replace(" ", ""), repr(strides_k).replace(" ", "")))
-                                elif dtype == "Scalar":
-                                    # _scalar, with its commonest forms first.
-                                    scalar_class = type(value)
-                                    if scalar_class is int:
-                                        add('{"int":%d}' % value)
-                                    elif scalar_class is bool:
-                                        add('{"bool":true}' if value else '{"bool":false}')
-                                    else:
-                                        add(_scalar(value))
-                                elif dtype == "TensorList":
-                                    add('{"list":[]}')  # 1.13 does not capture the elements
-                                else:
-                                    add("null")  # None, or a value 1.13 did not capture
-                            args = ",".join(parts)
-                        else:
-                            args = ",".join(w.args_v1(inputs, dtypes))
-                    else:
-                        args = ""
+                    args = ",".join(w.args_v1(inputs, dtypes)) if n else ""
                 if "::" in name:
                     op_names[name] = True
                     if check_inputs:
