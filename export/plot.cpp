@@ -13,6 +13,7 @@
 #include <cstdio>
 
 #include "export/export.h"
+#include "export/png.h"
 
 namespace memtl {
 
@@ -32,11 +33,6 @@ constexpr std::array<Rgb, 8> kColors = {{{0, 100 / 255.0, 0},
                                          {0, 0, 205 / 255.0},
                                          {65 / 255.0, 105 / 255.0, 225 / 255.0},
                                          {128 / 255.0, 128 / 255.0, 128 / 255.0}}};
-
-cairo_status_t AppendPng(void* closure, const unsigned char* data, unsigned int length) {
-  static_cast<std::string*>(closure)->append(reinterpret_cast<const char*>(data), length);
-  return CAIRO_STATUS_SUCCESS;
-}
 
 double NiceStep(double range, int target_ticks) {
   if (range <= 0) return 1;
@@ -224,10 +220,8 @@ std::string RenderPlotPng(const PlotRows& rows, const PlotOptions& o, PlotSummar
     Text(cr, std::string(kExportIndexNames[cat]), lx + font * 2.2, y + font * 0.1, font, 0, 0.5);
   }
 
-  std::string png;
-  cairo_surface_flush(surface);
-  if (cairo_surface_write_to_png_stream(surface, AppendPng, &png) != CAIRO_STATUS_SUCCESS)
-    png.clear();
+  // Our encoder rather than cairo's writer: a fifth of the time (png.cpp).
+  std::string png = EncodePng(surface);
   cairo_destroy(cr);
   cairo_surface_destroy(surface);
   return png;

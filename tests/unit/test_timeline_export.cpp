@@ -13,8 +13,36 @@
 #include "core/timeline/timeline.h"
 #include "export/atomic_file.h"
 #include "export/export.h"
+#include "export/png.h"
 
 using namespace memtl;
+
+namespace {
+
+// A PNG decoded by cairo's reader (libpng), which checks the CRCs and the
+// zlib checksum; the caller destroys the surface.
+cairo_surface_t* DecodePng(const std::string& png) {
+  struct Reader {
+    const std::string* data;
+    size_t pos = 0;
+  } reader{&png};
+  return cairo_image_surface_create_from_png_stream(
+      [](void* closure, unsigned char* out, unsigned int length) {
+        auto* r = static_cast<Reader*>(closure);
+        if (r->pos + length > r->data->size()) return CAIRO_STATUS_READ_ERROR;
+        std::memcpy(out, r->data->data() + r->pos, length);
+        r->pos += length;
+        return CAIRO_STATUS_SUCCESS;
+      },
+      &reader);
+}
+
+uint32_t& Pixel(cairo_surface_t* s, int x, int y) {
+  return *reinterpret_cast<uint32_t*>(cairo_image_surface_get_data(s) +
+                                      y * cairo_image_surface_get_stride(s) + 4 * x);
+}
+
+}  // namespace
 
 TEST_CASE("timeline: int(t / 1000) as Python computes it") {
   // Values checked with CPython: true division rounds the exact quotient to
@@ -148,19 +176,7 @@ TEST_CASE("export: the plot is a PNG of the requested size and is not blank") {
 
   // Decode it and look at the pixels: coloured areas, and the spike's column
   // reaches the top part of the plot.
-  struct Reader {
-    const std::string* data;
-    size_t pos = 0;
-  } reader{&png};
-  cairo_surface_t* img = cairo_image_surface_create_from_png_stream(
-      [](void* closure, unsigned char* out, unsigned int length) {
-        auto* r = static_cast<Reader*>(closure);
-        if (r->pos + length > r->data->size()) return CAIRO_STATUS_READ_ERROR;
-        std::memcpy(out, r->data->data() + r->pos, length);
-        r->pos += length;
-        return CAIRO_STATUS_SUCCESS;
-      },
-      &reader);
+  cairo_surface_t* img = DecodePng(png);
   REQUIRE(cairo_surface_status(img) == CAIRO_STATUS_SUCCESS);
   const int w = cairo_image_surface_get_width(img), h = cairo_image_surface_get_height(img);
   const int stride = cairo_image_surface_get_stride(img);
@@ -182,7 +198,89 @@ TEST_CASE("export: the plot is a PNG of the requested size and is not blank") {
   CHECK(coloured > 5000);
   // The spike is drawn: its column is coloured in the top third.
   CHECK(top_coloured_row < h / 3);
+  // Rendering is deterministic, and so is the encoder: same bytes again.
+  CHECK(RenderPlotPng(c, o) == png);
   CHECK(Base64("Man") == "TWFu");
   CHECK(Base64("Ma") == "TWE=");
   CHECK(Base64("M") == "TQ==");
+}
+
+TEST_CASE("export: EncodePng gives back the surface's pixels, the same bytes every time") {
+  // The colour type in IHDR: 2 RGB, 6 RGBA.
+  auto colour_type = [](const std::string& png) { return png.size() > 25 ? png[25] : -1; };
+  auto round_trip = [](cairo_surface_t* s, uint32_t mask) {
+    const std::string png = EncodePng(s);
+    REQUIRE(png.size() > 8);
+    CHECK(png.compare(0, 8, "\x89PNG\r\n\x1a\n") == 0);
+    CHECK(EncodePng(s) == png);
+    cairo_surface_t* img = DecodePng(png);
+    REQUIRE(cairo_surface_status(img) == CAIRO_STATUS_SUCCESS);
+    const int w = cairo_image_surface_get_width(s), h = cairo_image_surface_get_height(s);
+    REQUIRE(cairo_image_surface_get_width(img) == w);
+    REQUIRE(cairo_image_surface_get_height(img) == h);
+    long differing = 0;
+    for (int y = 0; y < h; ++y) {
+      for (int x = 0; x < w; ++x) differing += ((Pixel(s, x, y) ^ Pixel(img, x, y)) & mask) != 0;
+    }
+    CHECK(differing == 0);
+    cairo_surface_destroy(img);
+    return png;
+  };
+  // A few flat colours in bands (runs of repeated rows), a row that differs
+  // from its neighbours, and a checkered block, as on the plot.
+  auto paint = [](cairo_surface_t* s) {
+    const uint32_t colours[] = {0xffffffff, 0xff006400, 0xffdaa520, 0xff9370db, 0xff000000};
+    const int w = cairo_image_surface_get_width(s), h = cairo_image_surface_get_height(s);
+    cairo_surface_flush(s);
+    for (int y = 0; y < h; ++y) {
+      for (int x = 0; x < w; ++x) {
+        uint32_t v = colours[(x / 9 + y / 6) % 5];
+        if (y == 13) v = colours[x % 5];
+        if (x >= 20 && x < 30 && y >= 20 && y < 30) v = colours[(x + y) % 2 * 4];
+        Pixel(s, x, y) = v;
+      }
+    }
+    cairo_surface_mark_dirty(s);
+  };
+
+  SUBCASE("opaque ARGB32, as the plot draws, is written as RGB") {
+    cairo_surface_t* s = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 37, 41);
+    paint(s);
+    const std::string png = round_trip(s, 0xffffffff);
+    CHECK(colour_type(png) == 2);
+    // A second surface with the same pixels gives the same bytes.
+    cairo_surface_t* again = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 37, 41);
+    paint(again);
+    CHECK(EncodePng(again) == png);
+    cairo_surface_destroy(again);
+    cairo_surface_destroy(s);
+  }
+  SUBCASE("RGB24 ignores the unused byte") {
+    cairo_surface_t* s = cairo_image_surface_create(CAIRO_FORMAT_RGB24, 37, 41);
+    paint(s);
+    const std::string png = EncodePng(s);
+    // Row 31 now has the same colours as row 30 but not the same words.
+    cairo_surface_flush(s);
+    for (int x = 0; x < 37; x += 2) Pixel(s, x, 31) &= 0x00ffffff;
+    cairo_surface_mark_dirty(s);
+    CHECK(round_trip(s, 0x00ffffff) == png);
+    CHECK(colour_type(png) == 2);
+    cairo_surface_destroy(s);
+  }
+  SUBCASE("translucent ARGB32: every premultiplied value survives cairo's round trip") {
+    // Column c, row a: alpha a with channels c, a - c and c / 2 (all <= a).
+    cairo_surface_t* s = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 256, 256);
+    cairo_surface_flush(s);
+    for (uint32_t a = 0; a < 256; ++a) {
+      for (uint32_t c = 0; c < 256; ++c) {
+        const uint32_t v = std::min(c, a);
+        Pixel(s, static_cast<int>(c), static_cast<int>(a)) =
+            (a << 24) | (v << 16) | ((a - v) << 8) | (v / 2);
+      }
+    }
+    cairo_surface_mark_dirty(s);
+    const std::string png = round_trip(s, 0xffffffff);
+    CHECK(colour_type(png) == 6);
+    cairo_surface_destroy(s);
+  }
 }
