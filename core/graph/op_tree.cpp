@@ -5,13 +5,15 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "core/model/large_array.h"
+
 namespace memtl {
 
 OpTree::OpTree(const Trace& trace, const SchemaRegistry& schemas) : trace_(trace) {
   const auto n = static_cast<uint32_t>(trace.events.size());
-  preorder_.reserve(n);
-  position_.assign(n, 0);
-  subtree_size_.assign(n, 1);
+  ReserveLarge(preorder_, n);
+  AssignLarge(position_, n, uint32_t{0});
+  AssignLarge(subtree_size_, n, uint32_t{1});
   in_backward_.assign(n, false);
   std::vector<uint32_t> stack(trace.roots.rbegin(), trace.roots.rend());
   while (!stack.empty()) {
@@ -41,9 +43,9 @@ OpTree::OpTree(const Trace& trace, const SchemaRegistry& schemas) : trace_(trace
   }
 
   // Schema facts, computed once per op.
-  num_matches_.assign(n, 0);
-  mutability_begin_.assign(n + 1, 0);
-  mutability_pool_.reserve(trace.args.size());
+  AssignLarge(num_matches_, n, uint8_t{0});
+  AssignLarge(mutability_begin_, n + 1, uint32_t{0});
+  ReserveLarge(mutability_pool_, trace.args.size());
   std::vector<Observed> observed;
   for (uint32_t e = 0; e < n; ++e) {
     const Event& ev = trace.events[e];

@@ -18,6 +18,7 @@
 
 #include <utility>
 #include "core/model/flat_map.h"
+#include "core/model/large_array.h"
 
 namespace memtl {
 
@@ -152,7 +153,8 @@ void ResolvePartialTensors(Trace& trace, IdentityStats& stats) {
 class Flattener {
  public:
   Flattener(const Trace& trace, std::vector<Raw>* out) : trace_(trace), out_(out) {
-    alloc_event_of_aid_.reserve(trace.tensors.size() + trace.allocs.size() + 1);  // never regrown
+    ReserveLarge(alloc_event_of_aid_,
+                 trace.tensors.size() + trace.allocs.size() + 1);  // never regrown
   }
   uint32_t num_aids() const { return next_aid_; }
   // Per allocation id, the event that allocated it (kNone32: only freed).
@@ -348,7 +350,7 @@ void ForEachInRecordOrder(const Trace& trace, Fn&& fn) {
 
 std::vector<uint32_t> RecordOrder(const Trace& trace) {
   std::vector<uint32_t> order;
-  order.reserve(trace.events.size());
+  ReserveLarge(order, trace.events.size());
   for (uint32_t i = 0; i < trace.events.size(); ++i) {
     if (Rank(trace.events[i].kind) < 3) order.push_back(i);
   }
@@ -372,8 +374,8 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
 
   // Steps 1 and 2.
   std::vector<Raw> raws;
-  raws.reserve(trace.tensors.size() +
-               trace.allocs.size());  // an upper bound: no regrowth at the peak
+  ReserveLarge(
+      raws, trace.tensors.size() + trace.allocs.size());  // an upper bound: no regrowth at the peak
   uint32_t num_aids = 0;
   std::vector<uint32_t> alloc_event_of_aid;
   {
@@ -425,7 +427,8 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
   std::vector<bool> self_pair(num_aids, false);
   std::vector<std::pair<uint32_t, uint32_t>> pairs;
   {
-    std::vector<uint32_t> first_aid(num_impls, 0);  // 0: none yet (ids start at 1)
+    std::vector<uint32_t> first_aid;  // 0: none yet (ids start at 1)
+    AssignLarge(first_aid, num_impls, uint32_t{0});
     for (const auto& r : raws) {
       if (r.impl == 0) continue;
       uint32_t& first = first_aid[r.impl];
@@ -443,7 +446,8 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
   // Step 6: greedy coalescing over the sorted pairs ((a, a) before (a, b)
   // for b > a). Allocation ids are dense, so the id map is a vector (-1: none
   // yet).
-  std::vector<int64_t> id_of(num_aids, -1);
+  std::vector<int64_t> id_of;
+  AssignLarge(id_of, num_aids, int64_t{-1});
   {
     int64_t current = 0;
     auto visit = [&](uint32_t a, uint32_t b) {

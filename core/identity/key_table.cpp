@@ -7,22 +7,23 @@
 
 #include "core/identity/identity.h"
 #include "core/model/flat_map.h"
+#include "core/model/large_array.h"
 
 namespace memtl {
 
 void BuildKeyTable(Trace& trace) {
   KeyTable& kt = trace.key_table;
   kt = KeyTable{};
-  kt.of_tensor.assign(trace.tensors.size(), kNone32);
-  kt.of_alloc.assign(trace.allocs.size(), kNone32);
+  AssignLarge(kt.of_tensor, trace.tensors.size(), kNone32);
+  AssignLarge(kt.of_alloc, trace.allocs.size(), kNone32);
   // Provisional slots in order of first sighting.
   std::vector<TensorKey> found;
   const size_t direct_limit = 4 * (trace.tensors.size() + trace.allocs.size()) + 1024;
   std::vector<uint32_t> by_aid;
   // Upper bounds, so that neither is regrown (untouched capacity is address
   // space, not memory).
-  found.reserve(trace.tensors.size() + trace.allocs.size());
-  by_aid.reserve(direct_limit);
+  ReserveLarge(found, trace.tensors.size() + trace.allocs.size());
+  ReserveLarge(by_aid, direct_limit);
   FlatMap<TensorKey, uint32_t, TensorKeyHash> others;
   auto slot_of = [&](TensorId id, AllocationId aid, DeviceIndex device) -> uint32_t {
     if (!id.valid() || !aid.valid()) return kNone32;

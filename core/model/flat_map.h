@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/model/large_array.h"
+
 namespace memtl {
 
 template <typename K, typename V, typename Hash>
@@ -94,7 +96,7 @@ class FlatMap {
   };
   void Rehash(size_t cap) {
     std::vector<Slot> old = std::move(slots_);
-    slots_.assign(cap, Slot{});
+    AssignLarge(slots_, cap, Slot{});
     mask_ = cap - 1;
     size_ = 0;
     for (const auto& s : old) {

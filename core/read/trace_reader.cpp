@@ -16,6 +16,7 @@
 #include <string_view>
 #include <thread>
 
+#include "core/model/large_array.h"
 #include "core/read/json_cursor.h"
 #include "core/read/line_source.h"
 
@@ -70,7 +71,7 @@ class Builder {
   // costs address space, not resident memory.
   void ReserveFor(double factor) {
     auto grow = [factor](auto& v) {
-      v.reserve(static_cast<size_t>(static_cast<double>(v.size()) * factor * 1.03) + 256);
+      ReserveLarge(v, static_cast<size_t>(static_cast<double>(v.size()) * factor * 1.03) + 256);
     };
     grow(t_->events);
     grow(t_->ops);

@@ -180,14 +180,14 @@ if "$bin" export "$probe" -o "$tmp/o.json" --timings >/dev/null 2>"$tmp/err" && 
       { log "--timings run failed for $n"; : >"$tmp/t$n"; }
   done
   echo
-  echo "Stages of \`memtl export F -o OUT.json --timings\` (one extra run per size; seconds, peak RSS MiB so far, MiB of fresh pages the stage touched):"
+  echo "Stages of \`memtl export F -o OUT.json --timings\` (one extra run per size; seconds, peak RSS MiB so far, page faults in the stage, i.e. first touches of memory, each mapping 4 KiB or, in arrays advised for huge pages, 2 MiB):"
   echo
   header="| stage |"
   sep="|---|"
-  for n in "${sizes[@]}"; do header="$header $n s | RSS MiB | fresh MiB |"; sep="$sep---:|---:|---:|"; done
+  for n in "${sizes[@]}"; do header="$header $n s | RSS MiB | faults |"; sep="$sep---:|---:|---:|"; done
   echo "$header"
   echo "$sep"
-  # lines: "memtl: timing: PHASE SECONDS [s] [peak RSS MIB MiB] [fresh pages MIB MiB]"
+  # lines: "memtl: timing: PHASE SECONDS [s] [peak RSS MIB MiB] [page faults N]"
   # (PHASE may have spaces)
   for n in "${sizes[@]}"; do
     awk '/^memtl: timing:/ {
@@ -196,7 +196,7 @@ if "$bin" export "$probe" -o "$tmp/o.json" --timings >/dev/null 2>"$tmp/err" && 
         if (sec == "" && $i ~ /^[0-9.]+s?$/) { sec = $i; sub(/s$/, "", sec) }
         else if (sec == "") name = name (name == "" ? "" : " ") $i
         else if ($i == "RSS" && i < NF) rss = $(i + 1)
-        else if ($i == "pages" && i < NF) fresh = $(i + 1)
+        else if ($i == "faults" && i < NF) fresh = $(i + 1)
       }
       if (sec != "") printf "%s\t%s\t%s\t%s\n", name, sec, rss, fresh
     }' "$tmp/t$n" >"$tmp/p$n"
