@@ -51,11 +51,16 @@ enum class ArgKind : uint8_t {
   kString
 };
 
+// 8 bytes (there are about 1.6 per event): a list's length shares a word
+// with the kind, so a list holds at most kMaxListItems elements (the
+// reader's line limit keeps lists well below that).
 struct Arg {
-  ArgKind kind = ArgKind::kNone;
-  uint32_t begin = 0;  // kTensor: tensor index; kTensorList: index into list_items
-  uint32_t count = 0;  // kTensorList: number of elements
+  uint32_t begin = 0;       // kTensor: tensor index; kTensorList: index into list_items
+  uint32_t count : 24 = 0;  // kTensorList: number of elements
+  ArgKind kind : 8 = ArgKind::kNone;
 };
+static_assert(sizeof(Arg) == 8);
+inline constexpr uint32_t kMaxListItems = (uint32_t{1} << 24) - 1;
 
 enum class Layout : uint8_t {
   kStrided,

@@ -61,6 +61,11 @@ JsonCursor::Kind NextKind(JsonCursor& c) {
   return k;
 }
 
+// No record line may be longer; this also bounds a tensor list's length
+// (each element takes at least 5 bytes, "null,") below what Arg can hold.
+constexpr size_t kMaxLineBytes = size_t{64} << 20;
+static_assert(kMaxLineBytes / 5 < kMaxListItems);
+
 class Builder {
  public:
   explicit Builder(Trace* trace) : t_(trace) {}
@@ -452,7 +457,7 @@ class Builder {
         }
       }
       arg.begin = static_cast<uint32_t>(t_->list_items.size());
-      arg.count = static_cast<uint32_t>(items.size());
+      arg.count = static_cast<uint32_t>(items.size()) & kMaxListItems;
       t_->list_items.insert(t_->list_items.end(), items.begin(), items.end());
     } else if (key == "bool") {
       Bool(c, "bool");
@@ -853,7 +858,7 @@ Expected<Trace> ReadFrom(LineSource& src, const ReadOptions& options, ReadInfo* 
       ++line_no;
       // Built only for an error message.
       auto where = [&] { return src.name() + ": line " + std::to_string(line_no) + ": "; };
-      if (line.size() > (64u << 20)) return Status::Error(where() + "line longer than 64 MiB");
+      if (line.size() > kMaxLineBytes) return Status::Error(where() + "line longer than 64 MiB");
       JsonCursor cursor(line);
       try {
         if (!saw_header) {

@@ -73,6 +73,27 @@ TEST_CASE("reader: errors name the file, the line and the problem") {
   CHECK(ErrorOf(Header() + R"({"k":"alloc","i":0,"p":-1,"t":"x","ptr":5,"bytes":8,"dev":"cpu"})"
                            "\n")
             .find("expected an integer for \"t\"") != std::string::npos);
+  // A tensor list's length shares a word with the argument's kind (24
+  // bits); the 64 MiB line limit keeps lists shorter than that. The longest
+  // list of nulls that fits in a line keeps its length, one line longer is an
+  // error.
+  auto op_with_list = [](size_t n) {
+    std::string list = R"({"list":[)";
+    list.reserve(list.size() + 5 * n + 4);
+    for (size_t i = 0; i < n; ++i) list += i == 0 ? "null" : ",null";
+    return Op(0, -1, "a", 1, 2, list + "]}");
+  };
+  const size_t fits = (size_t{64} << 20) / 5 - 40;
+  {
+    auto longest = ReadTraceString(Header() + op_with_list(fits), "t.trace");
+    REQUIRE(longest.ok());
+    const Arg arg = longest.value().args.at(0);
+    const uint32_t count = arg.count;
+    CHECK(count == fits);
+    CHECK((arg.kind == ArgKind::kTensorList));
+  }
+  CHECK(ErrorOf(Header() + op_with_list(fits + 40)).find("line 2: line longer than 64 MiB") !=
+        std::string::npos);
   // A child that starts before its parent is counted (a diagnostic), not fatal.
   auto early =
       ReadTraceString(Header() + Op(0, -1, "a", 10, 20, "") + Op(1, 0, "b", 5, 8, ""), "t.trace");
