@@ -17,6 +17,7 @@
 #include <unordered_set>
 
 #include <utility>
+#include "core/identity/key_table.h"
 #include "core/model/flat_map.h"
 #include "core/model/large_array.h"
 
@@ -253,16 +254,17 @@ class Flattener {
 // was allocated inside an op (or a descendant of one) that received this impl
 // with the old storage at an argument some overload of that op writes.
 // Returns the number of identities (impls are renumbered 1..n).
-// `alloc_event_of_aid`: per allocation id, the event that allocated it.
+// `alloc_event_of_aid`: per allocation id, the event that allocated it;
+// `tensor_aid`: per tensor observation, its allocation id (0: none).
 uint64_t DealiasImpls(const Trace& trace, const SchemaRegistry& schemas, std::vector<Raw>& raws,
-                      const std::vector<uint32_t>& alloc_event_of_aid, IdentityStats& stats) {
+                      const std::vector<uint32_t>& alloc_event_of_aid,
+                      const std::vector<uint32_t>& tensor_aid, IdentityStats& stats) {
   auto op_wrote_impl = [&](uint32_t op_event, uint64_t impl, int64_t old_aid) {
     const Event& e = trace.events[op_event];
     const OpInfo& op = trace.ops[e.payload];
     const std::string& name = trace.Name(e);
     auto holds = [&](uint32_t ti) {
-      return ti != kNone32 && trace.tensors[ti].impl == impl &&
-             trace.tensors[ti].allocation.value() == old_aid;
+      return ti != kNone32 && trace.tensors[ti].impl == impl && tensor_aid[ti] == old_aid;
     };
     for (uint32_t a = 0; a < op.args_count; ++a) {
       const Arg& arg = trace.args[op.args_begin + a];
@@ -367,7 +369,7 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
     // Far beyond any machine this runs on (2^30 tensors would be 48 GiB).
     diag.Add("trace too large for tensor identity",
              "2^30 or more tensor observations or allocations; no tensor ids assigned");
-    BuildKeyTable(trace);
+    BuildKeyTable(trace, trace.tensor_ids, trace.alloc_ids);  // the producer's, if any
     return stats;
   }
   if (legacy) ResolvePartialTensors(trace, stats);
@@ -386,27 +388,27 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
   }
   stats.raw_tensors = raws.size();
 
-  // Write allocation ids now: step 3 reads them from op arguments.
-  auto write_aids = [&](Trace& t) {
-    for (const auto& r : raws) {
-      if (r.is_tensor) {
-        t.tensors[r.target].allocation = AllocationId(r.aid);
-      } else {
-        t.allocs[r.target].allocation = AllocationId(r.aid);
-      }
-    }
-  };
   // With producer ids, the computed allocation ids are only compared.
-  std::vector<AllocationId> saved_tensor_aids, saved_alloc_aids;
   if (!legacy) {
-    for (const auto& t : trace.tensors) saved_tensor_aids.push_back(t.allocation);
-    for (const auto& a : trace.allocs) saved_alloc_aids.push_back(a.allocation);
+    for (const auto& r : raws) {
+      const auto& given = r.is_tensor ? trace.tensor_ids[r.target] : trace.alloc_ids[r.target];
+      if (given.allocation != AllocationId(r.aid)) ++stats.id_mismatches;
+    }
   }
-  write_aids(trace);
 
-  // Step 3. Either way impls are numbered 1..num_impls-1 afterwards.
-  const uint64_t num_impls =
-      legacy ? DealiasImpls(trace, schemas, raws, alloc_event_of_aid, stats) : NumberImpls(raws);
+  // Step 3. Either way impls are numbered 1..num_impls-1 afterwards. The
+  // 1.13 split reads each op argument's allocation id.
+  uint64_t num_impls = 0;
+  if (legacy) {
+    std::vector<uint32_t> tensor_aid;
+    AssignLarge(tensor_aid, trace.tensors.size(), uint32_t{0});
+    for (const auto& r : raws) {
+      if (r.is_tensor) tensor_aid[r.target] = r.aid;
+    }
+    num_impls = DealiasImpls(trace, schemas, raws, alloc_event_of_aid, tensor_aid, stats);
+  } else {
+    num_impls = NumberImpls(raws);
+  }
   alloc_event_of_aid = {};
 
   // Step 4: allocations never seen with a tensor are not tensor storage.
@@ -465,38 +467,34 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
   }
 
   if (legacy) {
+    // The computed ids go straight from the raws to the key table;
+    // observations and allocations outside `raws` get no slot.
+    KeyTableBuilder keys(trace);
     for (const auto& r : raws) {
       const TensorId id(id_of[r.aid]);
       if (r.is_tensor) {
-        trace.tensors[r.target].id = id;
+        keys.Tensor(r.target, id, AllocationId(r.aid));
       } else {
-        trace.allocs[r.target].id = id;
+        keys.Alloc(r.target, id, AllocationId(r.aid));
       }
     }
-    BuildKeyTable(trace);
+    raws = {};
+    id_of = {};
+    keys.Finish();
     return stats;
   }
 
-  // Producer ids: restore them and count disagreements.
-  for (size_t i = 0; i < trace.tensors.size(); ++i) {
-    if (trace.tensors[i].allocation != saved_tensor_aids[i]) ++stats.id_mismatches;
-    trace.tensors[i].allocation = saved_tensor_aids[i];
-  }
-  for (size_t i = 0; i < trace.allocs.size(); ++i) {
-    if (trace.allocs[i].allocation != saved_alloc_aids[i]) ++stats.id_mismatches;
-    trace.allocs[i].allocation = saved_alloc_aids[i];
-  }
+  // Producer ids: they are kept; disagreements are counted.
   for (const auto& r : raws) {
-    const TensorId computed(id_of[r.aid]);
-    const TensorId given = r.is_tensor ? trace.tensors[r.target].id : trace.allocs[r.target].id;
-    if (computed != given) ++stats.id_mismatches;
+    const auto& given = r.is_tensor ? trace.tensor_ids[r.target] : trace.alloc_ids[r.target];
+    if (TensorId(id_of[r.aid]) != given.id) ++stats.id_mismatches;
   }
   if (stats.id_mismatches > 0) {
     diag.Add("producer ids differ from memtl's",
              std::to_string(stats.id_mismatches) +
                  " tensor or allocation ids differ; the producer's are used");
   }
-  BuildKeyTable(trace);
+  BuildKeyTable(trace, trace.tensor_ids, trace.alloc_ids);
   return stats;
 }
 

@@ -19,14 +19,17 @@ struct IdentityStats {
   size_t id_mismatches = 0;    // producer ids that differ from the computed ones
 };
 
-// Writes ids into `trace` (tensors and allocations). When the trace carries
+// Computes the ids and writes trace.key_table (torch 1.13 traces also get
+// their python-tracer tensors resolved to op inputs). When the trace carries
 // producer ids they are kept and the computed ones only checked against them
 // (mismatches are counted in `diag`).
 IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagnostics& diag);
 
-// Builds trace.key_table from the ids AssignIdentity wrote (it calls this
-// itself; call again only after changing ids).
-void BuildKeyTable(Trace& trace);
+// Builds trace.key_table from ids per tensor observation and per allocation
+// (parallel to trace.tensors and trace.allocs; an empty vector: none have
+// ids). AssignIdentity calls it with the ids it settled on.
+void BuildKeyTable(Trace& trace, const std::vector<ProducerIds>& tensor_ids,
+                   const std::vector<ProducerIds>& alloc_ids);
 
 // The event order PyTorch 2.x assigns ids in: a stable sort by start time of
 // torch ops, then allocations, then python calls (ties: that rank, then

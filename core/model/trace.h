@@ -4,7 +4,8 @@
 // live in flat arrays indexed by uint32, with side tables per event kind, so
 // that a trace of millions of events costs tens of bytes per event and no
 // pointer chasing. Readers fill it; later stages only add their own results
-// (identity writes tensor/allocation ids, nothing else is mutated).
+// (identity writes the key table and resolves torch 1.13's python-tracer
+// tensors; nothing else is mutated).
 #pragma once
 
 #include <cstdint>
@@ -77,12 +78,12 @@ bool ParseLayout(std::string_view s, Layout* out);
 // Element sizes by PyTorch dtype name; 0 when the name is unknown.
 uint32_t ElementSize(std::string_view dtype);
 
-// One observation of a tensor (PyTorch's TensorMetadata).
+// One observation of a tensor (PyTorch's TensorMetadata), in 32 bytes (about
+// 0.8 per event). Its ids are not here: the producer's, when it states them,
+// are in Trace::tensor_ids, and identity's result is the key table.
 struct Tensor {
   uint64_t impl = 0;  // TensorImpl address, 0 if none
   uint64_t ptr = 0;   // storage data pointer
-  TensorId id;        // from the producer, or assigned by identity
-  AllocationId allocation;
   DeviceIndex device = 0;
   Layout layout = Layout::kStrided;
   bool partial = false;  // only `ptr` is known (torch 1.13 python tracer)
@@ -91,6 +92,14 @@ struct Tensor {
   // SizeMap zips sizes with strides, each [1] when empty): the extent in
   // elements that the size map needs. Shapes themselves are not kept.
   int64_t extent = 1;
+};
+static_assert(sizeof(Tensor) == 32);
+
+// The ids a producer states for one tensor observation or allocation
+// (PyTorch >= 2.0); invalid where it stated none.
+struct ProducerIds {
+  TensorId id;
+  AllocationId allocation;
 };
 
 // The extent of a tensor from its sizes and strides, as PyTorch's SizeMap
@@ -112,8 +121,6 @@ struct AllocInfo {
   int64_t total_reserved = 0;
   uint64_t tid = 0;
   DeviceIndex device = 0;
-  TensorId id;  // from the producer, or assigned by identity
-  AllocationId allocation;
 };
 
 struct StateEntry {
@@ -224,6 +231,10 @@ struct Trace {
   std::vector<Arg> args;
   std::vector<uint32_t> list_items;  // tensor index or kNone32
   std::vector<Tensor> tensors;
+  // The producer's ids, per tensor and per allocation (parallel to `tensors`
+  // and `allocs`); filled only when header.has_ids, empty otherwise.
+  std::vector<ProducerIds> tensor_ids;
+  std::vector<ProducerIds> alloc_ids;
 
   // Ops whose end time the producer did not record (end = start is used).
   uint64_t ops_without_end = 0;

@@ -85,6 +85,10 @@ class Builder {
     grow(t_->args);
     grow(t_->list_items);
     grow(t_->tensors);
+    if (t_->header.has_ids) {
+      grow(t_->tensor_ids);
+      grow(t_->alloc_ids);
+    }
   }
 
   void Header(JsonCursor& c) {
@@ -509,6 +513,7 @@ class Builder {
   // The rest of a tensor object whose first key is `key` (its value next).
   uint32_t TensorBody(JsonCursor& c, std::string_view key, bool allow_partial) {
     Tensor t;
+    ProducerIds ids;
     bool has_impl = false, has_ptr = false, has_dev = false, has_dtype = false;
     sizes_.clear();
     strides_.clear();
@@ -522,11 +527,11 @@ class Builder {
       } else if (key == "id") {
         const int64_t id = OptInt(c, "id", -1);
         if (id < -1) Fail("negative tensor id");
-        t.id = TensorId(id);
+        ids.id = TensorId(id);
       } else if (key == "aid") {
         const int64_t aid = OptInt(c, "aid", -1);
         if (aid < -1) Fail("negative allocation id");
-        t.allocation = AllocationId(aid);
+        ids.allocation = AllocationId(aid);
       } else if (key == "dev") {
         t.device = Device(c, "dev");
         has_dev = true;
@@ -557,6 +562,7 @@ class Builder {
       t.extent = TensorExtent(sizes_.data(), sizes_.size(), strides_.data(), strides_.size());
     }
     t_->tensors.push_back(t);
+    if (t_->header.has_ids) t_->tensor_ids.push_back(ids);
     return static_cast<uint32_t>(t_->tensors.size() - 1);
   }
 
@@ -593,10 +599,9 @@ class Builder {
     a.total_allocated = f.total_allocated;
     a.total_reserved = f.total_reserved;
     a.tid = static_cast<uint64_t>(f.tid);
-    a.id = TensorId(f.id);
-    a.allocation = AllocationId(f.aid);
     e->payload = static_cast<uint32_t>(t_->allocs.size());
     t_->allocs.push_back(a);
+    if (t_->header.has_ids) t_->alloc_ids.push_back({TensorId(f.id), AllocationId(f.aid)});
   }
 
   void Params(JsonCursor& c, bool module, uint32_t* begin, uint32_t* count) {

@@ -1,0 +1,38 @@
+// The dense key index (Trace::key_table) and how identity fills it: each
+// tensor observation and allocation that has both ids is given to the
+// builder, in any order; Finish() numbers the distinct TensorKeys in key
+// order and rewrites every slot accordingly. Identity gives each allocation
+// id exactly one (tensor id, device), so a vector indexed by allocation id
+// finds a key's slot without hashing; keys that break that rule (possible
+// with producer ids) fall back to a hash map.
+#pragma once
+
+#include <vector>
+
+#include "core/model/flat_map.h"
+#include "core/model/trace.h"
+
+namespace memtl {
+
+class KeyTableBuilder {
+ public:
+  // Starts trace.key_table afresh: no observation or allocation has a slot.
+  explicit KeyTableBuilder(Trace& trace);
+  // Tensor observation / allocation `i` has these ids (invalid: no slot).
+  // Partial tensors (torch 1.13 python-tracer addresses) never get one.
+  void Tensor(uint32_t i, TensorId id, AllocationId aid);
+  void Alloc(uint32_t i, TensorId id, AllocationId aid);
+  void Finish();
+
+ private:
+  uint32_t SlotOf(TensorId id, AllocationId aid, DeviceIndex device);
+
+  Trace& trace_;
+  KeyTable& kt_;
+  const size_t direct_limit_;
+  std::vector<TensorKey> found_;  // provisional slots, in order of first sighting
+  std::vector<uint32_t> by_aid_;  // allocation id -> provisional slot
+  FlatMap<TensorKey, uint32_t, TensorKeyHash> others_;
+};
+
+}  // namespace memtl
