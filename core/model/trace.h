@@ -256,6 +256,12 @@ struct Trace {
   std::vector<uint32_t> roots;
 
   DeviceIndex InternDevice(std::string_view name);
+  // Frees `tensors` and `tensor_ids` (the pipeline does after the size map;
+  // key_table.of_tensor still gives every observation's key).
+  void ReleaseTensorRecords() {
+    std::vector<Tensor>().swap(tensors);
+    std::vector<ProducerIds>().swap(tensor_ids);
+  }
   void FinishTree();  // builds children lists and device ranks
 
   const std::string& Name(const Event& e) const { return strings.Get(e.name); }

@@ -66,6 +66,10 @@ Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string&
   a->graph = std::make_unique<DataFlowGraph>(std::move(graph.value()));
   a->timer.Mark("graph");
   a->sizes = std::make_unique<SizeMap>(*a->tree);
+  // From here on tensors are read only through the key table and the size
+  // map: the tensor records (a quarter of the trace's memory) are dropped
+  // before the passes and the timeline add theirs.
+  a->trace.ReleaseTensorRecords();
   a->timer.Mark("size map");
   return a;
 }
