@@ -21,6 +21,10 @@ class Diagnostics {
     uint64_t count = 0;
     std::string example;
   };
+  // Adds every entry of `other`, as if its Add calls had come after ours.
+  void Merge(const Diagnostics& other) {
+    for (const auto& [kind, e] : other.entries_) Add(kind, e.example, e.count);
+  }
   const std::map<std::string, Entry>& entries() const { return entries_; }
   bool empty() const { return entries_.empty(); }
 

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <thread>
 
 #include <sys/resource.h>
 
@@ -33,7 +35,7 @@ int64_t MinorFaults() {
 namespace {
 
 Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string& name,
-                                                 PhaseTimer timer) {
+                                                 PhaseTimer timer, bool threaded) {
   auto a = std::make_unique<Analysis>();
   a->timer = std::move(timer);
   a->name = name;
@@ -55,10 +57,33 @@ Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string&
     a->diagnostics.Add("event starts before its parent", "the parent links may be wrong",
                        a->trace.events_before_parent);
   }
-  a->allocations = CheckAllocations(a->trace, a->diagnostics);
-  a->timer.Mark("checks");
-  a->identity = AssignIdentity(a->trace, a->schemas, a->diagnostics);
-  a->timer.Mark("identity");
+  if (threaded) {
+    // The allocation checks and identity read the same events and neither
+    // reads what the other writes (identity writes the key table and the
+    // tensor records), so the checks run on the second core meanwhile. Each
+    // counts into its own diagnostics, merged in the single-threaded order.
+    Diagnostics checks_diag, identity_diag;
+    std::exception_ptr checks_error;
+    {
+      std::jthread checks([&] {
+        try {
+          a->allocations = CheckAllocations(a->trace, checks_diag);
+        } catch (...) {
+          checks_error = std::current_exception();
+        }
+      });
+      a->identity = AssignIdentity(a->trace, a->schemas, identity_diag);
+    }
+    if (checks_error) std::rethrow_exception(checks_error);
+    a->diagnostics.Merge(checks_diag);
+    a->diagnostics.Merge(identity_diag);
+    a->timer.Mark("checks+identity");
+  } else {
+    a->allocations = CheckAllocations(a->trace, a->diagnostics);
+    a->timer.Mark("checks");
+    a->identity = AssignIdentity(a->trace, a->schemas, a->diagnostics);
+    a->timer.Mark("identity");
+  }
   a->tree = std::make_unique<OpTree>(a->trace, a->schemas);
   a->timer.Mark("op tree");
   auto graph = DataFlowGraph::Build(*a->tree);
@@ -76,8 +101,8 @@ Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string&
 
 }  // namespace
 
-Expected<std::unique_ptr<Analysis>> Analyze(Trace trace, const std::string& name) {
-  return AnalyzeTimed(std::move(trace), name, PhaseTimer());
+Expected<std::unique_ptr<Analysis>> Analyze(Trace trace, const std::string& name, bool threaded) {
+  return AnalyzeTimed(std::move(trace), name, PhaseTimer(), threaded);
 }
 
 Expected<std::unique_ptr<Analysis>> AnalyzeFile(const std::string& path,
@@ -88,7 +113,7 @@ Expected<std::unique_ptr<Analysis>> AnalyzeFile(const std::string& path,
   auto trace = ReadTraceFile(path, options, &info);
   if (!trace.ok()) return trace.status();
   timer.Mark("read");
-  auto a = AnalyzeTimed(std::move(trace.value()), path, std::move(timer));
+  auto a = AnalyzeTimed(std::move(trace.value()), path, std::move(timer), options.threaded);
   if (a.ok()) a.value()->read_info = info;
   return a;
 }

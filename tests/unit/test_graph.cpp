@@ -122,3 +122,37 @@ TEST_CASE(
   CHECK(cats.Get(key(3, 4), 1) == Category::kOptimizerState);
   CHECK(cats.Get(key(2, 3), 0) != Category::kParameter);
 }
+
+TEST_CASE("pipeline: checks beside identity on a second thread give the same analysis") {
+  // Diagnostics from both stages: a double free and a zero-byte event
+  // (checks), and producer ids that disagree with memtl's (identity).
+  const std::string text =
+      Header(true) + Op(0, -1, "aten::relu", 1, 2, T(1, 100, 4, 5, 9)) +
+      Alloc(1, -1, 3, 300, 16, "cpu", 7, 8) + Alloc(2, -1, 4, 300, -16, "cpu", 7, 8) +
+      Alloc(3, -1, 5, 300, -16, "cpu", 7, 8) + Alloc(4, -1, 6, 400, 0, "cpu", 9, 10);
+  auto analyze = [&](bool threaded) {
+    auto r = ReadTraceString(text, "t.trace");
+    REQUIRE(r.ok());
+    auto a = Analyze(std::move(r.value()), "t.trace", threaded);
+    REQUIRE(a.ok());
+    return std::move(a.value());
+  };
+  const auto one = analyze(false);
+  const auto two = analyze(true);
+  const auto& d1 = one->diagnostics.entries();
+  const auto& d2 = two->diagnostics.entries();
+  CHECK(d1.count("double free") == 1);
+  CHECK(d1.count("allocation event of 0 bytes") == 1);
+  CHECK(d1.count("producer ids differ from memtl's") == 1);
+  REQUIRE(d1.size() == d2.size());
+  for (auto i = d1.begin(), j = d2.begin(); i != d1.end(); ++i, ++j) {
+    CHECK(i->first == j->first);
+    CHECK(i->second.count == j->second.count);
+    CHECK(i->second.example == j->second.example);
+  }
+  CHECK(one->allocations.frees == two->allocations.frees);
+  CHECK(one->allocations.allocations == two->allocations.allocations);
+  CHECK(one->trace.key_table.keys == two->trace.key_table.keys);
+  CHECK(one->trace.key_table.of_alloc == two->trace.key_table.of_alloc);
+  CHECK(FormatDataFlow(one->trace, *one->graph) == FormatDataFlow(two->trace, *two->graph));
+}
