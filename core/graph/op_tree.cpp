@@ -3,13 +3,18 @@
 #include "core/graph/op_tree.h"
 
 #include <algorithm>
+#include <string>
 #include <unordered_map>
 
 #include "core/model/large_array.h"
 
 namespace memtl {
 
-OpTree::OpTree(const Trace& trace, const SchemaRegistry& schemas) : trace_(trace) {
+OpTree::OpTree(const Trace& trace, const SchemaRegistry& schemas) : OpTree(trace) {
+  AddSchemaFacts(schemas);
+}
+
+OpTree::OpTree(const Trace& trace) : trace_(trace) {
   const auto n = static_cast<uint32_t>(trace.events.size());
   ReserveLarge(preorder_, n);
   AssignLarge(position_, n, uint32_t{0});
@@ -41,12 +46,23 @@ OpTree::OpTree(const Trace& trace, const SchemaRegistry& schemas) : trace_(trace
     sorted_ = preorder_;
     std::stable_sort(sorted_.begin(), sorted_.end(), by_start);
   }
+}
 
+void OpTree::AddSchemaFacts(const SchemaRegistry& schemas) {
+  const Trace& trace = trace_;
+  const auto n = static_cast<uint32_t>(trace.events.size());
   // Schema facts, computed once per op.
   AssignLarge(num_matches_, n, uint8_t{0});
   AssignLarge(mutability_begin_, n + 1, uint32_t{0});
   ReserveLarge(mutability_pool_, trace.args.size());
   std::vector<Observed> observed;
+  struct Facts {
+    uint8_t num_matches = 0;
+    uint32_t mutability_begin = 0, mutability_end = 0;  // into known_mutability
+  };
+  std::unordered_map<std::string, Facts> known;  // (name id, observed kinds) -> facts
+  std::vector<int8_t> known_mutability;
+  std::string key;
   for (uint32_t e = 0; e < n; ++e) {
     const Event& ev = trace.events[e];
     mutability_begin_[e] = static_cast<uint32_t>(mutability_pool_.size());
@@ -87,10 +103,24 @@ OpTree::OpTree(const Trace& trace, const SchemaRegistry& schemas) : trace_(trace
           break;
       }
     }
-    const auto matches = MatchSchemas(schemas.Lookup(trace.Name(ev)), observed);
-    num_matches_[e] = static_cast<uint8_t>(std::min<size_t>(matches.size(), 255));
-    const auto mut = InputsAreMutable(matches, observed.size());
-    mutability_pool_.insert(mutability_pool_.end(), mut.begin(), mut.end());
+    // The facts depend only on the op's name and the kinds observed, and a
+    // trace repeats the same few hundred such pairs (every training step
+    // runs the same ops): each pair is matched once.
+    key.assign(reinterpret_cast<const char*>(&ev.name), sizeof ev.name);
+    key.append(reinterpret_cast<const char*>(observed.data()), observed.size());
+    auto [it, inserted] = known.try_emplace(key, Facts{});
+    if (inserted) {
+      const auto matches = MatchSchemas(schemas.Lookup(trace.Name(ev)), observed);
+      const auto mut = InputsAreMutable(matches, observed.size());
+      it->second.num_matches = static_cast<uint8_t>(std::min<size_t>(matches.size(), 255));
+      it->second.mutability_begin = static_cast<uint32_t>(known_mutability.size());
+      known_mutability.insert(known_mutability.end(), mut.begin(), mut.end());
+      it->second.mutability_end = static_cast<uint32_t>(known_mutability.size());
+    }
+    const Facts& f = it->second;
+    num_matches_[e] = f.num_matches;
+    mutability_pool_.insert(mutability_pool_.end(), known_mutability.begin() + f.mutability_begin,
+                            known_mutability.begin() + f.mutability_end);
   }
   mutability_begin_[n] = static_cast<uint32_t>(mutability_pool_.size());
 }

@@ -22,6 +22,11 @@ inline uint32_t SlotOfAlloc(const Trace& trace, uint32_t alloc) {
 class OpTree {
  public:
   OpTree(const Trace& trace, const SchemaRegistry& schemas);
+  // The tree's shape only (orders, subtree sizes, backward flags): it needs
+  // no tensor identity, so it can be built while identity runs. The schema
+  // facts need the key table: AddSchemaFacts adds them afterwards.
+  explicit OpTree(const Trace& trace);
+  void AddSchemaFacts(const SchemaRegistry& schemas);
 
   const Trace& trace() const { return trace_; }
   // Event indices in depth-first pre-order; the subtree of preorder()[p]

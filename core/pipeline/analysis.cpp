@@ -58,33 +58,36 @@ Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string&
                        a->trace.events_before_parent);
   }
   if (threaded) {
-    // The allocation checks and identity read the same events and neither
-    // reads what the other writes (identity writes the key table and the
-    // tensor records), so the checks run on the second core meanwhile. Each
-    // counts into its own diagnostics, merged in the single-threaded order.
+    // The allocation checks and the op tree's shape read the events and
+    // neither reads what identity writes (the key table and the tensor
+    // records), so they are built on the second core while identity runs.
+    // The checks count into their own diagnostics, merged in the
+    // single-threaded order.
     Diagnostics checks_diag, identity_diag;
-    std::exception_ptr checks_error;
+    std::exception_ptr helper_error;
     {
-      std::jthread checks([&] {
+      std::jthread helper([&] {
         try {
           a->allocations = CheckAllocations(a->trace, checks_diag);
+          a->tree = std::make_unique<OpTree>(a->trace);
         } catch (...) {
-          checks_error = std::current_exception();
+          helper_error = std::current_exception();
         }
       });
       a->identity = AssignIdentity(a->trace, a->schemas, identity_diag);
     }
-    if (checks_error) std::rethrow_exception(checks_error);
+    if (helper_error) std::rethrow_exception(helper_error);
     a->diagnostics.Merge(checks_diag);
     a->diagnostics.Merge(identity_diag);
-    a->timer.Mark("checks+identity");
+    a->timer.Mark("identity+checks+shape");
   } else {
     a->allocations = CheckAllocations(a->trace, a->diagnostics);
     a->timer.Mark("checks");
     a->identity = AssignIdentity(a->trace, a->schemas, a->diagnostics);
     a->timer.Mark("identity");
+    a->tree = std::make_unique<OpTree>(a->trace);
   }
-  a->tree = std::make_unique<OpTree>(a->trace, a->schemas);
+  a->tree->AddSchemaFacts(a->schemas);
   a->timer.Mark("op tree");
   auto graph = DataFlowGraph::Build(*a->tree);
   if (!graph.ok()) return Status::Error(name + ": " + graph.status().message());

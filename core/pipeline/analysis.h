@@ -72,9 +72,9 @@ struct Analysis {
 };
 
 // Runs the core stages on a trace already read. Errors name `name`.
-// `threaded`: the allocation checks run on a second thread beside identity
-// (the result is the same either way); AnalyzeFile follows
-// ReadOptions::threaded.
+// `threaded`: the allocation checks and the op tree's shape are built on a
+// second thread beside identity (the result is the same either way);
+// AnalyzeFile follows ReadOptions::threaded.
 Expected<std::unique_ptr<Analysis>> Analyze(Trace trace, const std::string& name,
                                             bool threaded = false);
 Expected<std::unique_ptr<Analysis>> AnalyzeFile(const std::string& path,
