@@ -261,11 +261,15 @@ class Builder {
 
   DeviceIndex Device(JsonCursor& c, const char* key) {
     const std::string_view name = String(c, key);
+    // Nearly every tensor and allocation names the device of the one before.
+    if (last_device_ != kNoDevice && name == last_device_name_) return last_device_;
     if (!ValidDeviceName(name)) {
       Fail("invalid device \"" + std::string(name.substr(0, 64)) +
            "\" (PyTorch accepts \"type\" or \"type:index\" with a known type such as cpu or cuda)");
     }
-    return t_->InternDevice(name);
+    last_device_name_.assign(name);
+    last_device_ = t_->InternDevice(name);
+    return last_device_;
   }
 
   void Field(JsonCursor& c, std::string_view key, Fields& f) {
@@ -536,7 +540,13 @@ class Builder {
         t.device = Device(c, "dev");
         has_dev = true;
       } else if (key == "dtype") {
-        t.element_size = static_cast<uint8_t>(ElementSize(String(c, "dtype")));
+        // Most tensors have the dtype of the one before.
+        const std::string_view dtype = String(c, "dtype");
+        if (dtype != last_dtype_) {
+          last_dtype_.assign(dtype);
+          last_element_size_ = static_cast<uint8_t>(ElementSize(dtype));
+        }
+        t.element_size = last_element_size_;
         has_dtype = true;
       } else if (key == "layout") {
         if (c.Peek() != JsonCursor::Kind::kString ||
@@ -729,6 +739,12 @@ class Builder {
 
   Trace* t_;
   std::string scratch_;
+  // The last device and dtype names read, and what they gave.
+  static constexpr DeviceIndex kNoDevice = 0xffff;
+  std::string last_device_name_;
+  DeviceIndex last_device_ = kNoDevice;
+  std::string last_dtype_;
+  uint8_t last_element_size_ = 0;
   std::vector<Arg> arg_stack_;
   std::vector<uint32_t> list_scratch_;
   std::vector<int64_t> sizes_, strides_;
