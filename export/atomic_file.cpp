@@ -13,6 +13,13 @@
 
 namespace memtl {
 
+namespace {
+// gzip level of compressed outputs (.raw.json.gz). Level 2 takes the 10^6
+// event raw export from 1.0 to 0.81-0.85 s end to end for a file 23% larger
+// (2.7 instead of 2.2 MB for 14.6 MB of JSON); the JSON inside is the same.
+constexpr int kGzipLevel = 2;
+}  // namespace
+
 struct AtomicFile::Deflater {
   z_stream zs{};
 };
@@ -35,7 +42,8 @@ Expected<AtomicFile*> AtomicFile::Create(const std::string& path, bool gzip) {
   f->gzip_ = gzip;
   if (gzip) {
     f->deflater_ = new Deflater();
-    if (deflateInit2(&f->deflater_->zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+    if (deflateInit2(&f->deflater_->zs, kGzipLevel, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
+        Z_OK) {
       return Status::Error(path + ": cannot initialize gzip");
     }
   }
