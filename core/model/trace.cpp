@@ -6,6 +6,8 @@
 #include <array>
 #include <charconv>
 
+#include "core/model/large_array.h"
+
 namespace memtl {
 
 namespace {
@@ -135,7 +137,7 @@ DeviceIndex Trace::InternDevice(std::string_view name) {
 
 void Trace::FinishTree() {
   const auto n = static_cast<uint32_t>(events.size());
-  child_begin.assign(n + 1, 0);
+  AssignLarge(child_begin, n + 1, uint32_t{0});
   roots.clear();
   for (uint32_t i = 0; i < n; ++i) {
     if (events[i].parent == kNone32) {
@@ -145,8 +147,10 @@ void Trace::FinishTree() {
     }
   }
   for (uint32_t i = 0; i < n; ++i) child_begin[i + 1] += child_begin[i];
-  child_list.assign(child_begin[n], 0);
-  std::vector<uint32_t> fill(child_begin.begin(), child_begin.end() - 1);
+  AssignLarge(child_list, child_begin[n], uint32_t{0});
+  std::vector<uint32_t> fill;
+  ReserveLarge(fill, n);
+  fill.assign(child_begin.begin(), child_begin.end() - 1);
   for (uint32_t i = 0; i < n; ++i) {
     if (events[i].parent != kNone32) child_list[fill[events[i].parent]++] = i;
   }
