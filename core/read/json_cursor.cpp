@@ -9,38 +9,6 @@ namespace memtl {
 
 void JsonCursor::Fail(const std::string& what) const { throw JsonError{what, column()}; }
 
-JsonCursor::Kind JsonCursor::Peek() {
-  SkipWs();
-  if (p_ >= end_) return Kind::kEnd;
-  switch (*p_) {
-    case 'n':
-      return Kind::kNull;
-    case 't':
-    case 'f':
-      return Kind::kBool;
-    case '"':
-      return Kind::kString;
-    case '[':
-      return Kind::kArray;
-    case '{':
-      return Kind::kObject;
-    case '-':
-    case '0':
-    case '1':
-    case '2':
-    case '3':
-    case '4':
-    case '5':
-    case '6':
-    case '7':
-    case '8':
-    case '9':
-      return Kind::kNumber;
-    default:
-      return Kind::kInvalid;
-  }
-}
-
 void JsonCursor::Expect(char c) {
   SkipWs();
   if (p_ >= end_) Fail(std::string("unexpected end of line, expected '") + c + "'");
@@ -69,9 +37,22 @@ bool JsonCursor::NextKey(std::string_view* key) {
   }
   first_[depth_] = false;
   if (p_ >= end_ || *p_ != '"') Fail("expected a key string");
-  static thread_local std::string scratch;
-  *key = ReadString(&scratch);
-  Expect(':');
+  // Keys are short plain ASCII in practice: find the closing quote here;
+  // anything else (an escape, a control byte, the end) takes ReadString.
+  const char* q = p_ + 1;
+  while (q < end_ && *q != '"' && *q != '\\' && static_cast<unsigned char>(*q) >= 0x20) ++q;
+  if (q < end_ && *q == '"') {
+    *key = std::string_view(p_ + 1, static_cast<size_t>(q - p_ - 1));
+    p_ = q + 1;
+  } else {
+    static thread_local std::string scratch;
+    *key = ReadString(&scratch);
+  }
+  if (p_ < end_ && *p_ == ':') {
+    ++p_;
+  } else {
+    Expect(':');
+  }
   return true;
 }
 

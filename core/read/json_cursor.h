@@ -28,7 +28,26 @@ class JsonCursor {
       : p_(text.data()), begin_(text.data()), end_(text.data() + text.size()) {}
 
   // The kind of the next value (after whitespace), without consuming it.
-  Kind Peek();
+  Kind Peek() {
+    SkipWs();
+    if (p_ >= end_) return Kind::kEnd;
+    const char c = *p_;
+    if (c == '"') return Kind::kString;
+    if ((c >= '0' && c <= '9') || c == '-') return Kind::kNumber;
+    switch (c) {
+      case 'n':
+        return Kind::kNull;
+      case 't':
+      case 'f':
+        return Kind::kBool;
+      case '[':
+        return Kind::kArray;
+      case '{':
+        return Kind::kObject;
+      default:
+        return Kind::kInvalid;
+    }
+  }
   // Object iteration: BeginObject() then, while NextKey(&key), read one value.
   void BeginObject();
   bool NextKey(std::string_view* key);
