@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "core/read/json_cursor.h"
 
@@ -129,4 +130,21 @@ TEST_CASE("json: integers of every length read the same as strtoull") {
       }
     }
   }
+}
+
+TEST_CASE("json: object keys, plain and escaped") {
+  const std::string text = R"({"plain":1,"with \"quote\"":2,"\u0041B":3,"":4})";
+  JsonCursor c(text);
+  c.BeginObject();
+  std::vector<std::string> keys;
+  std::string_view key;
+  while (c.NextKey(&key)) {
+    keys.emplace_back(key);
+    c.SkipValue();
+  }
+  CHECK(keys == std::vector<std::string>{"plain", "with \"quote\"", "AB", ""});
+  CHECK_FALSE(Valid("{\"a\x01\":1}"));  // a control byte in a key
+  CHECK_FALSE(Valid(R"({"a" 1})"));     // no colon
+  CHECK_FALSE(Valid(R"({"a)"));         // unterminated key
+  CHECK(Valid(R"({"a" : 1})"));         // whitespace before the colon
 }
