@@ -280,11 +280,32 @@ uint64_t DealiasImpls(const Trace& trace, const SchemaRegistry& schemas, std::ve
     uint32_t virtual_impl;
     uint32_t last_aid;
   };
-  FlatMap<uint64_t, ImplState, U64Hash> state;
+  // Per impl address its state, found through a small direct-mapped cache
+  // of recently seen impls: a tensor is used by nearby ops, so most lookups
+  // hit it and stay out of the large map, whose entries are scattered (at
+  // 10^7 events it holds millions and every miss is a cache miss).
+  FlatMap<uint64_t, uint32_t, U64Hash> index_of;
+  std::vector<ImplState> states;
+  struct Recent {
+    uint64_t impl = 0;  // 0: empty (raws with impl 0 are skipped)
+    uint32_t index = 0;
+  };
+  constexpr size_t kRecent = 4096;
+  std::vector<Recent> recent(kRecent);
   uint32_t next_virtual = 1;
   for (auto& r : raws) {
     if (r.impl == 0) continue;
-    auto [st, inserted] = state.try_emplace(r.impl, ImplState{next_virtual, r.aid});
+    Recent& hint = recent[Mix64(r.impl) & (kRecent - 1)];
+    bool inserted = false;
+    if (hint.impl != r.impl) {
+      auto [index, fresh] = index_of.try_emplace(r.impl, static_cast<uint32_t>(states.size()));
+      if (fresh) {
+        states.push_back(ImplState{next_virtual, r.aid});
+        inserted = true;
+      }
+      hint = Recent{r.impl, *index};
+    }
+    ImplState* st = &states[hint.index];
     if (inserted) {
       ++next_virtual;
     } else if (st->last_aid != r.aid) {
