@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Builds memtl with ThreadSanitizer in build-tsan/ and runs it with two
+# threads (the default) on every fixture, to every export format and the
+# graph and categories dumps, and on the bad-input corpus. memtl's second
+# thread inflates, runs the allocation checks and the op tree's shape beside
+# identity, and writes the output: any data race among them is a report.
+# Exits non-zero on the first report (printing it); a bad input failing with
+# its one-line error is expected and not a report.
+#   scripts/tsan.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh build
+cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEMTL_BUILD_TESTS=OFF \
+  -DCMAKE_CXX_FLAGS="-fsanitize=thread" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" >/dev/null
+cmake --build build-tsan -j"$(nproc)" --target memtl
+bin=build-tsan/cli/memtl
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+export TSAN_OPTIONS="halt_on_error=1 exitcode=66"
+runs=0
+check() { # ARGS...: run memtl; a ThreadSanitizer report fails the script
+  local rc=0
+  "$bin" "$@" >"$out/stdout" 2>"$out/stderr" || rc=$?
+  runs=$((runs + 1))
+  if [ "$rc" -eq 66 ] || grep -q "ThreadSanitizer" "$out/stderr"; then
+    echo "tsan: report from memtl $*" >&2
+    cat "$out/stderr" >&2
+    exit 1
+  fi
+}
+for f in fixtures/*.trace.jsonl.gz; do
+  for ext in json raw.json.gz html; do check export "$f" -o "$out/x.$ext"; done
+  check graph "$f"
+  check categories "$f"
+done
+for f in fixtures/bad/*.trace*; do check export "$f" -o "$out/bad.json"; done
+echo "tsan: $runs runs, no report"
