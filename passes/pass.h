@@ -36,8 +36,22 @@ void RunAllPasses(const PassInput& in, CategoryDict& categories);
 // yields for one event, as key slots (kNone32: none): AccumulateGrad's new or
 // accumulated gradient, and the python tracer's module and optimizer
 // parameters.
-void ForEachParameterAndGradient(const PassInput& in, uint32_t event,
-                                 const std::function<void(uint32_t, uint32_t)>& fn);
+// Most events can yield nothing (they are neither a backward op nor a
+// python call with a module or optimizer): those are turned away inline.
+void ForEachParameterAndGradientSlow(const PassInput& in, uint32_t event,
+                                     const std::function<void(uint32_t, uint32_t)>& fn);
+template <typename Fn>
+void ForEachParameterAndGradient(const PassInput& in, uint32_t event, Fn&& fn) {
+  const Event& e = in.trace.events[event];
+  if (e.kind == EventKind::kOp && e.scope != RecordScope::kBackwardFunction) return;
+  if (e.kind == EventKind::kPy) {
+    const PyInfo& py = in.trace.pys[e.payload];
+    if (py.module == kNone32 && py.optimizer == kNone32) return;
+  } else if (e.kind != EventKind::kOp) {
+    return;
+  }
+  ForEachParameterAndGradientSlow(in, event, fn);
+}
 
 // Per tensor id slot (trace.key_table), whether any version of the tensor
 // depends on a gradient or parameter (PyTorch's

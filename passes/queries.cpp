@@ -3,8 +3,8 @@
 
 namespace memtl {
 
-void ForEachParameterAndGradient(const PassInput& in, uint32_t event,
-                                 const std::function<void(uint32_t, uint32_t)>& fn) {
+void ForEachParameterAndGradientSlow(const PassInput& in, uint32_t event,
+                                     const std::function<void(uint32_t, uint32_t)>& fn) {
   const Trace& t = in.trace;
   const Event& e = t.events[event];
   if (e.kind == EventKind::kOp) {
