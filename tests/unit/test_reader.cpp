@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 #include <zlib.h>
 
+#include "core/model/large_array.h"
 #include "core/read/trace_reader.h"
 #include "trace_text.h"
 
@@ -144,4 +145,23 @@ TEST_CASE("reader: argument kinds and python-tracer records") {
   CHECK(ErrorOf(text + R"({"k":"schema","op":"aten::cat","schemas":[]})"
                        "\n")
             .find("registered twice") != std::string::npos);
+}
+
+TEST_CASE("large arrays: reserved and assigned as asked, also above the huge-page threshold") {
+  // 40 MiB of uint32: above the 32 MiB from which the storage is advised as
+  // huge pages; the advice must not change sizes or contents.
+  const size_t n = (size_t{40} << 20) / sizeof(uint32_t);
+  std::vector<uint32_t> v;
+  ReserveLarge(v, n);
+  CHECK(v.capacity() >= n);
+  CHECK(v.empty());
+  AssignLarge(v, n, uint32_t{7});
+  REQUIRE(v.size() == n);
+  CHECK(v.front() == 7);
+  CHECK(v[n / 2] == 7);
+  CHECK(v.back() == 7);
+  std::vector<uint8_t> small = {1, 2, 3};
+  AssignLarge(small, 5, uint8_t{9});  // regrows, replacing the contents
+  CHECK(small == std::vector<uint8_t>(5, 9));
+  AdviseHugePages(nullptr, 0);  // tolerated
 }
