@@ -242,15 +242,17 @@ int RunExport(const Args& args) {
 
 int main(int argc, char** argv) {
   try {
-    Args args;
-    std::string error;
-    if (!ParseArgs(argc, argv, &args, &error)) return Fail(error);
+    // Help wins over everything else on the line, including options that
+    // would otherwise be errors.
     for (int i = 1; i < argc; ++i) {
       if (std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0) {
         std::cout << kUsage;
         return 0;
       }
     }
+    Args args;
+    std::string error;
+    if (!ParseArgs(argc, argv, &args, &error)) return Fail(error);
     if (args.command.empty()) {
       std::cerr << kUsage;
       return 2;

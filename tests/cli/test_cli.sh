@@ -37,6 +37,11 @@ check truncated-gzip 2 "truncated gzip stream" -- "$bin" graph "$tmp/cut.gz"
 check unknown-command 2 "unknown command" -- "$bin" frobnicate
 "$bin" >/dev/null 2>"$tmp/err"
 if [ $? -eq 2 ] && grep -q "usage: memtl" "$tmp/err"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL no-args"; fi
+for h in --help -h; do
+  check "help$h" 0 "" -- "$bin" "$h"
+  grep -q "usage: memtl" "$tmp/out" || { fail=$((fail + 1)); echo "FAIL help$h: no usage on stdout"; }
+  check "help-after-command$h" 0 "" -- "$bin" export "$h"
+done
 check graph-ok 0 "" -- "$bin" graph "$root/fixtures/dataflow_simple.trace.jsonl.gz"
 if [ ! -s "$tmp/out" ]; then fail=$((fail + 1)); echo "FAIL graph-ok: empty output"; fi
 # export: formats by suffix, bad device, bad suffix, no partial output.
