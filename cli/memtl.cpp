@@ -243,8 +243,13 @@ int RunExport(const Args& args) {
 int main(int argc, char** argv) {
   try {
     // Help wins over everything else on the line, including options that
-    // would otherwise be errors.
+    // would otherwise be errors (but "-o -h" names a file called -h).
     for (int i = 1; i < argc; ++i) {
+      if (std::strcmp(argv[i], "-o") == 0 || std::strcmp(argv[i], "--output") == 0 ||
+          std::strcmp(argv[i], "--device") == 0 || std::strcmp(argv[i], "--threads") == 0) {
+        ++i;
+        continue;
+      }
       if (std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0) {
         std::cout << kUsage;
         return 0;

@@ -32,7 +32,7 @@ fi
 runs=0
 check() { # ARGS...: run memtl; a ThreadSanitizer report fails the script
   local rc=0
-  "${run[@]}" "$bin" "$@" >"$out/stdout" 2>"$out/stderr" || rc=$?
+  ${run[@]+"${run[@]}"} "$bin" "$@" >"$out/stdout" 2>"$out/stderr" || rc=$?
   runs=$((runs + 1))
   if [ "$rc" -eq 66 ] || grep -q "ThreadSanitizer" "$out/stderr"; then
     echo "tsan: report from memtl $*" >&2

@@ -386,6 +386,12 @@ std::vector<uint32_t> RecordOrder(const Trace& trace) {
 IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagnostics& diag) {
   IdentityStats stats;
   const bool legacy = !trace.header.has_ids;
+  if (!legacy) {
+    // The reader keeps one entry per tensor and allocation; a trace built
+    // otherwise gets invalid ids (no key) for any it lacks.
+    trace.tensor_ids.resize(trace.tensors.size());
+    trace.alloc_ids.resize(trace.allocs.size());
+  }
   if (trace.tensors.size() >= kMaxTargets || trace.allocs.size() >= kMaxTargets) {
     // Far beyond any machine this runs on (2^30 tensors would be 48 GiB).
     diag.Add("trace too large for tensor identity",

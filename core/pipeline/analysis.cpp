@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <system_error>
 #include <thread>
 
 #include <sys/resource.h>
@@ -65,15 +66,21 @@ Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string&
     // single-threaded order.
     Diagnostics checks_diag, identity_diag;
     std::exception_ptr helper_error;
+    auto helper_work = [&] {
+      try {
+        a->allocations = CheckAllocations(a->trace, checks_diag);
+        a->tree = std::make_unique<OpTree>(a->trace);
+      } catch (...) {
+        helper_error = std::current_exception();
+      }
+    };
     {
-      std::jthread helper([&] {
-        try {
-          a->allocations = CheckAllocations(a->trace, checks_diag);
-          a->tree = std::make_unique<OpTree>(a->trace);
-        } catch (...) {
-          helper_error = std::current_exception();
-        }
-      });
+      std::jthread helper;
+      try {
+        helper = std::jthread(helper_work);
+      } catch (const std::system_error&) {
+        helper_work();  // no second thread to be had: the same work, here
+      }
       a->identity = AssignIdentity(a->trace, a->schemas, identity_diag);
     }
     if (helper_error) std::rethrow_exception(helper_error);

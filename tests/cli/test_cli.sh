@@ -42,6 +42,9 @@ for h in --help -h; do
   grep -q "usage: memtl" "$tmp/out" || { fail=$((fail + 1)); echo "FAIL help$h: no usage on stdout"; }
   check "help-after-command$h" 0 "" -- "$bin" export "$h"
 done
+# An option's value is not an option: "--device -h" names a device.
+check device-named-h 2 'device "-h" is not in the trace' -- \
+  "$bin" export "$root/fixtures/dataflow_simple.trace.jsonl.gz" -o "$tmp/h.json" --device -h
 check graph-ok 0 "" -- "$bin" graph "$root/fixtures/dataflow_simple.trace.jsonl.gz"
 if [ ! -s "$tmp/out" ]; then fail=$((fail + 1)); echo "FAIL graph-ok: empty output"; fi
 # export: formats by suffix, bad device, bad suffix, no partial output.

@@ -148,3 +148,19 @@ TEST_CASE("key table: slots follow TensorKey order, also for sparse and shared p
   CHECK(kt.num_ids == 3);
   CHECK(kt.id_slot == std::vector<uint32_t>{0, 1, 2});
 }
+
+TEST_CASE("identity: a trace that says ids:true but lacks the id tables gets no keys, no crash") {
+  auto r = ReadTraceString(Header(true) + Op(0, -1, "aten::relu", 1, 2, T(1, 100, 4, 0, 1)) +
+                               Alloc(1, -1, 3, 200, 64, "cpu", 0, 2),
+                           "t.trace");
+  REQUIRE(r.ok());
+  Trace t = std::move(r.value());
+  REQUIRE(t.tensor_ids.size() == 1);
+  t.tensor_ids.clear();  // as a producer building a Trace by hand might leave them
+  t.alloc_ids.clear();
+  Diagnostics diag;
+  AssignIdentity(t, SchemaRegistry::Builtin(), diag);
+  CHECK(t.key_table.size() == 0);
+  CHECK(SlotOfTensor(t, 0) == kNone32);
+  CHECK(SlotOfAlloc(t, 0) == kNone32);
+}
