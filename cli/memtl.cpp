@@ -2,7 +2,6 @@
 // Every failure is one line on stderr and exit status 2.
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
 #include <exception>
 #include <iostream>
 #include <memory>
@@ -57,12 +56,20 @@ struct Args {
   bool strict = false;
   bool timings = false;
   int threads = 2;
+  bool help = false;
 };
 
+// False with the first problem in *error, unless -h/--help is on the line
+// (outside an option's value): help wins over everything else.
 bool ParseArgs(int argc, char** argv, Args* args, std::string* error) {
+  auto problem = [&](const std::string& what) {
+    if (error->empty()) *error = what;
+  };
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--partial") {
+    if (a == "-h" || a == "--help") {
+      args->help = true;
+    } else if (a == "--partial") {
       args->partial = true;
     } else if (a == "--strict") {
       args->strict = true;
@@ -70,26 +77,25 @@ bool ParseArgs(int argc, char** argv, Args* args, std::string* error) {
       args->timings = true;
     } else if (a == "--threads") {
       if (i + 1 >= argc || (std::string(argv[i + 1]) != "1" && std::string(argv[i + 1]) != "2")) {
-        *error = "--threads needs 1 or 2";
-        return false;
+        problem("--threads needs 1 or 2");
+        continue;
       }
       args->threads = argv[++i][0] - '0';
     } else if (a == "-o" || a == "--output" || a == "--device") {
       if (i + 1 >= argc) {
-        *error = a + " needs a value";
-        return false;
+        problem(a + " needs a value");
+        continue;
       }
       (a == "--device" ? args->device : args->output) = argv[++i];
     } else if (!a.empty() && a[0] == '-' && a != "-") {
-      *error = "unknown option " + a + " (see memtl --help)";
-      return false;
+      problem("unknown option " + a + " (see memtl --help)");
     } else if (args->command.empty()) {
       args->command = a;
     } else {
       args->positional.push_back(a);
     }
   }
-  return true;
+  return args->help || error->empty();
 }
 
 std::string PartialNote(const memtl::Analysis& a) {
@@ -242,22 +248,13 @@ int RunExport(const Args& args) {
 
 int main(int argc, char** argv) {
   try {
-    // Help wins over everything else on the line, including options that
-    // would otherwise be errors (but "-o -h" names a file called -h).
-    for (int i = 1; i < argc; ++i) {
-      if (std::strcmp(argv[i], "-o") == 0 || std::strcmp(argv[i], "--output") == 0 ||
-          std::strcmp(argv[i], "--device") == 0 || std::strcmp(argv[i], "--threads") == 0) {
-        ++i;
-        continue;
-      }
-      if (std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0) {
-        std::cout << kUsage;
-        return 0;
-      }
-    }
     Args args;
     std::string error;
     if (!ParseArgs(argc, argv, &args, &error)) return Fail(error);
+    if (args.help) {
+      std::cout << kUsage;
+      return 0;
+    }
     if (args.command.empty()) {
       std::cerr << kUsage;
       return 2;
