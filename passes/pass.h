@@ -37,7 +37,8 @@ void RunAllPasses(const PassInput& in, CategoryDict& categories);
 // accumulated gradient, and the python tracer's module and optimizer
 // parameters.
 // Most events can yield nothing (they are neither a backward op nor a
-// python call with a module or optimizer): those are turned away inline.
+// python call with a module or optimizer): those are turned away inline,
+// and only the rest reach ForEachParameterAndGradientSlow.
 void ForEachParameterAndGradientSlow(const PassInput& in, uint32_t event,
                                      const std::function<void(uint32_t, uint32_t)>& fn);
 template <typename Fn>

@@ -11,8 +11,8 @@ void ForEachParameterAndGradientSlow(const PassInput& in, uint32_t event,
     // AccumulateGrad either detaches a new gradient or adds into the old one
     // in place; its first child shows which, and that child's first input is
     // the gradient.
-    if (e.scope != RecordScope::kBackwardFunction || t.Name(e) != "torch::autograd::AccumulateGrad")
-      return;
+    // A backward op (ForEachParameterAndGradient lets no other op through).
+    if (t.Name(e) != "torch::autograd::AccumulateGrad") return;
     auto [begin, end] = t.Children(event);
     if (begin == end) return;
     const Event& child = t.events[*begin];
