@@ -60,10 +60,9 @@ std::string Human(int64_t bytes) {
 
 std::string HtmlReport(const ExportInput& in, DeviceIndex device) {
   int64_t max_allocated = 0, max_reserved = 0;
-  for (const auto& a : in.trace.allocs) {
-    if (a.device != device) continue;
-    max_allocated = std::max(max_allocated, a.total_allocated);
-    max_reserved = std::max(max_reserved, a.total_reserved);
+  if (device < in.trace.devices.size()) {
+    max_allocated = in.trace.devices[device].max_total_allocated;
+    max_reserved = in.trace.devices[device].max_total_reserved;
   }
   const std::string device_name =
       device < in.trace.devices.size() ? in.trace.devices[device].name : "none";

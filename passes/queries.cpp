@@ -13,9 +13,9 @@ void ForEachParameterAndGradientSlow(const PassInput& in, uint32_t event,
     // the gradient.
     // A backward op (ForEachParameterAndGradient lets no other op through).
     if (t.Name(e) != "torch::autograd::AccumulateGrad") return;
-    auto [begin, end] = t.Children(event);
-    if (begin == end) return;
-    const Event& child = t.events[*begin];
+    const uint32_t first_child = in.tree.first_child(event);
+    if (first_child == kNone32) return;
+    const Event& child = t.events[first_child];
     if (child.kind != EventKind::kOp) return;
     const std::string& name = t.Name(child);
     if (name != "aten::detach" && name != "aten::add_") return;

@@ -27,7 +27,7 @@ std::vector<uint32_t> LeafEvents(const OpTree& tree) {
   const Trace& trace = tree.trace();
   std::vector<uint32_t> leaves;
   ReserveLarge(leaves, trace.events.size());  // an upper bound, never regrown
-  const auto& pre = tree.preorder();
+  const EventOrder pre = tree.preorder();
   for (uint32_t p = 0; p < pre.size();) {
     const uint32_t e = pre[p];
     const Event& ev = trace.events[e];
@@ -86,7 +86,7 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree) {
     pending.clear();
     const uint32_t first = tree.position(leaf);
     const uint32_t last = first + tree.subtree_size(leaf);
-    const auto& pre = tree.preorder();
+    const EventOrder pre = tree.preorder();
 
     // Inputs of every op in the subtree, with how each may be written.
     for (uint32_t p = first; p < last; ++p) {

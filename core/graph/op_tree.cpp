@@ -14,36 +14,80 @@ OpTree::OpTree(const Trace& trace, const SchemaRegistry& schemas) : OpTree(trace
   AddSchemaFacts(schemas);
 }
 
+namespace {
+
+// Whether the events, in index order, are a depth-first pre-order of the
+// tree their parent links describe (children in index order): every event's
+// parent is on the path from the root to the event before it.
+bool IsPreorder(const std::vector<Event>& events) {
+  std::vector<uint32_t> path;
+  for (uint32_t i = 0; i < events.size(); ++i) {
+    const uint32_t parent = events[i].parent;
+    while (!path.empty() && path.back() != parent) path.pop_back();
+    if (parent != kNone32 && path.empty()) return false;
+    path.push_back(i);
+  }
+  return true;
+}
+
+}  // namespace
+
 OpTree::OpTree(const Trace& trace) : trace_(trace) {
   const auto n = static_cast<uint32_t>(trace.events.size());
-  ReserveLarge(preorder_, n);
-  AssignLarge(position_, n, uint32_t{0});
-  AssignLarge(subtree_size_, n, uint32_t{1});
+  n_ = n;
+  in_index_order_ = IsPreorder(trace.events);
+  if (!in_index_order_) {
+    // Parents precede their children (the reader checks it) but subtrees
+    // interleave: walk a children index, built here and dropped.
+    std::vector<uint32_t> child_begin(n + 1, 0), roots;
+    for (uint32_t i = 0; i < n; ++i) {
+      if (trace.events[i].parent == kNone32) {
+        roots.push_back(i);
+      } else {
+        ++child_begin[trace.events[i].parent + 1];
+      }
+    }
+    for (uint32_t i = 0; i < n; ++i) child_begin[i + 1] += child_begin[i];
+    std::vector<uint32_t> child_list(child_begin[n]);
+    std::vector<uint32_t> fill(child_begin.begin(), child_begin.end() - 1);
+    for (uint32_t i = 0; i < n; ++i) {
+      if (trace.events[i].parent != kNone32) child_list[fill[trace.events[i].parent]++] = i;
+    }
+    ReserveLarge(preorder_, n);
+    AssignLarge(position_, n, uint32_t{0});
+    std::vector<uint32_t> stack(roots.rbegin(), roots.rend());
+    while (!stack.empty()) {
+      const uint32_t e = stack.back();
+      stack.pop_back();
+      position_[e] = static_cast<uint32_t>(preorder_.size());
+      preorder_.push_back(e);
+      for (uint32_t c = child_begin[e + 1]; c != child_begin[e];) stack.push_back(child_list[--c]);
+    }
+  }
+  // Backward flags, parents before children (true of index order too).
   in_backward_.assign(n, false);
-  std::vector<uint32_t> stack(trace.roots.rbegin(), trace.roots.rend());
-  while (!stack.empty()) {
-    const uint32_t e = stack.back();
-    stack.pop_back();
-    position_[e] = static_cast<uint32_t>(preorder_.size());
-    preorder_.push_back(e);
+  for (uint32_t e = 0; e < n; ++e) {
     const Event& ev = trace.events[e];
     const bool self_bwd = ev.kind == EventKind::kOp && ev.scope == RecordScope::kBackwardFunction;
     in_backward_[e] = self_bwd || (ev.parent != kNone32 && in_backward_[ev.parent]);
-    auto [begin, end] = trace.Children(e);
-    for (auto it = end; it != begin;) stack.push_back(*--it);
   }
   // Subtree sizes, children after parents in pre-order: accumulate backwards.
+  AssignLarge(subtree_size_, n, uint32_t{1});
+  const EventOrder pre = preorder();
   for (uint32_t p = n; p-- > 0;) {
-    const uint32_t e = preorder_[p];
+    const uint32_t e = pre[p];
     if (trace.events[e].parent != kNone32)
       subtree_size_[trace.events[e].parent] += subtree_size_[e];
   }
   // Pre-order of a well-nested trace is nearly always sorted by start
   // time already; check before paying for the sort.
   auto by_start = [&](uint32_t a, uint32_t b) { return trace.events[a].t0 < trace.events[b].t0; };
-  sorted_is_preorder_ = std::is_sorted(preorder_.begin(), preorder_.end(), by_start);
+  sorted_is_preorder_ = true;
+  for (uint32_t p = 1; p < n && sorted_is_preorder_; ++p)
+    sorted_is_preorder_ = !by_start(pre[p], pre[p - 1]);
   if (!sorted_is_preorder_) {
-    sorted_ = preorder_;
+    AssignLarge(sorted_, n, uint32_t{0});
+    for (uint32_t p = 0; p < n; ++p) sorted_[p] = pre[p];
     std::stable_sort(sorted_.begin(), sorted_.end(), by_start);
   }
 }

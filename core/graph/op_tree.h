@@ -3,6 +3,8 @@
 // which inputs are written) computed once and shared by later stages.
 #pragma once
 
+#include <cstddef>
+#include <iterator>
 #include <vector>
 
 #include "core/model/trace.h"
@@ -19,6 +21,41 @@ inline uint32_t SlotOfAlloc(const Trace& trace, uint32_t alloc) {
   return trace.key_table.of_alloc[alloc];
 }
 
+// An order over the trace's events: an index array, or, when `order` is
+// null, the events in index order (a trace written in pre-order, as the
+// format asks, needs no array for its pre-order).
+class EventOrder {
+ public:
+  class Iterator {
+   public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = uint32_t;
+    using difference_type = std::ptrdiff_t;
+    using pointer = void;
+    using reference = uint32_t;
+    Iterator(const uint32_t* order, uint32_t p) : order_(order), p_(p) {}
+    uint32_t operator*() const { return order_ != nullptr ? order_[p_] : p_; }
+    Iterator& operator++() {
+      ++p_;
+      return *this;
+    }
+    bool operator==(const Iterator& o) const { return p_ == o.p_; }
+
+   private:
+    const uint32_t* order_;
+    uint32_t p_;
+  };
+  EventOrder(const uint32_t* order, uint32_t size) : order_(order), size_(size) {}
+  uint32_t operator[](uint32_t p) const { return order_ != nullptr ? order_[p] : p; }
+  uint32_t size() const { return size_; }
+  Iterator begin() const { return Iterator(order_, 0); }
+  Iterator end() const { return Iterator(order_, size_); }
+
+ private:
+  const uint32_t* order_;
+  uint32_t size_;
+};
+
 class OpTree {
  public:
   OpTree(const Trace& trace, const SchemaRegistry& schemas);
@@ -29,14 +66,22 @@ class OpTree {
   void AddSchemaFacts(const SchemaRegistry& schemas);
 
   const Trace& trace() const { return trace_; }
-  // Event indices in depth-first pre-order; the subtree of preorder()[p]
-  // is preorder()[p .. p + subtree_size(preorder()[p])).
-  const std::vector<uint32_t>& preorder() const { return preorder_; }
-  uint32_t position(uint32_t event) const { return position_[event]; }
+  // Event indices in depth-first pre-order (children in index order); the
+  // subtree of preorder()[p] is preorder()[p .. p + subtree_size(preorder()[p])).
+  EventOrder preorder() const {
+    return EventOrder(in_index_order_ ? nullptr : preorder_.data(), n_);
+  }
+  uint32_t position(uint32_t event) const { return in_index_order_ ? event : position_[event]; }
   uint32_t subtree_size(uint32_t event) const { return subtree_size_[event]; }
-  // Every event, stably sorted by start time over pre-order (the pre-order
-  // array itself when it is already in that order, as it nearly always is).
-  const std::vector<uint32_t>& sorted() const { return sorted_is_preorder_ ? preorder_ : sorted_; }
+  // The first child of an event (in index order), kNone32 when it has none.
+  uint32_t first_child(uint32_t event) const {
+    return subtree_size_[event] > 1 ? preorder()[position(event) + 1] : kNone32;
+  }
+  // Every event, stably sorted by start time over pre-order (pre-order
+  // itself when it is already in that order, as it nearly always is).
+  EventOrder sorted() const {
+    return sorted_is_preorder_ ? preorder() : EventOrder(sorted_.data(), n_);
+  }
 
   // Schema facts of an op event: number of matching overloads (saturating
   // at 255) and, per input, 1 written / 0 not / -1 unknown.
@@ -51,6 +96,10 @@ class OpTree {
 
  private:
   const Trace& trace_;
+  uint32_t n_ = 0;
+  // True when the event array is itself a pre-order (the format's order):
+  // then preorder_ and position_ stay empty.
+  bool in_index_order_ = false;
   std::vector<uint32_t> preorder_;
   std::vector<uint32_t> position_;
   std::vector<uint32_t> subtree_size_;

@@ -1,5 +1,5 @@
 // Small helpers of the trace model: string interning, scope and layout names,
-// element sizes, and the children index built once reading is done.
+// element sizes, and device ranks set once reading is done.
 #include "core/model/trace.h"
 
 #include <algorithm>
@@ -135,26 +135,7 @@ DeviceIndex Trace::InternDevice(std::string_view name) {
   return static_cast<DeviceIndex>(devices.size() - 1);
 }
 
-void Trace::FinishTree() {
-  const auto n = static_cast<uint32_t>(events.size());
-  AssignLarge(child_begin, n + 1, uint32_t{0});
-  roots.clear();
-  for (uint32_t i = 0; i < n; ++i) {
-    if (events[i].parent == kNone32) {
-      roots.push_back(i);
-    } else {
-      ++child_begin[events[i].parent + 1];
-    }
-  }
-  for (uint32_t i = 0; i < n; ++i) child_begin[i + 1] += child_begin[i];
-  AssignLarge(child_list, child_begin[n], uint32_t{0});
-  std::vector<uint32_t> fill;
-  ReserveLarge(fill, n);
-  fill.assign(child_begin.begin(), child_begin.end() - 1);
-  for (uint32_t i = 0; i < n; ++i) {
-    if (events[i].parent != kNone32) child_list[fill[events[i].parent]++] = i;
-  }
-
+void Trace::Finish() {
   std::vector<uint32_t> order(devices.size());
   for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {

@@ -107,21 +107,22 @@ struct ProducerIds {
 int64_t TensorExtent(const int64_t* sizes, size_t num_sizes, const int64_t* strides,
                      size_t num_strides);
 
+// The per-kind records keep only what a stage reads (a trace of 10^7 events
+// holds millions of each): the producer's thread ids are not kept, and the
+// allocator's running totals only as a maximum per device (DeviceInfo).
 struct OpInfo {
   uint32_t args_begin = 0;
   uint32_t args_count = 0;
   int64_t sequence = -1;
-  uint64_t tid = 0;
 };
+static_assert(sizeof(OpInfo) == 16);
 
 struct AllocInfo {
   uint64_t ptr = 0;
   int64_t bytes = 0;  // > 0 allocation, < 0 free
-  int64_t total_allocated = 0;
-  int64_t total_reserved = 0;
-  uint64_t tid = 0;
   DeviceIndex device = 0;
 };
+static_assert(sizeof(AllocInfo) == 24);
 
 struct StateEntry {
   uint32_t name = 0;  // string id
@@ -156,7 +157,6 @@ struct OptimizerInfo {
 struct PyInfo {
   uint32_t module = kNone32;
   uint32_t optimizer = kNone32;
-  uint64_t tid = 0;
 };
 
 struct Event {
@@ -174,6 +174,10 @@ struct DeviceInfo {
   std::string type;   // "cpu", "cuda"
   int index = -1;     // -1: no index
   uint32_t rank = 0;  // position when sorted by (type, index)
+  // The largest allocator totals (total_allocated, total_reserved) that an
+  // allocation event on this device reported; 0 when none did.
+  int64_t max_total_allocated = 0;
+  int64_t max_total_reserved = 0;
 };
 
 class StringTable {
@@ -249,12 +253,6 @@ struct Trace {
   // Written by identity.
   KeyTable key_table;
 
-  // Children in CSR form, built by FinishTree(): children of event e are
-  // child_list[child_begin[e] .. child_begin[e+1]); roots are `roots`.
-  std::vector<uint32_t> child_begin;
-  std::vector<uint32_t> child_list;
-  std::vector<uint32_t> roots;
-
   DeviceIndex InternDevice(std::string_view name);
   // Frees `tensors` and `tensor_ids` (the pipeline does after the size map;
   // key_table.of_tensor still gives every observation's key).
@@ -262,12 +260,9 @@ struct Trace {
     std::vector<Tensor>().swap(tensors);
     std::vector<ProducerIds>().swap(tensor_ids);
   }
-  void FinishTree();  // builds children lists and device ranks
+  void Finish();  // called by readers once every record is in: device ranks
 
   const std::string& Name(const Event& e) const { return strings.Get(e.name); }
-  std::pair<const uint32_t*, const uint32_t*> Children(uint32_t e) const {
-    return {child_list.data() + child_begin[e], child_list.data() + child_begin[e + 1]};
-  }
   TensorKey KeyOf(TensorId id, AllocationId a, DeviceIndex d) const {
     return TensorKey{id, a, devices[d].rank, d};
   }

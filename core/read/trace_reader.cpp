@@ -426,7 +426,6 @@ class Builder {
       ++t_->ops_ending_before_start;
     }
     OpInfo op;
-    op.tid = static_cast<uint64_t>(f.tid);
     op.sequence = f.seq;
     op.args_begin = f.args_begin;
     op.args_count = f.args_count;
@@ -616,9 +615,9 @@ class Builder {
     a.ptr = f.ptr;
     a.bytes = f.bytes;
     a.device = f.dev;
-    a.total_allocated = f.total_allocated;
-    a.total_reserved = f.total_reserved;
-    a.tid = static_cast<uint64_t>(f.tid);
+    DeviceInfo& d = t_->devices[f.dev];
+    d.max_total_allocated = std::max(d.max_total_allocated, f.total_allocated);
+    d.max_total_reserved = std::max(d.max_total_reserved, f.total_reserved);
     e->payload = static_cast<uint32_t>(t_->allocs.size());
     t_->allocs.push_back(a);
     if (t_->header.has_ids) t_->alloc_ids.push_back({TensorId(f.id), AllocationId(f.aid)});
@@ -740,7 +739,6 @@ class Builder {
     if (f.module != kNone32 && f.optimizer != kNone32)
       Fail("a python call cannot be both a module and an optimizer");
     PyInfo py;
-    py.tid = static_cast<uint64_t>(f.tid);
     py.module = f.module;
     py.optimizer = f.optimizer;
     e->payload = static_cast<uint32_t>(t_->pys.size());
@@ -940,7 +938,7 @@ Expected<Trace> ReadFrom(LineSource& src, const ReadOptions& options, ReadInfo* 
     }
   }
   if (!saw_header) return Status::Error(src.name() + ": empty file (no memtl trace header)");
-  trace.FinishTree();
+  trace.Finish();
   local.lines = line_no;
   if (info != nullptr) *info = local;
   return trace;

@@ -156,3 +156,49 @@ TEST_CASE("pipeline: checks beside identity on a second thread give the same ana
   CHECK(one->trace.key_table.of_alloc == two->trace.key_table.of_alloc);
   CHECK(FormatDataFlow(one->trace, *one->graph) == FormatDataFlow(two->trace, *two->graph));
 }
+
+TEST_CASE("op tree: a trace whose subtrees interleave gives the analysis of its pre-order") {
+  // The same events twice: in pre-order (as the format asks), and with the
+  // second root written between the first root and its children (parents
+  // still precede children, so the reader takes it). The gradient query
+  // reads AccumulateGrad's first child, which the second layout puts after
+  // an unrelated root.
+  const std::string acc = "torch::autograd::AccumulateGrad";
+  const std::string pre = Header() + Op(0, -1, acc, 1, 10, "", "backward_function") +
+                          Op(1, 0, "aten::detach", 2, 3, T(1, 100)) + Alloc(2, 0, 4, 300, 8) +
+                          Op(3, -1, "aten::relu", 20, 30, T(2, 300)) + Alloc(4, -1, 40, 300, -8);
+  const std::string interleaved = Header() + Op(0, -1, acc, 1, 10, "", "backward_function") +
+                                  Op(1, -1, "aten::relu", 20, 30, T(2, 300)) +
+                                  Op(2, 0, "aten::detach", 2, 3, T(1, 100)) +
+                                  Alloc(3, 0, 4, 300, 8) + Alloc(4, -1, 40, 300, -8);
+  auto a = Run(pre);
+  auto b = Run(interleaved);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  const OpTree& ta = *a.value()->tree;
+  const OpTree& tb = *b.value()->tree;
+  std::vector<uint32_t> order_a(ta.preorder().begin(), ta.preorder().end());
+  std::vector<uint32_t> order_b(tb.preorder().begin(), tb.preorder().end());
+  CHECK(order_a == std::vector<uint32_t>{0, 1, 2, 3, 4});
+  CHECK(order_b == std::vector<uint32_t>{0, 2, 3, 1, 4});
+  CHECK(tb.position(1) == 3);
+  CHECK(tb.subtree_size(0) == 3);
+  CHECK(ta.first_child(0) == 1);
+  CHECK(tb.first_child(0) == 2);
+  CHECK(tb.first_child(1) == kNone32);
+  CHECK(tb.in_backward(2));
+  CHECK(!tb.in_backward(1));
+  CHECK(FormatDataFlow(a.value()->trace, *a.value()->graph) ==
+        FormatDataFlow(b.value()->trace, *b.value()->graph));
+  auto categories = [](Analysis& an) {
+    CategoryDict cats;
+    RunAllPasses(PassInput{an.trace, *an.tree, *an.graph, *an.sizes}, cats);
+    std::vector<int> out;
+    for (uint32_t k = 0; k < an.trace.key_table.size(); ++k)
+      out.push_back(cats.Get(k, 0) ? static_cast<int>(*cats.Get(k, 0)) : -1);
+    return out;
+  };
+  const auto ca = categories(*a.value());
+  CHECK(ca == categories(*b.value()));
+  CHECK(std::count(ca.begin(), ca.end(), static_cast<int>(Category::kGradient)) == 1);
+}
