@@ -194,6 +194,7 @@ memtl::Expected<std::unique_ptr<Categorized>> Categorize(const Args& args) {
   }
   const memtl::PassInput in{a.trace, *a.tree, *a.graph, *a.sizes};
   memtl::RunAllPasses(in, c->categories);
+  memtl::ReleaseAfterPasses(a);  // the timeline reads none of it
   a.timer.Mark("passes");
   c->timeline = memtl::BuildTimeline(*a.tree, *a.graph, *a.sizes, c->categories, a.diagnostics);
   a.timer.Mark("timeline");
@@ -231,6 +232,10 @@ int RunExport(const Args& args) {
   const memtl::Analysis& a = *c.value()->analysis;
   auto device = memtl::ResolveDevice(a.trace, args.device);
   if (!device.ok()) return Fail(a.name + ": " + device.status().message());
+  // The export reads the timeline, the categories and the trace's devices:
+  // the rest goes before the export adds its own (the plot's libraries and
+  // canvas, the output buffers).
+  memtl::ReleaseAfterTimeline(*c.value()->analysis);
   memtl::ExportInput in{a.trace, c.value()->timeline, c.value()->categories, a.diagnostics, a.name,
                         ""};
   if (a.read_info.stopped_early) in.note = PartialNote(a);

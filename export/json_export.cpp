@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "export/atomic_file.h"
+#include "export/cairo_api.h"
 #include "export/export.h"
 
 namespace memtl {
@@ -272,8 +273,11 @@ Status ExportMemoryTimeline(const ExportInput& in, const std::string& path, Devi
   auto format = FormatForPath(path);
   if (!format.ok()) return format.status();
   switch (format.value()) {
-    case ExportFormat::kHtml:
+    case ExportFormat::kHtml: {
+      std::string why;
+      if (LoadCairo(&why) == nullptr) return Status::Error(path + ": " + why);
       return WriteFileAtomically(path, HtmlReport(in, device), false);
+    }
     case ExportFormat::kRawJsonGz:
       return StreamJson(path, true, in.threaded,
                         [&](JsonText& out) { WriteRaw(in.timeline, in.categories, device, out); });

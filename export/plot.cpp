@@ -1,17 +1,17 @@
-// The stacked-area memory plot, rendered with cairo to a PNG in memory.
+// The stacked-area memory plot, rendered with cairo (loaded on first use,
+// export/cairo_api.h) to a PNG in memory.
 //
 // Layout follows PyTorch's matplotlib figure (20 x 12 inches at 80 dpi,
 // PyTorch's colours at alpha 0.7, legend, title with the device's peaks), with
 // the y axis in GiB labelled as such, and areas drawn as steps. A timeline with more samples than
 // pixel columns is reduced per column to the sample with the largest total, so the peak is never
 // lost.
-#include <cairo/cairo.h>
-
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
 
+#include "export/cairo_api.h"
 #include "export/export.h"
 #include "export/png.h"
 
@@ -57,13 +57,14 @@ std::string FormatTick(double v, double step) {
 
 void Text(cairo_t* cr, const std::string& s, double x, double y, double size, double align_x,
           double align_y, bool bold = false) {
-  cairo_select_font_face(cr, "DejaVu Sans", CAIRO_FONT_SLANT_NORMAL,
-                         bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
-  cairo_set_font_size(cr, size);
+  const CairoApi* C = LoadCairo();  // loaded by RenderPlotPng
+  C->cairo_select_font_face(cr, "DejaVu Sans", CAIRO_FONT_SLANT_NORMAL,
+                            bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
+  C->cairo_set_font_size(cr, size);
   cairo_text_extents_t ext;
-  cairo_text_extents(cr, s.c_str(), &ext);
-  cairo_move_to(cr, x - ext.x_advance * align_x, y + size * 0.35 - size * (align_y - 0.5) * 0.0);
-  cairo_show_text(cr, s.c_str());
+  C->cairo_text_extents(cr, s.c_str(), &ext);
+  C->cairo_move_to(cr, x - ext.x_advance * align_x, y + size * 0.35 - size * (align_y - 0.5) * 0.0);
+  C->cairo_show_text(cr, s.c_str());
 }
 
 }  // namespace
@@ -77,12 +78,14 @@ std::string RenderPlotPng(const CoalescedTimeline& c, const PlotOptions& o) {
 }
 
 std::string RenderPlotPng(const PlotRows& rows, const PlotOptions& o, PlotSummary* summary) {
+  const CairoApi* C = LoadCairo();
+  if (C == nullptr) return {};
   const double W = o.width, H = o.height;
   const double left = 0.08 * W, right = 0.97 * W, top = 0.14 * H, bottom = 0.90 * H;
-  cairo_surface_t* surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, o.width, o.height);
-  cairo_t* cr = cairo_create(surface);
-  cairo_set_source_rgb(cr, 1, 1, 1);
-  cairo_paint(cr);
+  cairo_surface_t* surface = C->cairo_image_surface_create(CAIRO_FORMAT_ARGB32, o.width, o.height);
+  cairo_t* cr = C->cairo_create(surface);
+  C->cairo_set_source_rgb(cr, 1, 1, 1);
+  C->cairo_paint(cr);
 
   // Data in ms (from the first time) and GiB, stacked by export index.
   auto stack = [](const std::array<int64_t, 9>& sizes) {
@@ -140,58 +143,58 @@ std::string RenderPlotPng(const PlotRows& rows, const PlotOptions& o, PlotSummar
   });
 
   // Grid and axes.
-  cairo_set_line_width(cr, 1);
-  cairo_set_source_rgb(cr, 0.9, 0.9, 0.9);
+  C->cairo_set_line_width(cr, 1);
+  C->cairo_set_source_rgb(cr, 0.9, 0.9, 0.9);
   for (double v = ystep; v <= ylim + 1e-12; v += ystep) {
-    cairo_move_to(cr, left, std::round(Y(v)) + 0.5);
-    cairo_line_to(cr, right, std::round(Y(v)) + 0.5);
+    C->cairo_move_to(cr, left, std::round(Y(v)) + 0.5);
+    C->cairo_line_to(cr, right, std::round(Y(v)) + 0.5);
   }
-  cairo_stroke(cr);
+  C->cairo_stroke(cr);
 
   // Stacked areas, bottom category first, drawn as steps: memory holds its
   // value until the next event (matplotlib's fill_between in PyTorch's plot
   // interpolates linearly, which draws slopes that never happened).
   for (int cat = 0; cat < 8; ++cat) {
     if (xs.empty()) break;
-    cairo_new_path(cr);
+    C->cairo_new_path(cr);
     for (size_t k = 0; k < xs.size(); ++k) {
       const double y = Y(stacked[k][cat + 1]);
-      cairo_line_to(cr, X(xs[k]), y);
-      if (k + 1 < xs.size()) cairo_line_to(cr, X(xs[k + 1]), y);
+      C->cairo_line_to(cr, X(xs[k]), y);
+      if (k + 1 < xs.size()) C->cairo_line_to(cr, X(xs[k + 1]), y);
     }
     for (size_t k = xs.size(); k-- > 0;) {
       const double y = Y(stacked[k][cat]);
-      if (k + 1 < xs.size()) cairo_line_to(cr, X(xs[k + 1]), y);
-      cairo_line_to(cr, X(xs[k]), y);
+      if (k + 1 < xs.size()) C->cairo_line_to(cr, X(xs[k + 1]), y);
+      C->cairo_line_to(cr, X(xs[k]), y);
     }
-    cairo_close_path(cr);
-    cairo_set_source_rgba(cr, kColors[cat].r, kColors[cat].g, kColors[cat].b, 0.7);
-    cairo_fill(cr);
+    C->cairo_close_path(cr);
+    C->cairo_set_source_rgba(cr, kColors[cat].r, kColors[cat].g, kColors[cat].b, 0.7);
+    C->cairo_fill(cr);
   }
 
-  cairo_set_source_rgb(cr, 0, 0, 0);
-  cairo_set_line_width(cr, 1.2);
-  cairo_rectangle(cr, left, top, right - left, bottom - top);
-  cairo_stroke(cr);
+  C->cairo_set_source_rgb(cr, 0, 0, 0);
+  C->cairo_set_line_width(cr, 1.2);
+  C->cairo_rectangle(cr, left, top, right - left, bottom - top);
+  C->cairo_stroke(cr);
   const double font = H / 60;
   for (double v = 0; v <= xlim + 1e-12; v += xstep) {
-    cairo_move_to(cr, X(v), bottom);
-    cairo_line_to(cr, X(v), bottom + 6);
-    cairo_stroke(cr);
+    C->cairo_move_to(cr, X(v), bottom);
+    C->cairo_line_to(cr, X(v), bottom + 6);
+    C->cairo_stroke(cr);
     Text(cr, FormatTick(v, xstep), X(v), bottom + 6 + font, font, 0.5, 0.5);
   }
   for (double v = 0; v <= ylim + 1e-12; v += ystep) {
-    cairo_move_to(cr, left - 6, Y(v));
-    cairo_line_to(cr, left, Y(v));
-    cairo_stroke(cr);
+    C->cairo_move_to(cr, left - 6, Y(v));
+    C->cairo_line_to(cr, left, Y(v));
+    C->cairo_stroke(cr);
     Text(cr, FormatTick(v, ystep), left - 10, Y(v), font, 1.0, 0.5);
   }
   Text(cr, "Time (ms)", (left + right) / 2, bottom + 3.2 * font, font * 1.1, 0.5, 0.5);
-  cairo_save(cr);
-  cairo_translate(cr, left - 5.2 * font, (top + bottom) / 2);
-  cairo_rotate(cr, -M_PI / 2);
+  C->cairo_save(cr);
+  C->cairo_translate(cr, left - 5.2 * font, (top + bottom) / 2);
+  C->cairo_rotate(cr, -M_PI / 2);
   Text(cr, "Memory (GiB)", 0, 0, font * 1.1, 0.5, 0.5);
-  cairo_restore(cr);
+  C->cairo_restore(cr);
 
   // Title: one or more lines.
   double ty = top - 0.09 * H;
@@ -206,24 +209,25 @@ std::string RenderPlotPng(const PlotRows& rows, const PlotOptions& o, PlotSummar
 
   // Legend, top right inside the axes.
   const double lx = right - 15 * font, ly = top + font;
-  cairo_set_source_rgba(cr, 1, 1, 1, 0.85);
-  cairo_rectangle(cr, lx - font * 0.6, ly - font * 0.6, 14.4 * font, 8 * font * 1.4 + font * 0.4);
-  cairo_fill_preserve(cr);
-  cairo_set_source_rgb(cr, 0.7, 0.7, 0.7);
-  cairo_stroke(cr);
+  C->cairo_set_source_rgba(cr, 1, 1, 1, 0.85);
+  C->cairo_rectangle(cr, lx - font * 0.6, ly - font * 0.6, 14.4 * font,
+                     8 * font * 1.4 + font * 0.4);
+  C->cairo_fill_preserve(cr);
+  C->cairo_set_source_rgb(cr, 0.7, 0.7, 0.7);
+  C->cairo_stroke(cr);
   for (int cat = 0; cat < 8; ++cat) {
     const double y = ly + cat * font * 1.4;
-    cairo_set_source_rgba(cr, kColors[cat].r, kColors[cat].g, kColors[cat].b, 0.7);
-    cairo_rectangle(cr, lx, y, font * 1.6, font * 0.9);
-    cairo_fill(cr);
-    cairo_set_source_rgb(cr, 0, 0, 0);
+    C->cairo_set_source_rgba(cr, kColors[cat].r, kColors[cat].g, kColors[cat].b, 0.7);
+    C->cairo_rectangle(cr, lx, y, font * 1.6, font * 0.9);
+    C->cairo_fill(cr);
+    C->cairo_set_source_rgb(cr, 0, 0, 0);
     Text(cr, std::string(kExportIndexNames[cat]), lx + font * 2.2, y + font * 0.1, font, 0, 0.5);
   }
 
   // Our encoder rather than cairo's writer: a fifth of the time (png.cpp).
   std::string png = EncodePng(surface);
-  cairo_destroy(cr);
-  cairo_surface_destroy(surface);
+  C->cairo_destroy(cr);
+  C->cairo_surface_destroy(surface);
   return png;
 }
 

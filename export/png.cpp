@@ -21,6 +21,8 @@
 // hash table every 32 KiB of input, and a smaller one is quicker to rewrite.
 #include "export/png.h"
 
+#include "export/cairo_api.h"
+
 #include <zlib.h>
 
 #include <algorithm>
@@ -63,8 +65,10 @@ cairo_status_t AppendPng(void* closure, const unsigned char* data, unsigned int 
 }
 
 std::string CairoPng(cairo_surface_t* surface) {
+  const CairoApi* C = LoadCairo();
+  if (C == nullptr) return {};
   std::string png;
-  if (cairo_surface_write_to_png_stream(surface, AppendPng, &png) != CAIRO_STATUS_SUCCESS)
+  if (C->cairo_surface_write_to_png_stream(surface, AppendPng, &png) != CAIRO_STATUS_SUCCESS)
     png.clear();
   return png;
 }
@@ -102,16 +106,18 @@ void RowRgba(const uint32_t* src, int width, uint8_t* out) {
 }  // namespace
 
 std::string EncodePng(cairo_surface_t* surface) {
-  if (cairo_surface_status(surface) != CAIRO_STATUS_SUCCESS) return {};
-  if (cairo_surface_get_type(surface) != CAIRO_SURFACE_TYPE_IMAGE) return CairoPng(surface);
-  cairo_surface_flush(surface);
-  const cairo_format_t format = cairo_image_surface_get_format(surface);
-  const unsigned char* data = cairo_image_surface_get_data(surface);
+  const CairoApi* C = LoadCairo();
+  if (C == nullptr) return {};
+  if (C->cairo_surface_status(surface) != CAIRO_STATUS_SUCCESS) return {};
+  if (C->cairo_surface_get_type(surface) != CAIRO_SURFACE_TYPE_IMAGE) return CairoPng(surface);
+  C->cairo_surface_flush(surface);
+  const cairo_format_t format = C->cairo_image_surface_get_format(surface);
+  const unsigned char* data = C->cairo_image_surface_get_data(surface);
   if (data == nullptr || (format != CAIRO_FORMAT_ARGB32 && format != CAIRO_FORMAT_RGB24))
     return CairoPng(surface);
-  const int width = cairo_image_surface_get_width(surface);
-  const int height = cairo_image_surface_get_height(surface);
-  const size_t stride = static_cast<size_t>(cairo_image_surface_get_stride(surface));
+  const int width = C->cairo_image_surface_get_width(surface);
+  const int height = C->cairo_image_surface_get_height(surface);
+  const size_t stride = static_cast<size_t>(C->cairo_image_surface_get_stride(surface));
   if (width <= 0 || height <= 0) return {};  // PNG has no empty images
   auto row = [&](int y) { return reinterpret_cast<const uint32_t*>(data + y * stride); };
 

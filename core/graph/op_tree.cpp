@@ -92,6 +92,13 @@ OpTree::OpTree(const Trace& trace) : trace_(trace) {
   }
 }
 
+void OpTree::ReleaseOpFacts() {
+  std::vector<uint8_t>().swap(num_matches_);
+  std::vector<uint32_t>().swap(mutability_begin_);
+  std::vector<int8_t>().swap(mutability_pool_);
+  std::vector<bool>().swap(in_backward_);
+}
+
 void OpTree::AddSchemaFacts(const SchemaRegistry& schemas) {
   const Trace& trace = trace_;
   const auto n = static_cast<uint32_t>(trace.events.size());

@@ -64,6 +64,9 @@ class OpTree {
   // facts need the key table: AddSchemaFacts adds them afterwards.
   explicit OpTree(const Trace& trace);
   void AddSchemaFacts(const SchemaRegistry& schemas);
+  // Frees the schema facts and the backward flags (read by the graph and the
+  // passes; nothing after them needs either).
+  void ReleaseOpFacts();
 
   const Trace& trace() const { return trace_; }
   // Event indices in depth-first pre-order (children in index order); the

@@ -135,6 +135,35 @@ DeviceIndex Trace::InternDevice(std::string_view name) {
   return static_cast<DeviceIndex>(devices.size() - 1);
 }
 
+namespace {
+template <typename T>
+void Free(std::vector<T>& v) {
+  std::vector<T>().swap(v);
+}
+}  // namespace
+
+void Trace::ReleaseOpDetails() {
+  Free(ops);
+  Free(pys);
+  Free(modules);
+  Free(optimizers);
+  Free(params);
+  Free(states);
+  Free(args);
+  Free(list_items);
+  Free(key_table.of_tensor);
+  ReleaseTensorRecords();
+}
+
+void Trace::ReleaseRecords() {
+  ReleaseOpDetails();
+  Free(events);
+  Free(allocs);
+  Free(alloc_ids);
+  key_table = KeyTable{};
+  schemas.clear();
+}
+
 void Trace::Finish() {
   std::vector<uint32_t> order(devices.size());
   for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;

@@ -260,6 +260,14 @@ struct Trace {
     std::vector<Tensor>().swap(tensors);
     std::vector<ProducerIds>().swap(tensor_ids);
   }
+  // Frees what only the stages up to the passes read: op arguments and
+  // their lists, op and python-call records with their modules, optimizers
+  // and parameters, and the key slots of tensor observations. Events,
+  // allocations and the keys themselves stay (the timeline reads them).
+  void ReleaseOpDetails();
+  // Frees every record; the header, strings and devices stay (what an
+  // export of a timeline already built still reads).
+  void ReleaseRecords();
   void Finish();  // called by readers once every record is in: device ranks
 
   const std::string& Name(const Event& e) const { return strings.Get(e.name); }

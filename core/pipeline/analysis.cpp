@@ -111,6 +111,18 @@ Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string&
 
 }  // namespace
 
+void ReleaseAfterPasses(Analysis& a) {
+  a.trace.ReleaseOpDetails();
+  if (a.tree) a.tree->ReleaseOpFacts();
+}
+
+void ReleaseAfterTimeline(Analysis& a) {
+  a.tree.reset();
+  a.graph.reset();
+  a.sizes.reset();
+  a.trace.ReleaseRecords();
+}
+
 Expected<std::unique_ptr<Analysis>> Analyze(Trace trace, const std::string& name, bool threaded) {
   return AnalyzeTimed(std::move(trace), name, PhaseTimer(), threaded);
 }

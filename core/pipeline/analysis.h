@@ -71,6 +71,17 @@ struct Analysis {
   PhaseTimer timer;
 };
 
+// Each stage's data may go once its last reader is done (the CLI frees them;
+// tests and tools that inspect an analysis keep everything):
+// - after the passes: what only the graph and the passes read (op
+//   arguments, python calls, the op tree's schema facts and backward flags,
+//   the key slots of tensor observations); the timeline needs none of it;
+void ReleaseAfterPasses(Analysis& a);
+// - after the timeline, before an export: every trace record, the op tree,
+//   the graph and the size map. The trace keeps its header, strings and
+//   devices, and the diagnostics stay.
+void ReleaseAfterTimeline(Analysis& a);
+
 // Runs the core stages on a trace already read. Errors name `name`.
 // `threaded`: the allocation checks and the op tree's shape are built on a
 // second thread beside identity (the result is the same either way);

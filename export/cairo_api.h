@@ -1,0 +1,63 @@
+// cairo, loaded when the first plot is drawn instead of when memtl starts.
+//
+// cairo and the libraries it pulls in (pixman, fontconfig, freetype, X11's
+// client libraries: 17 in all) cost about 3.6 MB of resident memory as soon
+// as the dynamic linker maps and relocates them, which is a third of what
+// memtl needs for a small trace. Only the HTML export draws, so only it
+// loads them (dlopen), and the JSON exports and the other commands never
+// pay. The declarations still come from cairo's header, so the types and
+// the signatures are cairo's own.
+#pragma once
+
+#include <cairo/cairo.h>
+
+#include <string>
+
+namespace memtl {
+
+struct CairoApi {
+#define MEMTL_CAIRO_FUNCTIONS(X)       \
+  X(cairo_image_surface_create)        \
+  X(cairo_image_surface_get_data)      \
+  X(cairo_image_surface_get_format)    \
+  X(cairo_image_surface_get_height)    \
+  X(cairo_image_surface_get_stride)    \
+  X(cairo_image_surface_get_width)     \
+  X(cairo_surface_destroy)             \
+  X(cairo_surface_flush)               \
+  X(cairo_surface_get_type)            \
+  X(cairo_surface_status)              \
+  X(cairo_surface_write_to_png_stream) \
+  X(cairo_create)                      \
+  X(cairo_destroy)                     \
+  X(cairo_save)                        \
+  X(cairo_restore)                     \
+  X(cairo_translate)                   \
+  X(cairo_rotate)                      \
+  X(cairo_paint)                       \
+  X(cairo_new_path)                    \
+  X(cairo_move_to)                     \
+  X(cairo_line_to)                     \
+  X(cairo_close_path)                  \
+  X(cairo_rectangle)                   \
+  X(cairo_fill)                        \
+  X(cairo_fill_preserve)               \
+  X(cairo_stroke)                      \
+  X(cairo_set_line_width)              \
+  X(cairo_set_source_rgb)              \
+  X(cairo_set_source_rgba)             \
+  X(cairo_select_font_face)            \
+  X(cairo_set_font_size)               \
+  X(cairo_text_extents)                \
+  X(cairo_show_text)
+#define MEMTL_CAIRO_MEMBER(name) decltype(&::name) name = nullptr;
+  MEMTL_CAIRO_FUNCTIONS(MEMTL_CAIRO_MEMBER)
+#undef MEMTL_CAIRO_MEMBER
+};
+
+// cairo's functions, loaded on the first call (thread-safe; later calls
+// return the same table). nullptr when the library or one of its functions
+// cannot be found; then *error says which, in a phrase for a message.
+const CairoApi* LoadCairo(std::string* error = nullptr);
+
+}  // namespace memtl
