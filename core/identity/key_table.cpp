@@ -49,25 +49,36 @@ void KeyTableBuilder::Alloc(uint32_t i, TensorId id, AllocationId aid) {
 }
 
 void KeyTableBuilder::Finish() {
-  // Renumber in TensorKey order.
-  std::vector<uint32_t> order(found_.size());
-  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(),
-            [&](uint32_t a, uint32_t b) { return found_[a] < found_[b]; });
-  std::vector<uint32_t> rank(found_.size());
-  kt_.keys.resize(found_.size());
-  for (uint32_t i = 0; i < order.size(); ++i) {
-    rank[order[i]] = i;
-    kt_.keys[i] = found_[order[i]];
-  }
-  found_ = {};
   by_aid_ = {};
+  others_ = {};
+  // Renumber in TensorKey order. The keys are sorted where they lie (a
+  // second array of them would be the largest thing identity holds at
+  // 10^7 events): rank[provisional slot] = final slot, then every slot is
+  // rewritten, then the keys are moved along rank's cycles.
+  std::vector<uint32_t> rank;
+  {
+    std::vector<uint32_t> order(found_.size());
+    for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(),
+              [&](uint32_t a, uint32_t b) { return found_[a] < found_[b]; });
+    rank.resize(found_.size());
+    for (uint32_t i = 0; i < order.size(); ++i) rank[order[i]] = i;
+  }
   for (auto& s : kt_.of_tensor) {
     if (s != kNone32) s = rank[s];
   }
   for (auto& s : kt_.of_alloc) {
     if (s != kNone32) s = rank[s];
   }
+  for (uint32_t i = 0; i < rank.size(); ++i) {
+    while (rank[i] != i) {
+      const uint32_t j = rank[i];
+      std::swap(found_[i], found_[j]);
+      std::swap(rank[i], rank[j]);
+    }
+  }
+  rank = {};
+  kt_.keys = std::move(found_);  // (its untouched reservation is address space only)
   // Tensor ids in key order are non-decreasing: number them as they change.
   kt_.id_slot.resize(kt_.keys.size());
   for (size_t i = 0; i < kt_.keys.size(); ++i) {

@@ -159,6 +159,11 @@ struct PyInfo {
   uint32_t optimizer = kNone32;
 };
 
+// 24 bytes (a trace has one per record). Only start times are kept: the
+// analysis orders events by start and nests them by parent links; the
+// reader checks end times (Trace::ops_without_end, ops_ending_before_start)
+// and drops them. A stage that needs durations would keep them in OpInfo
+// and PyInfo, not here.
 struct Event {
   EventKind kind = EventKind::kOther;
   RecordScope scope = RecordScope::kFunction;  // ops only
@@ -166,8 +171,8 @@ struct Event {
   uint32_t name = 0;           // string id
   uint32_t payload = kNone32;  // index into ops / allocs / pys by kind
   int64_t t0 = 0;              // start ns (allocations: their time)
-  int64_t t1 = 0;              // end ns
 };
+static_assert(sizeof(Event) == 24);
 
 struct DeviceInfo {
   std::string name;   // as PyTorch prints it: "cpu", "cuda:0"
@@ -240,9 +245,9 @@ struct Trace {
   std::vector<ProducerIds> tensor_ids;
   std::vector<ProducerIds> alloc_ids;
 
-  // Ops whose end time the producer did not record (end = start is used).
+  // Ops whose end time the producer did not record.
   uint64_t ops_without_end = 0;
-  // Ops whose recorded end precedes their start (end = start is used).
+  // Ops whose recorded end precedes their start.
   uint64_t ops_ending_before_start = 0;
   // Events (not allocations) that start before their parent.
   uint64_t events_before_parent = 0;

@@ -47,11 +47,11 @@ Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string&
       return Status::Error(name + ": " + s.message());
   }
   if (a->trace.ops_ending_before_start > 0) {
-    a->diagnostics.Add("op whose end precedes its start", "their end is taken as their start",
+    a->diagnostics.Add("op whose end precedes its start", "the analysis uses start times only",
                        a->trace.ops_ending_before_start);
   }
   if (a->trace.ops_without_end > 0) {
-    a->diagnostics.Add("op without an end time", "their end is taken as their start",
+    a->diagnostics.Add("op without an end time", "the analysis uses start times only",
                        a->trace.ops_without_end);
   }
   if (a->trace.events_before_parent > 0) {

@@ -178,7 +178,6 @@ class Builder {
         e.kind = EventKind::kOther;
         e.name = f.name;
         e.t0 = f.t0;
-        e.t1 = f.has_t1 ? f.t1 : f.t0;
         break;
       case Kind::kSchema:
         break;
@@ -418,13 +417,10 @@ class Builder {
     e->name = f.name;
     e->scope = f.scope;
     e->t0 = f.t0;
-    e->t1 = f.has_t1 ? f.t1 : f.t0;
+    // End times are checked here but not kept: no stage reads them.
     if (!f.has_t1) ++t_->ops_without_end;
-    if (e->t1 < e->t0) {
-      // An op still running when profiling stopped can carry a bogus end.
-      e->t1 = e->t0;
-      ++t_->ops_ending_before_start;
-    }
+    // An op still running when profiling stopped can carry a bogus end.
+    if (f.has_t1 && f.t1 < f.t0) ++t_->ops_ending_before_start;
     OpInfo op;
     op.sequence = f.seq;
     op.args_begin = f.args_begin;
@@ -610,7 +606,7 @@ class Builder {
     Require(f.has_dev, "dev");
     e->kind = EventKind::kAlloc;
     e->name = memory_name_;
-    e->t0 = e->t1 = f.t;
+    e->t0 = f.t;
     AllocInfo a;
     a.ptr = f.ptr;
     a.bytes = f.bytes;
@@ -735,7 +731,6 @@ class Builder {
     e->kind = EventKind::kPy;
     e->name = f.name;
     e->t0 = f.t0;
-    e->t1 = f.has_t1 ? f.t1 : f.t0;
     if (f.module != kNone32 && f.optimizer != kNone32)
       Fail("a python call cannot be both a module and an optimizer");
     PyInfo py;
