@@ -436,7 +436,7 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
   } else {
     num_impls = NumberImpls(raws);
   }
-  alloc_event_of_aid = {};
+  FreeArray(alloc_event_of_aid);
 
   // Step 4: allocations never seen with a tensor are not tensor storage.
   {
@@ -505,8 +505,8 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
         keys.Alloc(r.target, id, AllocationId(r.aid));
       }
     }
-    raws = {};
-    id_of = {};
+    FreeArray(raws);
+    FreeArray(id_of);
     keys.Finish();
     return stats;
   }

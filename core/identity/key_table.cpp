@@ -49,7 +49,7 @@ void KeyTableBuilder::Alloc(uint32_t i, TensorId id, AllocationId aid) {
 }
 
 void KeyTableBuilder::Finish() {
-  by_aid_ = {};
+  FreeArray(by_aid_);
   others_ = {};
   // Renumber in TensorKey order. The keys are sorted where they lie (a
   // second array of them would be the largest thing identity holds at
@@ -77,7 +77,7 @@ void KeyTableBuilder::Finish() {
       std::swap(rank[i], rank[j]);
     }
   }
-  rank = {};
+  FreeArray(rank);
   kt_.keys = std::move(found_);  // (its untouched reservation is address space only)
   // Tensor ids in key order are non-decreasing: number them as they change.
   kt_.id_slot.resize(kt_.keys.size());

@@ -38,4 +38,11 @@ void AssignLarge(std::vector<T>& v, size_t n, const T& value) {
   v.assign(n, value);
 }
 
+// Frees v's storage now. (`v = {}` would not: it assigns an empty
+// initializer list, which keeps the capacity.)
+template <typename T>
+void FreeArray(std::vector<T>& v) {
+  std::vector<T>().swap(v);
+}
+
 }  // namespace memtl

@@ -135,31 +135,29 @@ DeviceIndex Trace::InternDevice(std::string_view name) {
   return static_cast<DeviceIndex>(devices.size() - 1);
 }
 
-namespace {
-template <typename T>
-void Free(std::vector<T>& v) {
-  std::vector<T>().swap(v);
+void Trace::ReleaseTensorRecords() {
+  FreeArray(tensors);
+  FreeArray(tensor_ids);
 }
-}  // namespace
 
 void Trace::ReleaseOpDetails() {
-  Free(ops);
-  Free(pys);
-  Free(modules);
-  Free(optimizers);
-  Free(params);
-  Free(states);
-  Free(args);
-  Free(list_items);
-  Free(key_table.of_tensor);
+  FreeArray(ops);
+  FreeArray(pys);
+  FreeArray(modules);
+  FreeArray(optimizers);
+  FreeArray(params);
+  FreeArray(states);
+  FreeArray(args);
+  FreeArray(list_items);
+  FreeArray(key_table.of_tensor);
   ReleaseTensorRecords();
 }
 
 void Trace::ReleaseRecords() {
   ReleaseOpDetails();
-  Free(events);
-  Free(allocs);
-  Free(alloc_ids);
+  FreeArray(events);
+  FreeArray(allocs);
+  FreeArray(alloc_ids);
   key_table = KeyTable{};
   schemas.clear();
 }

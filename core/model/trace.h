@@ -261,10 +261,7 @@ struct Trace {
   DeviceIndex InternDevice(std::string_view name);
   // Frees `tensors` and `tensor_ids` (the pipeline does after the size map;
   // key_table.of_tensor still gives every observation's key).
-  void ReleaseTensorRecords() {
-    std::vector<Tensor>().swap(tensors);
-    std::vector<ProducerIds>().swap(tensor_ids);
-  }
+  void ReleaseTensorRecords();
   // Frees what only the stages up to the passes read: op arguments and
   // their lists, op and python-call records with their modules, optimizers
   // and parameters, and the key slots of tensor observations. Events,

@@ -94,18 +94,19 @@ Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string&
     a->timer.Mark("identity");
     a->tree = std::make_unique<OpTree>(a->trace);
   }
+  // The size map reads the tensor records for the last time (the graph and
+  // every later stage read tensors through the key table and the size map),
+  // so it comes first and the records, a fifth of the trace's memory, go
+  // before the op tree's facts and the graph add theirs.
+  a->sizes = std::make_unique<SizeMap>(*a->tree);
+  a->trace.ReleaseTensorRecords();
+  a->timer.Mark("size map");
   a->tree->AddSchemaFacts(a->schemas);
   a->timer.Mark("op tree");
   auto graph = DataFlowGraph::Build(*a->tree);
   if (!graph.ok()) return Status::Error(name + ": " + graph.status().message());
   a->graph = std::make_unique<DataFlowGraph>(std::move(graph.value()));
   a->timer.Mark("graph");
-  a->sizes = std::make_unique<SizeMap>(*a->tree);
-  // From here on tensors are read only through the key table and the size
-  // map: the tensor records (a quarter of the trace's memory) are dropped
-  // before the passes and the timeline add theirs.
-  a->trace.ReleaseTensorRecords();
-  a->timer.Mark("size map");
   return a;
 }
 
