@@ -55,6 +55,9 @@ struct PlotOptions {
   int width = 1600;  // PyTorch: 20 x 12 inches at 80 dpi
   int height = 960;
   std::string title;
+  // The canvas is drawn and encoded this many rows at a time (plot.cpp);
+  // the image does not depend on it.
+  int band_rows = 240;
 };
 // The coalesced rows, walked in order each time it is called (the plot walks
 // them twice and keeps at most a few rows per pixel column, never all).

@@ -82,10 +82,7 @@ std::string RenderPlotPng(const PlotRows& rows, const PlotOptions& o, PlotSummar
   if (C == nullptr) return {};
   const double W = o.width, H = o.height;
   const double left = 0.08 * W, right = 0.97 * W, top = 0.14 * H, bottom = 0.90 * H;
-  cairo_surface_t* surface = C->cairo_image_surface_create(CAIRO_FORMAT_ARGB32, o.width, o.height);
-  cairo_t* cr = C->cairo_create(surface);
-  C->cairo_set_source_rgb(cr, 1, 1, 1);
-  C->cairo_paint(cr);
+  if (o.width <= 0 || o.height <= 0) return {};
 
   // Data in ms (from the first time) and GiB, stacked by export index.
   auto stack = [](const std::array<int64_t, 9>& sizes) {
@@ -142,93 +139,121 @@ std::string RenderPlotPng(const PlotRows& rows, const PlotOptions& o, PlotSummar
     }
   });
 
-  // Grid and axes.
-  C->cairo_set_line_width(cr, 1);
-  C->cairo_set_source_rgb(cr, 0.9, 0.9, 0.9);
-  for (double v = ystep; v <= ylim + 1e-12; v += ystep) {
-    C->cairo_move_to(cr, left, std::round(Y(v)) + 0.5);
-    C->cairo_line_to(cr, right, std::round(Y(v)) + 0.5);
-  }
-  C->cairo_stroke(cr);
+  // The whole figure, drawn on `cr` (once per band, below).
+  auto draw = [&](cairo_t* cr) {
+    C->cairo_set_source_rgb(cr, 1, 1, 1);
+    C->cairo_paint(cr);
 
-  // Stacked areas, bottom category first, drawn as steps: memory holds its
-  // value until the next event (matplotlib's fill_between in PyTorch's plot
-  // interpolates linearly, which draws slopes that never happened).
-  for (int cat = 0; cat < 8; ++cat) {
-    if (xs.empty()) break;
-    C->cairo_new_path(cr);
-    for (size_t k = 0; k < xs.size(); ++k) {
-      const double y = Y(stacked[k][cat + 1]);
-      C->cairo_line_to(cr, X(xs[k]), y);
-      if (k + 1 < xs.size()) C->cairo_line_to(cr, X(xs[k + 1]), y);
+    // Grid and axes.
+    C->cairo_set_line_width(cr, 1);
+    C->cairo_set_source_rgb(cr, 0.9, 0.9, 0.9);
+    for (double v = ystep; v <= ylim + 1e-12; v += ystep) {
+      C->cairo_move_to(cr, left, std::round(Y(v)) + 0.5);
+      C->cairo_line_to(cr, right, std::round(Y(v)) + 0.5);
     }
-    for (size_t k = xs.size(); k-- > 0;) {
-      const double y = Y(stacked[k][cat]);
-      if (k + 1 < xs.size()) C->cairo_line_to(cr, X(xs[k + 1]), y);
-      C->cairo_line_to(cr, X(xs[k]), y);
+    C->cairo_stroke(cr);
+
+    // Stacked areas, bottom category first, drawn as steps: memory holds its
+    // value until the next event (matplotlib's fill_between in PyTorch's plot
+    // interpolates linearly, which draws slopes that never happened).
+    for (int cat = 0; cat < 8; ++cat) {
+      if (xs.empty()) break;
+      C->cairo_new_path(cr);
+      for (size_t k = 0; k < xs.size(); ++k) {
+        const double y = Y(stacked[k][cat + 1]);
+        C->cairo_line_to(cr, X(xs[k]), y);
+        if (k + 1 < xs.size()) C->cairo_line_to(cr, X(xs[k + 1]), y);
+      }
+      for (size_t k = xs.size(); k-- > 0;) {
+        const double y = Y(stacked[k][cat]);
+        if (k + 1 < xs.size()) C->cairo_line_to(cr, X(xs[k + 1]), y);
+        C->cairo_line_to(cr, X(xs[k]), y);
+      }
+      C->cairo_close_path(cr);
+      C->cairo_set_source_rgba(cr, kColors[cat].r, kColors[cat].g, kColors[cat].b, 0.7);
+      C->cairo_fill(cr);
     }
-    C->cairo_close_path(cr);
-    C->cairo_set_source_rgba(cr, kColors[cat].r, kColors[cat].g, kColors[cat].b, 0.7);
-    C->cairo_fill(cr);
-  }
 
-  C->cairo_set_source_rgb(cr, 0, 0, 0);
-  C->cairo_set_line_width(cr, 1.2);
-  C->cairo_rectangle(cr, left, top, right - left, bottom - top);
-  C->cairo_stroke(cr);
-  const double font = H / 60;
-  for (double v = 0; v <= xlim + 1e-12; v += xstep) {
-    C->cairo_move_to(cr, X(v), bottom);
-    C->cairo_line_to(cr, X(v), bottom + 6);
-    C->cairo_stroke(cr);
-    Text(cr, FormatTick(v, xstep), X(v), bottom + 6 + font, font, 0.5, 0.5);
-  }
-  for (double v = 0; v <= ylim + 1e-12; v += ystep) {
-    C->cairo_move_to(cr, left - 6, Y(v));
-    C->cairo_line_to(cr, left, Y(v));
-    C->cairo_stroke(cr);
-    Text(cr, FormatTick(v, ystep), left - 10, Y(v), font, 1.0, 0.5);
-  }
-  Text(cr, "Time (ms)", (left + right) / 2, bottom + 3.2 * font, font * 1.1, 0.5, 0.5);
-  C->cairo_save(cr);
-  C->cairo_translate(cr, left - 5.2 * font, (top + bottom) / 2);
-  C->cairo_rotate(cr, -M_PI / 2);
-  Text(cr, "Memory (GiB)", 0, 0, font * 1.1, 0.5, 0.5);
-  C->cairo_restore(cr);
-
-  // Title: one or more lines.
-  double ty = top - 0.09 * H;
-  size_t start = 0;
-  while (start <= o.title.size()) {
-    size_t nl = o.title.find('\n', start);
-    if (nl == std::string::npos) nl = o.title.size();
-    Text(cr, o.title.substr(start, nl - start), (left + right) / 2, ty, font * 1.2, 0.5, 0.5);
-    ty += font * 1.6;
-    start = nl + 1;
-  }
-
-  // Legend, top right inside the axes.
-  const double lx = right - 15 * font, ly = top + font;
-  C->cairo_set_source_rgba(cr, 1, 1, 1, 0.85);
-  C->cairo_rectangle(cr, lx - font * 0.6, ly - font * 0.6, 14.4 * font,
-                     8 * font * 1.4 + font * 0.4);
-  C->cairo_fill_preserve(cr);
-  C->cairo_set_source_rgb(cr, 0.7, 0.7, 0.7);
-  C->cairo_stroke(cr);
-  for (int cat = 0; cat < 8; ++cat) {
-    const double y = ly + cat * font * 1.4;
-    C->cairo_set_source_rgba(cr, kColors[cat].r, kColors[cat].g, kColors[cat].b, 0.7);
-    C->cairo_rectangle(cr, lx, y, font * 1.6, font * 0.9);
-    C->cairo_fill(cr);
     C->cairo_set_source_rgb(cr, 0, 0, 0);
-    Text(cr, std::string(kExportIndexNames[cat]), lx + font * 2.2, y + font * 0.1, font, 0, 0.5);
-  }
+    C->cairo_set_line_width(cr, 1.2);
+    C->cairo_rectangle(cr, left, top, right - left, bottom - top);
+    C->cairo_stroke(cr);
+    const double font = H / 60;
+    for (double v = 0; v <= xlim + 1e-12; v += xstep) {
+      C->cairo_move_to(cr, X(v), bottom);
+      C->cairo_line_to(cr, X(v), bottom + 6);
+      C->cairo_stroke(cr);
+      Text(cr, FormatTick(v, xstep), X(v), bottom + 6 + font, font, 0.5, 0.5);
+    }
+    for (double v = 0; v <= ylim + 1e-12; v += ystep) {
+      C->cairo_move_to(cr, left - 6, Y(v));
+      C->cairo_line_to(cr, left, Y(v));
+      C->cairo_stroke(cr);
+      Text(cr, FormatTick(v, ystep), left - 10, Y(v), font, 1.0, 0.5);
+    }
+    Text(cr, "Time (ms)", (left + right) / 2, bottom + 3.2 * font, font * 1.1, 0.5, 0.5);
+    C->cairo_save(cr);
+    C->cairo_translate(cr, left - 5.2 * font, (top + bottom) / 2);
+    C->cairo_rotate(cr, -M_PI / 2);
+    Text(cr, "Memory (GiB)", 0, 0, font * 1.1, 0.5, 0.5);
+    C->cairo_restore(cr);
 
-  // Our encoder rather than cairo's writer: a fifth of the time (png.cpp).
-  std::string png = EncodePng(surface);
-  C->cairo_destroy(cr);
+    // Title: one or more lines.
+    double ty = top - 0.09 * H;
+    size_t start = 0;
+    while (start <= o.title.size()) {
+      size_t nl = o.title.find('\n', start);
+      if (nl == std::string::npos) nl = o.title.size();
+      Text(cr, o.title.substr(start, nl - start), (left + right) / 2, ty, font * 1.2, 0.5, 0.5);
+      ty += font * 1.6;
+      start = nl + 1;
+    }
+
+    // Legend, top right inside the axes.
+    const double lx = right - 15 * font, ly = top + font;
+    C->cairo_set_source_rgba(cr, 1, 1, 1, 0.85);
+    C->cairo_rectangle(cr, lx - font * 0.6, ly - font * 0.6, 14.4 * font,
+                       8 * font * 1.4 + font * 0.4);
+    C->cairo_fill_preserve(cr);
+    C->cairo_set_source_rgb(cr, 0.7, 0.7, 0.7);
+    C->cairo_stroke(cr);
+    for (int cat = 0; cat < 8; ++cat) {
+      const double y = ly + cat * font * 1.4;
+      C->cairo_set_source_rgba(cr, kColors[cat].r, kColors[cat].g, kColors[cat].b, 0.7);
+      C->cairo_rectangle(cr, lx, y, font * 1.6, font * 0.9);
+      C->cairo_fill(cr);
+      C->cairo_set_source_rgb(cr, 0, 0, 0);
+      Text(cr, std::string(kExportIndexNames[cat]), lx + font * 2.2, y + font * 0.1, font, 0, 0.5);
+    }
+  };
+
+  // The figure is drawn in bands of rows, each band encoded as soon as it
+  // is drawn (our encoder, not cairo's writer: a fifth of the time,
+  // png.cpp), so that the canvas is never whole in memory: 1600x960 ARGB32
+  // is 6 MB, a third of what a 10^5-event HTML export needs otherwise. Each
+  // band shifts the drawing by a whole number of rows, which leaves every
+  // pixel as drawing the figure at once gives it (a unit test compares).
+  // The white background makes every pixel opaque, so the PNG is RGB.
+  const int band = std::clamp(o.band_rows, 1, o.height);
+  cairo_surface_t* surface = C->cairo_image_surface_create(CAIRO_FORMAT_ARGB32, o.width, band);
+  if (C->cairo_surface_status(surface) != CAIRO_STATUS_SUCCESS) {
+    C->cairo_surface_destroy(surface);
+    return {};
+  }
+  PngRowEncoder png(o.width, o.height, /*opaque=*/true);
+  for (int y0 = 0; y0 < o.height; y0 += band) {
+    cairo_t* cr = C->cairo_create(surface);
+    C->cairo_translate(cr, 0, -y0);
+    draw(cr);
+    C->cairo_destroy(cr);
+    C->cairo_surface_flush(surface);
+    const unsigned char* data = C->cairo_image_surface_get_data(surface);
+    const size_t stride = static_cast<size_t>(C->cairo_image_surface_get_stride(surface));
+    for (int y = 0; y < band && y0 + y < o.height; ++y)
+      png.AddRow(reinterpret_cast<const uint32_t*>(data + y * stride));
+  }
   C->cairo_surface_destroy(surface);
-  return png;
+  return png.Finish();
 }
 
 std::string Base64(const std::string& bytes) {

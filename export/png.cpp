@@ -105,6 +105,121 @@ void RowRgba(const uint32_t* src, int width, uint8_t* out) {
 
 }  // namespace
 
+struct PngRowEncoder::State {
+  int width = 0, height = 0, rows = 0;
+  bool opaque = true, failed = false;
+  size_t n = 0;  // bytes per converted row
+  z_stream z{};
+  bool z_live = false;
+  std::string zdata;
+  size_t used = 2;
+  std::vector<uint8_t> filtered, cur, prev, zero_row;
+  std::vector<uint32_t> last_pixels;  // the previous row as given
+  uLong zero_row_adler = 0, adler = 1;
+
+  ~State() {
+    if (z_live) deflateEnd(&z);
+  }
+  bool Feed(const uint8_t* in, size_t size, int flush) {
+    z.next_in = const_cast<Bytef*>(in);
+    z.avail_in = static_cast<uInt>(size);
+    for (;;) {
+      if (used == zdata.size()) zdata.resize(zdata.size() * 2);
+      const size_t room = std::min<size_t>(zdata.size() - used, UINT_MAX);
+      z.next_out = reinterpret_cast<Bytef*>(zdata.data() + used);
+      z.avail_out = static_cast<uInt>(room);
+      const int rc = deflate(&z, flush);
+      used += room - z.avail_out;
+      if (rc == Z_STREAM_ERROR) return false;
+      // Without flushing, room left over means all input was taken.
+      if (flush == Z_FINISH ? rc == Z_STREAM_END : z.avail_out != 0) return true;
+    }
+  }
+};
+
+PngRowEncoder::PngRowEncoder(int width, int height, bool opaque) : s_(new State) {
+  State& s = *s_;
+  s.width = width;
+  s.height = height;
+  s.opaque = opaque;
+  if (width <= 0 || height <= 0) {  // PNG has no empty images
+    s.failed = true;
+    return;
+  }
+  // Raw deflate with the zlib header and adler32 trailer written here, so
+  // that repeated rows need no checksum pass.
+  if (deflateInit2(&s.z, kLevel, Z_DEFLATED, -15, kMemLevel, Z_DEFAULT_STRATEGY) != Z_OK) {
+    s.failed = true;
+    return;
+  }
+  s.z_live = true;
+  s.zdata.assign(size_t{1} << 16, '\0');
+  std::memcpy(s.zdata.data(), kZlibHeader, 2);
+  s.n = static_cast<size_t>(width) * (opaque ? 3 : 4);
+  // Every row is Up-filtered (the first against zeros, as PNG defines it).
+  // Converting a row, then subtracting, measured faster than doing both in
+  // one loop from the surface's words.
+  s.filtered.assign(s.n + 1, 0);
+  s.cur.assign(s.n, 0);
+  s.prev.assign(s.n, 0);
+  s.zero_row.assign(s.n + 1, 0);
+  s.filtered[0] = s.zero_row[0] = kFilterUp;
+  s.zero_row_adler = adler32(1, s.zero_row.data(), static_cast<uInt>(s.n + 1));
+  s.last_pixels.assign(static_cast<size_t>(width), 0);
+}
+
+PngRowEncoder::~PngRowEncoder() = default;
+
+void PngRowEncoder::AddRow(const uint32_t* pixels) {
+  State& s = *s_;
+  if (s.failed) return;
+  if (s.rows == s.height) {
+    s.failed = true;  // more rows than the header says
+    return;
+  }
+  const size_t width = static_cast<size_t>(s.width);
+  const uint8_t* out = s.filtered.data();
+  if (s.rows > 0 && std::memcmp(pixels, s.last_pixels.data(), 4 * width) == 0) {
+    // Same pixels as the row above (and `prev` still holds them).
+    out = s.zero_row.data();
+    s.adler = adler32_combine(s.adler, s.zero_row_adler, static_cast<z_off_t>(s.n + 1));
+  } else {
+    if (s.opaque) {
+      RowRgb(pixels, s.width, s.cur.data());
+    } else {
+      RowRgba(pixels, s.width, s.cur.data());
+    }
+    for (size_t i = 0; i < s.n; ++i) s.filtered[i + 1] = static_cast<uint8_t>(s.cur[i] - s.prev[i]);
+    s.cur.swap(s.prev);
+    s.adler = adler32(s.adler, s.filtered.data(), static_cast<uInt>(s.n + 1));
+    std::memcpy(s.last_pixels.data(), pixels, 4 * width);
+  }
+  if (!s.Feed(out, s.n + 1, Z_NO_FLUSH)) s.failed = true;
+  ++s.rows;
+}
+
+std::string PngRowEncoder::Finish() {
+  State& s = *s_;
+  if (s.failed || s.rows != s.height || !s.Feed(nullptr, 0, Z_FINISH)) return {};
+  s.zdata.resize(s.used);
+  PutBe32(s.zdata, static_cast<uint32_t>(s.adler));
+
+  std::string png("\x89PNG\r\n\x1a\n", 8);
+  std::string ihdr;
+  PutBe32(ihdr, static_cast<uint32_t>(s.width));
+  PutBe32(ihdr, static_cast<uint32_t>(s.height));
+  // Bit depth 8, colour type RGB (2) or RGBA (6), deflate, filters of method
+  // 0, no interlace.
+  ihdr += {8, static_cast<char>(s.opaque ? 2 : 6), 0, 0, 0};
+  PutChunk(png, "IHDR", ihdr.data(), ihdr.size());
+  png.reserve(png.size() + s.zdata.size() + 12 * (s.zdata.size() / kMaxIdat + 2));
+  for (size_t at = 0; at < s.zdata.size(); at += kMaxIdat) {
+    PutChunk(png, "IDAT", s.zdata.data() + at, std::min(kMaxIdat, s.zdata.size() - at));
+  }
+  PutChunk(png, "IEND", "", 0);
+  return png;
+}
+
 std::string EncodePng(cairo_surface_t* surface) {
   const CairoApi* C = LoadCairo();
   if (C == nullptr) return {};
@@ -131,79 +246,9 @@ std::string EncodePng(cairo_surface_t* surface) {
       opaque = (all >> 24) == 255;
     }
   }
-  const size_t n = static_cast<size_t>(width) * (opaque ? 3 : 4);
-
-  std::string png("\x89PNG\r\n\x1a\n", 8);
-  std::string ihdr;
-  PutBe32(ihdr, static_cast<uint32_t>(width));
-  PutBe32(ihdr, static_cast<uint32_t>(height));
-  // Bit depth 8, colour type RGB (2) or RGBA (6), deflate, filters of method
-  // 0, no interlace.
-  ihdr += {8, static_cast<char>(opaque ? 2 : 6), 0, 0, 0};
-  PutChunk(png, "IHDR", ihdr.data(), ihdr.size());
-
-  // Raw deflate with the zlib header and adler32 trailer written here, so
-  // that repeated rows need no checksum pass.
-  z_stream z{};
-  if (deflateInit2(&z, kLevel, Z_DEFLATED, -15, kMemLevel, Z_DEFAULT_STRATEGY) != Z_OK) return {};
-  struct End {
-    z_stream* z;
-    ~End() { deflateEnd(z); }
-  } end{&z};
-  std::string zdata(size_t{1} << 16, '\0');
-  std::memcpy(zdata.data(), kZlibHeader, 2);
-  size_t used = 2;
-  auto feed = [&](const uint8_t* in, size_t size, int flush) {
-    z.next_in = const_cast<Bytef*>(in);
-    z.avail_in = static_cast<uInt>(size);
-    for (;;) {
-      if (used == zdata.size()) zdata.resize(zdata.size() * 2);
-      const size_t room = std::min<size_t>(zdata.size() - used, UINT_MAX);
-      z.next_out = reinterpret_cast<Bytef*>(zdata.data() + used);
-      z.avail_out = static_cast<uInt>(room);
-      const int rc = deflate(&z, flush);
-      used += room - z.avail_out;
-      if (rc == Z_STREAM_ERROR) return false;
-      // Without flushing, room left over means all input was taken.
-      if (flush == Z_FINISH ? rc == Z_STREAM_END : z.avail_out != 0) return true;
-    }
-  };
-
-  // Every row is Up-filtered (the first against zeros, as PNG defines it).
-  // Converting a row, then subtracting, measured faster than doing both in
-  // one loop from the surface's words.
-  std::vector<uint8_t> filtered(n + 1), cur(n), prev(n, 0), zero_row(n + 1, 0);
-  filtered[0] = zero_row[0] = kFilterUp;
-  const uLong zero_row_adler = adler32(1, zero_row.data(), static_cast<uInt>(n + 1));
-  uLong adler = 1;
-  for (int y = 0; y < height; ++y) {
-    const uint8_t* out = filtered.data();
-    if (y > 0 && std::memcmp(row(y), row(y - 1), 4 * static_cast<size_t>(width)) == 0) {
-      // Same pixels as the row above (and `prev` still holds them).
-      out = zero_row.data();
-      adler = adler32_combine(adler, zero_row_adler, static_cast<z_off_t>(n + 1));
-    } else {
-      if (opaque) {
-        RowRgb(row(y), width, cur.data());
-      } else {
-        RowRgba(row(y), width, cur.data());
-      }
-      for (size_t i = 0; i < n; ++i) filtered[i + 1] = static_cast<uint8_t>(cur[i] - prev[i]);
-      cur.swap(prev);
-      adler = adler32(adler, filtered.data(), static_cast<uInt>(n + 1));
-    }
-    if (!feed(out, n + 1, Z_NO_FLUSH)) return {};
-  }
-  if (!feed(nullptr, 0, Z_FINISH)) return {};
-  zdata.resize(used);
-  PutBe32(zdata, static_cast<uint32_t>(adler));
-
-  png.reserve(png.size() + zdata.size() + 12 * (zdata.size() / kMaxIdat + 2));
-  for (size_t at = 0; at < zdata.size(); at += kMaxIdat) {
-    PutChunk(png, "IDAT", zdata.data() + at, std::min(kMaxIdat, zdata.size() - at));
-  }
-  PutChunk(png, "IEND", "", 0);
-  return png;
+  PngRowEncoder encoder(width, height, opaque);
+  for (int y = 0; y < height; ++y) encoder.AddRow(row(y));
+  return encoder.Finish();
 }
 
 }  // namespace memtl

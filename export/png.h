@@ -5,6 +5,8 @@
 
 #include <cairo/cairo.h>
 
+#include <cstdint>
+#include <memory>
 #include <string>
 
 namespace memtl {
@@ -14,5 +16,24 @@ namespace memtl {
 // formats, and surfaces that are not image surfaces, go through cairo's own
 // writer. The same pixels always give the same bytes. Empty on failure.
 std::string EncodePng(cairo_surface_t* surface);
+
+// The same encoding fed one row at a time, so that an image drawn in bands
+// is never whole in memory. A row is `width` native-endian ARGB32 or RGB24
+// words; `opaque`: write RGB (alpha is ignored), else RGBA un-premultiplied.
+// Finish() gives the PNG, or an empty string when fewer or more than
+// `height` rows came or encoding failed.
+class PngRowEncoder {
+ public:
+  PngRowEncoder(int width, int height, bool opaque);
+  ~PngRowEncoder();
+  PngRowEncoder(const PngRowEncoder&) = delete;
+  PngRowEncoder& operator=(const PngRowEncoder&) = delete;
+  void AddRow(const uint32_t* pixels);
+  std::string Finish();
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
 
 }  // namespace memtl

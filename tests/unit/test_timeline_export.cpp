@@ -200,6 +200,13 @@ TEST_CASE("export: the plot is a PNG of the requested size and is not blank") {
   CHECK(top_coloured_row < h / 3);
   // Rendering is deterministic, and so is the encoder: same bytes again.
   CHECK(RenderPlotPng(c, o) == png);
+  // Drawing in bands of rows gives the pixels of drawing the figure at once
+  // (whole-row shifts only), whatever the band height.
+  for (int band : {960, 7, 100, 1000}) {
+    PlotOptions b = o;
+    b.band_rows = band;
+    CHECK_MESSAGE(RenderPlotPng(c, b) == png, "band_rows " << band);
+  }
   CHECK(Base64("Man") == "TWFu");
   CHECK(Base64("Ma") == "TWE=");
   CHECK(Base64("M") == "TQ==");
