@@ -1,12 +1,17 @@
-// Large arrays and the cost of touching memory for the first time.
+// Arrays sized for the whole trace.
 //
-// On the machines memtl runs on (virtual machines especially) the first
-// write to a fresh 4 KiB page costs a fault that is far dearer than the
-// write; at 10^7 events the analysis touches about 2 GiB and those faults
-// were a third of its time. Arrays sized for the whole trace are therefore
-// reserved once and advised as transparent-huge-page candidates, so that the
-// kernel maps them 2 MiB at a time where it can. The advice changes neither
-// the contents nor the output, only how the pages are mapped.
+// Stages that know an upper bound on what they will store (the reader from
+// the file's size, identity from the number of observations) reserve it
+// once: regrowing a large array copies it into fresh memory, and on the
+// machines memtl runs on (virtual machines especially) the first touch of
+// fresh memory costs more than the copy. Capacity that is never written is
+// address space, not resident memory.
+//
+// (Until 2026-11-23 these arrays were also advised as transparent huge
+// pages. Measured again at today's footprint, the advice made a 10^7-event
+// export 10% slower on the development machine: the kernel zeroes each
+// 2 MiB page when it is first touched, and that zeroing was 15% of the
+// run's samples against 0.4% with 4 KiB pages. docs/performance.md.)
 #pragma once
 
 #include <cstddef>
@@ -14,21 +19,14 @@
 
 namespace memtl {
 
-// Advises the kernel to back the whole 2 MiB-aligned pages inside
-// [data, data + bytes) with huge pages. Does nothing for ranges under
-// 32 MiB (there the partly used last huge page of an array reserved for an
-// upper bound costs more memory than the faults save), on systems without
-// the advice, or when the advice is refused.
-void AdviseHugePages(const void* data, size_t bytes);
-
-// v.reserve(n), then advice for the reserved storage.
+// v.reserve(n): room for an upper bound, so that v is never regrown.
 template <typename T>
 void ReserveLarge(std::vector<T>& v, size_t n) {
   v.reserve(n);
-  AdviseHugePages(v.data(), v.capacity() * sizeof(T));
 }
 
-// v.assign(n, value) into storage reserved with ReserveLarge.
+// v.assign(n, value), first dropping v's storage when it is too small (so
+// that assign does not copy the old contents into a regrown array).
 template <typename T>
 void AssignLarge(std::vector<T>& v, size_t n, const T& value) {
   if (v.capacity() < n) {

@@ -23,8 +23,8 @@ namespace memtl {
 // Peak resident memory of the process so far, in bytes (0 if unknown).
 int64_t PeakRssBytes();
 // Minor page faults of the process so far: first touches of memory, each
-// mapping a 4 KiB page, or a 2 MiB one where huge pages are used (see
-// core/model/large_array.h). Their cost is the cost of fresh memory.
+// mapping a 4 KiB page (or a 2 MiB one where the kernel uses huge pages on
+// its own). Their cost is the cost of fresh memory.
 int64_t MinorFaults();
 
 // Wall time of each stage, in run order, and the process's peak resident
