@@ -180,7 +180,7 @@ if "$bin" export "$probe" -o "$tmp/o.json" --timings >/dev/null 2>"$tmp/err" && 
       { log "--timings run failed for $n"; : >"$tmp/t$n"; }
   done
   echo
-  echo "Stages of \`memtl export F -o OUT.json --timings\` (one extra run per size; seconds, peak RSS MiB so far, page faults in the stage, i.e. first touches of memory, each mapping 4 KiB or, in arrays advised for huge pages, 2 MiB):"
+  echo "Stages of \`memtl export F -o OUT.json --timings\` (one extra run per size; seconds, peak RSS MiB so far, page faults in the stage, i.e. first touches of memory, each mapping 4 KiB):"
   echo
   header="| stage |"
   sep="|---|"
