@@ -59,20 +59,24 @@ void ResolvePartialTensors(Trace& trace, IdentityStats& stats) {
     uint32_t tensor;
   };
   // Only the storage pointers that python-tracer tensors name are indexed;
-  // a bit filter turns away most op inputs before the hash lookup.
+  // a bit filter turns away most op inputs before the hash lookup. It has
+  // at least 64 bits per indexed pointer (at most one op input in 64 gets
+  // past it by chance), so its filtering does not wane as traces grow.
   FlatMap<uint64_t, uint32_t, U64Hash> list_of;
   std::vector<std::vector<Seen>> lists;
-  constexpr int kFilterBits = 22;
-  std::vector<uint64_t> filter(size_t{1} << (kFilterBits - 6), 0);
-  auto bit = [](uint64_t ptr) { return Mix64(ptr) >> (64 - kFilterBits); };
+  std::vector<uint64_t> ptrs;  // by list
   for (const auto& t : trace.tensors) {
-    if (!t.partial) continue;
-    if (list_of.try_emplace(t.ptr, static_cast<uint32_t>(lists.size())).second) {
+    if (t.partial && list_of.try_emplace(t.ptr, static_cast<uint32_t>(lists.size())).second) {
       lists.emplace_back();
-      filter[bit(t.ptr) >> 6] |= uint64_t{1} << (bit(t.ptr) & 63);
+      ptrs.push_back(t.ptr);
     }
   }
   if (lists.empty()) return;
+  int filter_bits = 16;
+  while (filter_bits < 40 && (size_t{1} << filter_bits) < 64 * lists.size()) ++filter_bits;
+  std::vector<uint64_t> filter(size_t{1} << (filter_bits - 6), 0);
+  auto bit = [filter_bits](uint64_t ptr) { return Mix64(ptr) >> (64 - filter_bits); };
+  for (uint64_t ptr : ptrs) filter[bit(ptr) >> 6] |= uint64_t{1} << (bit(ptr) & 63);
   auto list_for = [&](uint64_t ptr) -> std::vector<Seen>* {
     const uint64_t b = bit(ptr);
     if ((filter[b >> 6] >> (b & 63) & 1) == 0) return nullptr;
