@@ -118,6 +118,43 @@ TEST_CASE("determinism: the threaded file reader and the in-memory reader give t
   CHECK(render(*threaded.value()) == render(*single.value()));
 }
 
+TEST_CASE("pipeline: dropping data after its last reader changes no timeline or export") {
+  // The CLI drops what only the graph and passes read before the timeline,
+  // and the rest before an export; the timeline and every export must be
+  // what they are with everything kept, on every fixture.
+  for (const auto& f : Fixtures()) {
+    CAPTURE(f);
+    auto kept = AnalyzeFile(f);
+    auto dropped = AnalyzeFile(f);
+    REQUIRE(kept.ok());
+    REQUIRE(dropped.ok());
+    Analysis& k = *kept.value();
+    Analysis& d = *dropped.value();
+    CategoryDict kc, dc;
+    RunAllPasses(PassInput{k.trace, *k.tree, *k.graph, *k.sizes}, kc);
+    RunAllPasses(PassInput{d.trace, *d.tree, *d.graph, *d.sizes}, dc);
+    ReleaseAfterPasses(d);
+    CHECK(d.trace.args.empty());
+    const auto kt = BuildTimeline(*k.tree, *k.graph, *k.sizes, kc, k.diagnostics);
+    const auto dt = BuildTimeline(*d.tree, *d.graph, *d.sizes, dc, d.diagnostics);
+    CHECK(FormatTimeline(k.trace, kt, kc) == FormatTimeline(d.trace, dt, dc));
+    const auto device = ResolveDevice(k.trace, "");
+    REQUIRE(device.ok());
+    ReleaseAfterTimeline(d);
+    CHECK(d.trace.events.empty());
+    CHECK(d.graph == nullptr);
+    CHECK(RawJson(kt, kc, device.value()) == RawJson(dt, dc, device.value()));
+    std::string ks, ds;
+    CoalescedSizes(kt, kc, device.value(), [&](const std::array<int64_t, 9>& row) {
+      for (int64_t v : row) ks += std::to_string(v) + ",";
+    });
+    CoalescedSizes(dt, dc, device.value(), [&](const std::array<int64_t, 9>& row) {
+      for (int64_t v : row) ds += std::to_string(v) + ",";
+    });
+    CHECK(ks == ds);
+  }
+}
+
 TEST_CASE("exports: the streamed files hold exactly the JSON texts") {
   const auto path = fs::path(MEMTL_SOURCE_DIR) / "fixtures" / "e2e_adam.trace.jsonl.gz";
   auto r = AnalyzeFile(path.string());
