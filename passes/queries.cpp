@@ -19,9 +19,9 @@ void ForEachParameterAndGradientSlow(const PassInput& in, uint32_t event,
     if (child.kind != EventKind::kOp) return;
     const std::string& name = t.Name(child);
     if (name != "aten::detach" && name != "aten::add_") return;
-    const OpInfo& op = t.ops[child.payload];
-    if (op.args_count == 0) return;
-    const Arg& first = t.args[op.args_begin];
+    const ArgList args = t.Args(t.ops[child.payload]);
+    if (args.empty()) return;
+    const Arg first = *args.begin();
     if (first.kind != ArgKind::kTensor) return;
     fn(kNone32, SlotOfTensor(t, first.begin));
     return;

@@ -80,7 +80,7 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree) {
   g.nodes_.reserve(leaves.size());
   // An upper bound (every tensor argument and allocation event an edge): the
   // untouched part is address space only, and the array is never regrown.
-  ReserveLarge(g.edges_, trace.args.size() + trace.list_items.size() + trace.allocs.size());
+  ReserveLarge(g.edges_, trace.arg_kinds.size() + trace.list_items.size() + trace.allocs.size());
   for (uint32_t leaf : leaves) {
     for (const auto& p : pending) position[p.edge.key] = kNone32;
     pending.clear();
@@ -104,8 +104,9 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree) {
         if (m == 0) s.has_false = true;
         if (m == -1) s.has_none = true;
       };
-      for (size_t i = 0; i < n; ++i) {
-        const Arg& arg = trace.args[op.args_begin + i];
+      size_t i = 0;  // the argument's position
+      for (auto it = trace.Args(op).begin(); i < n; ++it, ++i) {
+        const Arg arg = *it;
         if (arg.kind == ArgKind::kTensor) note(arg.begin, mut[i]);
         if (arg.kind == ArgKind::kTensorList) {
           for (uint32_t k = 0; k < arg.count; ++k) note(trace.list_items[arg.begin + k], mut[i]);

@@ -105,7 +105,7 @@ void OpTree::AddSchemaFacts(const SchemaRegistry& schemas) {
   // Schema facts, computed once per op.
   AssignLarge(num_matches_, n, uint8_t{0});
   AssignLarge(mutability_begin_, n + 1, uint32_t{0});
-  ReserveLarge(mutability_pool_, trace.args.size());
+  ReserveLarge(mutability_pool_, trace.arg_kinds.size());
   std::vector<Observed> observed;
   struct Facts {
     uint8_t num_matches = 0;
@@ -120,8 +120,7 @@ void OpTree::AddSchemaFacts(const SchemaRegistry& schemas) {
     if (ev.kind != EventKind::kOp) continue;
     const OpInfo& op = trace.ops[ev.payload];
     observed.clear();
-    for (uint32_t a = 0; a < op.args_count; ++a) {
-      const Arg& arg = trace.args[op.args_begin + a];
+    for (const Arg arg : trace.Args(op)) {
       switch (arg.kind) {
         case ArgKind::kNone:
           observed.push_back(Observed::kNone);

@@ -22,9 +22,7 @@ SizeMap::SizeMap(const OpTree& tree) {
   for (uint32_t e : tree.sorted()) {
     const Event& ev = trace.events[e];
     if (ev.kind == EventKind::kOp) {
-      const OpInfo& op = trace.ops[ev.payload];
-      for (uint32_t a = 0; a < op.args_count; ++a) {
-        const Arg& arg = trace.args[op.args_begin + a];
+      for (const Arg arg : trace.Args(trace.ops[ev.payload])) {
         if (arg.kind == ArgKind::kTensor) Observe(trace, arg.begin);
         if (arg.kind == ArgKind::kTensorList) {
           for (uint32_t k = 0; k < arg.count; ++k) Observe(trace, trace.list_items[arg.begin + k]);

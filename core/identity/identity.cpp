@@ -89,9 +89,7 @@ void ResolvePartialTensors(Trace& trace, IdentityStats& stats) {
   };
   for (const auto& e : trace.events) {
     if (e.kind != EventKind::kOp) continue;
-    const OpInfo& op = trace.ops[e.payload];
-    for (uint32_t a = 0; a < op.args_count; ++a) {
-      const Arg& arg = trace.args[op.args_begin + a];
+    for (const Arg arg : trace.Args(trace.ops[e.payload])) {
       if (arg.kind == ArgKind::kTensor) seen(arg.begin, e.t0);
       for (uint32_t k = 0; arg.kind == ArgKind::kTensorList && k < arg.count; ++k) {
         seen(trace.list_items[arg.begin + k], e.t0);
@@ -171,9 +169,7 @@ class Flattener {
   void Event(uint32_t ei) {
     const auto& e = trace_.events[ei];
     if (e.kind == EventKind::kOp) {
-      const OpInfo& op = trace_.ops[e.payload];
-      for (uint32_t a = 0; a < op.args_count; ++a) {
-        const Arg& arg = trace_.args[op.args_begin + a];
+      for (const Arg arg : trace_.Args(trace_.ops[e.payload])) {
         if (arg.kind == ArgKind::kTensor) Tensor(arg.begin);
         if (arg.kind == ArgKind::kTensorList) {
           for (uint32_t k = 0; k < arg.count; ++k) Tensor(trace_.list_items[arg.begin + k]);
@@ -270,13 +266,14 @@ uint64_t DealiasImpls(const Trace& trace, const SchemaRegistry& schemas, std::ve
     auto holds = [&](uint32_t ti) {
       return ti != kNone32 && trace.tensors[ti].impl == impl && tensor_aid[ti] == old_aid;
     };
-    for (uint32_t a = 0; a < op.args_count; ++a) {
-      const Arg& arg = trace.args[op.args_begin + a];
+    uint32_t a = 0;  // the argument's position
+    for (const Arg arg : trace.Args(op)) {
       bool match = arg.kind == ArgKind::kTensor && holds(arg.begin);
       for (uint32_t k = 0; arg.kind == ArgKind::kTensorList && k < arg.count && !match; ++k) {
         match = holds(trace.list_items[arg.begin + k]);
       }
       if (match && schemas.AnyOverloadWrites(name, a)) return true;
+      ++a;
     }
     return false;
   };

@@ -147,7 +147,8 @@ void Trace::ReleaseOpDetails() {
   FreeArray(optimizers);
   FreeArray(params);
   FreeArray(states);
-  FreeArray(args);
+  FreeArray(arg_kinds);
+  FreeArray(arg_refs);
   FreeArray(list_items);
   FreeArray(key_table.of_tensor);
   ReleaseTensorRecords();

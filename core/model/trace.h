@@ -8,7 +8,9 @@
 // tensors; nothing else is mutated).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -52,16 +54,63 @@ enum class ArgKind : uint8_t {
   kString
 };
 
-// 8 bytes (there are about 1.6 per event): a list's length shares a word
-// with the kind, so a list holds at most kMaxListItems elements (the
-// reader's line limit keeps lists well below that).
+// One argument of an op as the stages read it (Trace::Args); the trace does
+// not store it in this form (see Trace::arg_kinds).
 struct Arg {
-  uint32_t begin = 0;       // kTensor: tensor index; kTensorList: index into list_items
-  uint32_t count : 24 = 0;  // kTensorList: number of elements
-  ArgKind kind : 8 = ArgKind::kNone;
+  uint32_t begin = 0;  // kTensor: tensor index; kTensorList: index into list_items
+  uint32_t count = 0;  // kTensorList: number of elements
+  ArgKind kind = ArgKind::kNone;
 };
-static_assert(sizeof(Arg) == 8);
-inline constexpr uint32_t kMaxListItems = (uint32_t{1} << 24) - 1;
+
+// An op's arguments in order, as Arg values (Trace::Args). Iterators hold
+// what they read, so they outlive the ArgList they came from.
+class ArgList {
+ public:
+  class Iterator {
+   public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = Arg;
+    using difference_type = std::ptrdiff_t;
+    using pointer = void;
+    using reference = Arg;
+    Iterator(const ArgKind* kind, const uint32_t* ref, const uint32_t* list_items)
+        : kind_(kind), ref_(ref), list_items_(list_items) {}
+    Arg operator*() const {
+      Arg a;
+      a.kind = *kind_;
+      if (a.kind == ArgKind::kTensor) {
+        a.begin = *ref_;
+      } else if (a.kind == ArgKind::kTensorList) {
+        a.begin = *ref_ + 1;  // the list's length is stored before its elements
+        a.count = list_items_[*ref_];
+      }
+      return a;
+    }
+    Iterator& operator++() {
+      ref_ += (*kind_ == ArgKind::kTensor || *kind_ == ArgKind::kTensorList) ? 1 : 0;
+      ++kind_;
+      return *this;
+    }
+    bool operator==(const Iterator& o) const { return kind_ == o.kind_; }
+
+   private:
+    const ArgKind* kind_;
+    const uint32_t* ref_;
+    const uint32_t* list_items_;
+  };
+  ArgList(const ArgKind* kinds, const uint32_t* refs, const uint32_t* list_items, uint32_t count)
+      : kinds_(kinds), refs_(refs), list_items_(list_items), count_(count) {}
+  Iterator begin() const { return Iterator(kinds_, refs_, list_items_); }
+  Iterator end() const { return Iterator(kinds_ + count_, refs_, list_items_); }
+  uint32_t size() const { return count_; }
+  bool empty() const { return count_ == 0; }
+
+ private:
+  const ArgKind* kinds_;
+  const uint32_t* refs_;
+  const uint32_t* list_items_;
+  uint32_t count_;
+};
 
 enum class Layout : uint8_t {
   kStrided,
@@ -108,14 +157,15 @@ int64_t TensorExtent(const int64_t* sizes, size_t num_sizes, const int64_t* stri
                      size_t num_strides);
 
 // The per-kind records keep only what a stage reads (a trace of 10^7 events
-// holds millions of each): the producer's thread ids are not kept, and the
-// allocator's running totals only as a maximum per device (DeviceInfo).
+// holds millions of each): the producer's thread ids and sequence numbers
+// are checked by the reader but not kept, and the allocator's running totals
+// only as a maximum per device (DeviceInfo).
 struct OpInfo {
-  uint32_t args_begin = 0;
+  uint32_t args_begin = 0;  // into Trace::arg_kinds
   uint32_t args_count = 0;
-  int64_t sequence = -1;
+  uint32_t refs_begin = 0;  // into Trace::arg_refs
 };
-static_assert(sizeof(OpInfo) == 16);
+static_assert(sizeof(OpInfo) == 12);
 
 struct AllocInfo {
   uint64_t ptr = 0;
@@ -237,8 +287,14 @@ struct Trace {
   std::vector<OptimizerInfo> optimizers;
   std::vector<ParamInfo> params;
   std::vector<StateEntry> states;
-  std::vector<Arg> args;
-  std::vector<uint32_t> list_items;  // tensor index or kNone32
+  // Op arguments (about 1.6 per event) in 1 byte each, plus 4 for a tensor
+  // or a list (about 0.5 per event): the kind of every argument, and per
+  // tensor or list argument, in order, the tensor index or where the list
+  // starts in list_items (its length, then its elements: tensor index or
+  // kNone32). Read them through Args().
+  std::vector<ArgKind> arg_kinds;
+  std::vector<uint32_t> arg_refs;
+  std::vector<uint32_t> list_items;
   std::vector<Tensor> tensors;
   // The producer's ids, per tensor and per allocation (parallel to `tensors`
   // and `allocs`); filled only when header.has_ids, empty otherwise.
@@ -273,6 +329,10 @@ struct Trace {
   void Finish();  // called by readers once every record is in: device ranks
 
   const std::string& Name(const Event& e) const { return strings.Get(e.name); }
+  ArgList Args(const OpInfo& op) const {
+    return ArgList(arg_kinds.data() + op.args_begin, arg_refs.data() + op.refs_begin,
+                   list_items.data(), op.args_count);
+  }
   TensorKey KeyOf(TensorId id, AllocationId a, DeviceIndex d) const {
     return TensorKey{id, a, devices[d].rank, d};
   }

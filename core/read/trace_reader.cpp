@@ -71,10 +71,8 @@ JsonCursor::Kind NextKind(JsonCursor& c) {
   return k;
 }
 
-// No record line may be longer; this also bounds a tensor list's length
-// (each element takes at least 5 bytes, "null,") below what Arg can hold.
+// No record line may be longer.
 constexpr size_t kMaxLineBytes = size_t{64} << 20;
-static_assert(kMaxLineBytes / 5 < kMaxListItems);
 
 class Builder {
  public:
@@ -92,7 +90,8 @@ class Builder {
     grow(t_->ops);
     grow(t_->allocs);
     grow(t_->pys);
-    grow(t_->args);
+    grow(t_->arg_kinds);
+    grow(t_->arg_refs);
     grow(t_->list_items);
     grow(t_->tensors);
     if (t_->header.has_ids) {
@@ -206,7 +205,7 @@ class Builder {
     uint32_t name = 0;
     DeviceIndex dev = 0;
     RecordScope scope = RecordScope::kFunction;
-    uint32_t args_begin = 0, args_count = 0;
+    uint32_t args_begin = 0, args_count = 0, refs_begin = 0;
     uint32_t module = kNone32, optimizer = kNone32;
     std::string op;
     std::vector<std::string> schemas;
@@ -422,9 +421,9 @@ class Builder {
     // An op still running when profiling stopped can carry a bogus end.
     if (f.has_t1 && f.t1 < f.t0) ++t_->ops_ending_before_start;
     OpInfo op;
-    op.sequence = f.seq;
     op.args_begin = f.args_begin;
     op.args_count = f.args_count;
+    op.refs_begin = f.refs_begin;
     e->payload = static_cast<uint32_t>(t_->ops.size());
     t_->ops.push_back(op);
   }
@@ -437,9 +436,15 @@ class Builder {
     const size_t base = args.size();
     c.BeginArray();
     while (c.NextItem()) args.push_back(ParseArg(c));
-    f.args_begin = static_cast<uint32_t>(t_->args.size());
+    f.args_begin = static_cast<uint32_t>(t_->arg_kinds.size());
     f.args_count = static_cast<uint32_t>(args.size() - base);
-    t_->args.insert(t_->args.end(), args.begin() + static_cast<std::ptrdiff_t>(base), args.end());
+    f.refs_begin = static_cast<uint32_t>(t_->arg_refs.size());
+    for (size_t a = base; a < args.size(); ++a) {
+      t_->arg_kinds.push_back(args[a].kind);
+      // A tensor's index; a list's position in list_items (ParseArg).
+      if (args[a].kind == ArgKind::kTensor || args[a].kind == ArgKind::kTensorList)
+        t_->arg_refs.push_back(args[a].begin);
+    }
     args.resize(base);
     f.has_args = true;
   }
@@ -469,8 +474,11 @@ class Builder {
           items.push_back(ParseTensor(c, false));
         }
       }
+      // Stored as its length, then its elements; `begin` is where the
+      // length is (Args turns it into the stored form).
       arg.begin = static_cast<uint32_t>(t_->list_items.size());
-      arg.count = static_cast<uint32_t>(items.size()) & kMaxListItems;
+      arg.count = static_cast<uint32_t>(items.size());
+      t_->list_items.push_back(arg.count);
       t_->list_items.insert(t_->list_items.end(), items.begin(), items.end());
     } else if (Is(key, "bool")) {
       Bool(c, "bool");

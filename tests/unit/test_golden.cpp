@@ -134,7 +134,7 @@ TEST_CASE("pipeline: dropping data after its last reader changes no timeline or 
     RunAllPasses(PassInput{k.trace, *k.tree, *k.graph, *k.sizes}, kc);
     RunAllPasses(PassInput{d.trace, *d.tree, *d.graph, *d.sizes}, dc);
     ReleaseAfterPasses(d);
-    CHECK(d.trace.args.empty());
+    CHECK(d.trace.arg_kinds.empty());
     const auto kt = BuildTimeline(*k.tree, *k.graph, *k.sizes, kc, k.diagnostics);
     const auto dt = BuildTimeline(*d.tree, *d.graph, *d.sizes, dc, d.diagnostics);
     CHECK(FormatTimeline(k.trace, kt, kc) == FormatTimeline(d.trace, dt, dc));

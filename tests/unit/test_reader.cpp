@@ -74,10 +74,8 @@ TEST_CASE("reader: errors name the file, the line and the problem") {
   CHECK(ErrorOf(Header() + R"({"k":"alloc","i":0,"p":-1,"t":"x","ptr":5,"bytes":8,"dev":"cpu"})"
                            "\n")
             .find("expected an integer for \"t\"") != std::string::npos);
-  // A tensor list's length shares a word with the argument's kind (24
-  // bits); the 64 MiB line limit keeps lists shorter than that. The longest
-  // list of nulls that fits in a line keeps its length, one line longer is an
-  // error.
+  // The longest list of nulls that fits in a 64 MiB line keeps its length;
+  // one line longer is an error.
   auto op_with_list = [](size_t n) {
     std::string list = R"({"list":[)";
     list.reserve(list.size() + 5 * n + 4);
@@ -88,7 +86,8 @@ TEST_CASE("reader: errors name the file, the line and the problem") {
   {
     auto longest = ReadTraceString(Header() + op_with_list(fits), "t.trace");
     REQUIRE(longest.ok());
-    const Arg arg = longest.value().args.at(0);
+    REQUIRE(longest.value().ops.size() == 1);
+    const Arg arg = *longest.value().Args(longest.value().ops[0]).begin();
     const uint32_t count = arg.count;
     CHECK(count == fits);
     CHECK((arg.kind == ArgKind::kTensorList));
@@ -118,6 +117,40 @@ TEST_CASE("reader: truncated input") {
   CHECK(info.stopped_at_line == 4);
 }
 
+TEST_CASE("reader: tensors and lists among an op's arguments, op after op") {
+  const std::string text =
+      Header() +
+      Op(0, -1, "aten::a", 1, 2,
+         T(1, 100) + R"(,{"int":1},{"list":[)" + T(2, 200) + ",null," + T(3, 300) + "]}," +
+             T(4, 400)) +
+      Op(1, -1, "aten::b", 3, 4,
+         R"({"list":[]},null,)" + T(5, 500) + R"(,{"list":[)" + T(6, 600) + "]}");
+  auto r = ReadTraceString(text, "t.trace");
+  REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.status().message()));
+  const Trace& t = r.value();
+  REQUIRE(t.ops.size() == 2);
+  std::string seen;
+  for (const OpInfo& op : t.ops) {
+    for (const Arg a : t.Args(op)) {
+      if (a.kind == ArgKind::kTensor) {
+        seen += "T" + std::to_string(t.tensors[a.begin].impl) + " ";
+      } else if (a.kind == ArgKind::kTensorList) {
+        seen += "[";
+        for (uint32_t k = 0; k < a.count; ++k) {
+          const uint32_t ti = t.list_items[a.begin + k];
+          seen += ti == kNone32 ? "null " : "T" + std::to_string(t.tensors[ti].impl) + " ";
+        }
+        seen += "] ";
+      } else {
+        seen += a.kind == ArgKind::kInt ? "int " : "none ";
+      }
+    }
+    seen += "| ";
+  }
+  CHECK(seen == "T1 int [T2 null T3 ] T4 | [] none T5 [T6 ] | ");
+  CHECK(t.Args(t.ops[1]).size() == 4);
+}
+
 TEST_CASE("reader: argument kinds and python-tracer records") {
   const std::string text =
       Header() +
@@ -130,14 +163,17 @@ TEST_CASE("reader: argument kinds and python-tracer records") {
   auto r = ReadTraceString(text, "t.trace");
   REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.status().message()));
   const Trace& t = r.value();
-  REQUIRE(t.args.size() == 7);
-  CHECK(t.args[0].kind == ArgKind::kTensorList);
-  CHECK(t.args[1].kind == ArgKind::kInt);
-  CHECK(t.args[2].kind == ArgKind::kBool);
-  CHECK(t.args[3].kind == ArgKind::kFloat);
-  CHECK(t.args[4].kind == ArgKind::kComplex);
-  CHECK(t.args[5].kind == ArgKind::kString);
-  CHECK(t.args[6].kind == ArgKind::kNone);
+  REQUIRE(t.ops.size() == 1);
+  std::vector<Arg> args(t.Args(t.ops[0]).begin(), t.Args(t.ops[0]).end());
+  REQUIRE(args.size() == 7);
+  CHECK(args[0].kind == ArgKind::kTensorList);
+  CHECK(args[0].count == 0);
+  CHECK(args[1].kind == ArgKind::kInt);
+  CHECK(args[2].kind == ArgKind::kBool);
+  CHECK(args[3].kind == ArgKind::kFloat);
+  CHECK(args[4].kind == ArgKind::kComplex);
+  CHECK(args[5].kind == ArgKind::kString);
+  CHECK(args[6].kind == ArgKind::kNone);
   REQUIRE(t.modules.size() == 1);
   CHECK(t.tensors[t.params[0].tensor].partial);
   CHECK(t.tensors[t.params[0].tensor].ptr == 77);
