@@ -9,11 +9,9 @@ namespace memtl {
 void SizeMap::Observe(const Trace& trace, uint32_t tensor) {
   const uint32_t key = SlotOfTensor(trace, tensor);
   if (key == kNone32) return;
-  const Tensor& t = trace.tensors[tensor];
-  if (t.layout != Layout::kStrided) return;
-  // t.extent: the largest size * stride (a zero-dim tensor: one element).
-  const int64_t bytes = t.extent * static_cast<int64_t>(t.element_size);
-  values_[key] = std::max<int64_t>({values_[key], bytes, 0});
+  const int64_t bytes = trace.tensors[tensor].bytes;
+  if (bytes == kUnsized) return;  // not strided
+  values_[key] = std::max<int64_t>(values_[key], bytes);
 }
 
 SizeMap::SizeMap(const OpTree& tree) {

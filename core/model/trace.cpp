@@ -89,23 +89,22 @@ uint32_t ElementSize(std::string_view dtype) {
   return 0;
 }
 
-int64_t TensorExtent(const int64_t* sizes, size_t num_sizes, const int64_t* strides,
-                     size_t num_strides) {
+int64_t SizeOfObservation(const int64_t* sizes, size_t num_sizes, const int64_t* strides,
+                          size_t num_strides, uint32_t element_size) {
   const int64_t one = 1;
   const int64_t* s = num_sizes ? sizes : &one;
   const int64_t* st = num_strides ? strides : &one;
   const size_t n = std::min<size_t>(num_sizes ? num_sizes : 1, num_strides ? num_strides : 1);
-  // Products are taken in 128 bits and clamped, so that absurd shapes in a
-  // bad trace cannot overflow (2^58 elements is far beyond any real tensor).
-  constexpr __int128 kMax = static_cast<__int128>(1) << 58;
-  __int128 best = 0;
+  // In 128 bits: dimensions are below 2^48 (the reader checks), so neither
+  // product can overflow before the clamp.
+  __int128 extent = 0;
   for (size_t i = 0; i < n; ++i) {
     const __int128 v = static_cast<__int128>(s[i]) * st[i];
-    if (i == 0 || v > best) best = v;
+    if (i == 0 || v > extent) extent = v;
   }
-  if (best > kMax) best = kMax;
-  if (best < -kMax) best = -kMax;
-  return static_cast<int64_t>(best);
+  const __int128 bytes = extent * element_size;
+  if (bytes <= 0) return 0;
+  return bytes > kMaxTensorBytes ? kMaxTensorBytes : static_cast<int64_t>(bytes);
 }
 
 uint32_t StringTable::Intern(std::string_view s) {

@@ -127,22 +127,30 @@ bool ParseLayout(std::string_view s, Layout* out);
 // Element sizes by PyTorch dtype name; 0 when the name is unknown.
 uint32_t ElementSize(std::string_view dtype);
 
-// One observation of a tensor (PyTorch's TensorMetadata), in 32 bytes (about
-// 0.8 per event). Its ids are not here: the producer's, when it states them,
-// are in Trace::tensor_ids, and identity's result is the key table.
+// One observation of a tensor (PyTorch's TensorMetadata), in 24 bytes (about
+// 0.5 per event). Its ids are not here: the producer's, when it states them,
+// are in Trace::tensor_ids, and identity's result is the key table. Shapes,
+// dtype and layout are not kept either: only the size they give.
 struct Tensor {
   uint64_t impl = 0;  // TensorImpl address, 0 if none
   uint64_t ptr = 0;   // storage data pointer
-  DeviceIndex device = 0;
-  Layout layout = Layout::kStrided;
-  bool partial = false;  // only `ptr` is known (torch 1.13 python tracer)
-  uint8_t element_size = 0;
-  // The largest size * stride over the tensor's dimensions (PyTorch's
-  // SizeMap zips sizes with strides, each [1] when empty): the extent in
-  // elements that the size map needs. Shapes themselves are not kept.
-  int64_t extent = 1;
+  DeviceIndex device : 16 = 0;
+  bool partial : 1 = false;  // only `ptr` is known (torch 1.13 python tracer)
+  // What PyTorch's SizeMap takes from this observation, in bytes:
+  // SizeOfObservation(), or kUnsized for a layout other than strided (which
+  // the size map skips). 47 bits: at most kMaxTensorBytes.
+  int64_t bytes : 47 = 0;
 };
-static_assert(sizeof(Tensor) == 32);
+static_assert(sizeof(Tensor) == 24);
+inline constexpr int64_t kUnsized = -1;
+inline constexpr int64_t kMaxTensorBytes = (int64_t{1} << 46) - 1;  // 64 TiB
+
+// The size map's bytes for a strided tensor: the largest size * stride over
+// its dimensions (PyTorch zips sizes with strides, each [1] when empty) times
+// the element size, at least 0 and at most kMaxTensorBytes (no real tensor
+// comes near; the bound keeps absurd shapes in a bad trace from overflowing).
+int64_t SizeOfObservation(const int64_t* sizes, size_t num_sizes, const int64_t* strides,
+                          size_t num_strides, uint32_t element_size);
 
 // The ids a producer states for one tensor observation or allocation
 // (PyTorch >= 2.0); invalid where it stated none.
@@ -150,11 +158,6 @@ struct ProducerIds {
   TensorId id;
   AllocationId allocation;
 };
-
-// The extent of a tensor from its sizes and strides, as PyTorch's SizeMap
-// computes it: max over zip(sizes or [1], strides or [1]) of size * stride.
-int64_t TensorExtent(const int64_t* sizes, size_t num_sizes, const int64_t* strides,
-                     size_t num_strides);
 
 // The per-kind records keep only what a stage reads (a trace of 10^7 events
 // holds millions of each): the producer's thread ids and sequence numbers

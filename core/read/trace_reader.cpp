@@ -530,6 +530,8 @@ class Builder {
   // The rest of a tensor object whose first key is `key` (its value next).
   uint32_t TensorBody(JsonCursor& c, std::string_view key, bool allow_partial) {
     Tensor t;
+    uint32_t element_size = 0;
+    Layout layout = Layout::kStrided;
     ProducerIds ids;
     bool has_impl = false, has_ptr = false, has_dev = false, has_dtype = false;
     sizes_.clear();
@@ -559,12 +561,12 @@ class Builder {
           last_dtype_.assign(dtype);
           last_element_size_ = static_cast<uint8_t>(ElementSize(dtype));
         }
-        t.element_size = last_element_size_;
+        element_size = last_element_size_;
         has_dtype = true;
       } else if (Is(key, "layout")) {
         if (c.Peek() != JsonCursor::Kind::kString ||
-            !ParseLayout(c.ReadString(&scratch_), &t.layout)) {
-          t.layout = Layout::kOther;
+            !ParseLayout(c.ReadString(&scratch_), &layout)) {
+          layout = Layout::kOther;
         }
       } else if (Is(key, "sizes")) {
         Dims(c, "sizes", &sizes_);
@@ -582,7 +584,10 @@ class Builder {
       Require(has_ptr, "ptr");
       Require(has_dev, "dev");
       Require(has_dtype, "dtype");
-      t.extent = TensorExtent(sizes_.data(), sizes_.size(), strides_.data(), strides_.size());
+      t.bytes = layout != Layout::kStrided
+                    ? kUnsized
+                    : SizeOfObservation(sizes_.data(), sizes_.size(), strides_.data(),
+                                        strides_.size(), element_size);
     }
     t_->tensors.push_back(t);
     if (t_->header.has_ids) t_->tensor_ids.push_back(ids);

@@ -200,3 +200,27 @@ TEST_CASE("large arrays: reserved, assigned and freed as asked") {
   FreeArray(v);
   CHECK(v.capacity() == 0);
 }
+
+TEST_CASE("tensors: the size map's bytes, as PyTorch's SizeMap computes them") {
+  const int64_t s23[] = {2, 3}, st31[] = {3, 1}, neg[] = {-4}, one[] = {1},
+                big[] = {int64_t{1} << 47};
+  // max(size * stride) over the zipped dimensions, times the element size.
+  CHECK(SizeOfObservation(s23, 2, st31, 2, 4) == 24);
+  // A zero-dim tensor (sizes and strides []) is one element.
+  CHECK(SizeOfObservation(nullptr, 0, nullptr, 0, 8) == 8);
+  // zip stops at the shorter list.
+  CHECK(SizeOfObservation(s23, 2, one, 1, 2) == 4);
+  // Never negative; absurd shapes are clamped instead of overflowing.
+  CHECK(SizeOfObservation(neg, 1, one, 1, 4) == 0);
+  CHECK(SizeOfObservation(big, 1, big, 1, 16) == kMaxTensorBytes);
+  // Through the reader: a non-strided layout is not sized at all.
+  const std::string text =
+      Header() + Op(0, -1, "aten::a", 1, 2, T(1, 100, 5)) +
+      R"({"k":"op","i":1,"p":-1,"name":"aten::b","t0":3,"t1":4,"tid":1,"scope":"function","seq":-1,"args":[{"impl":2,"ptr":200,"id":null,"aid":null,"dev":"cpu","dtype":"float64","layout":"sparse_coo","sizes":[3],"strides":[1]}]})"
+      "\n";
+  auto r = ReadTraceString(text, "t.trace");
+  REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.status().message()));
+  REQUIRE(r.value().tensors.size() == 2);
+  CHECK(int64_t{r.value().tensors[0].bytes} == 20);  // 5 float32
+  CHECK(int64_t{r.value().tensors[1].bytes} == kUnsized);
+}
