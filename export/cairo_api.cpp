@@ -3,6 +3,8 @@
 
 #include <dlfcn.h>
 
+#include <cstdlib>
+
 namespace memtl {
 
 namespace {
@@ -14,19 +16,22 @@ struct Loaded {
 
 Loaded Load() {
   Loaded out;
-  // The soname of cairo's stable ABI (1.x), which every distribution ships.
-  void* lib = dlopen("libcairo.so.2", RTLD_NOW | RTLD_LOCAL);
+  // The soname of cairo's stable ABI (1.x), which every distribution ships;
+  // MEMTL_CAIRO names another file (a cairo built elsewhere).
+  const char* env = std::getenv("MEMTL_CAIRO");
+  const std::string file = env != nullptr && *env != '\0' ? env : "libcairo.so.2";
+  void* lib = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) {
     const char* why = dlerror();
-    out.error = std::string("cannot load cairo for the plot (") +
-                (why != nullptr ? why : "libcairo.so.2 not found") + ")";
+    out.error = "cannot load cairo for the plot (" + (why != nullptr ? std::string(why) : file) +
+                "; the other output formats do not need it)";
     return out;
   }
   // The library stays loaded for the life of the process.
-#define MEMTL_CAIRO_LOAD(name)                                           \
-  out.api.name = reinterpret_cast<decltype(&::name)>(dlsym(lib, #name)); \
-  if (out.api.name == nullptr && out.error.empty())                      \
-    out.error = "cannot load cairo for the plot (libcairo.so.2 lacks " #name ")";
+#define MEMTL_CAIRO_LOAD(fn)                                       \
+  out.api.fn = reinterpret_cast<decltype(&::fn)>(dlsym(lib, #fn)); \
+  if (out.api.fn == nullptr && out.error.empty())                  \
+    out.error = "cannot load cairo for the plot (" + file + " lacks " #fn ")";
   MEMTL_CAIRO_FUNCTIONS(MEMTL_CAIRO_LOAD)
 #undef MEMTL_CAIRO_LOAD
   return out;
