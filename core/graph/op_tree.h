@@ -3,8 +3,6 @@
 // which inputs are written) computed once and shared by later stages.
 #pragma once
 
-#include <cstddef>
-#include <iterator>
 #include <vector>
 
 #include "core/model/trace.h"
@@ -26,13 +24,8 @@ inline uint32_t SlotOfAlloc(const Trace& trace, uint32_t alloc) {
 // format asks, needs no array for its pre-order).
 class EventOrder {
  public:
-  class Iterator {
+  class Iterator : public ValueIterator<uint32_t> {
    public:
-    using iterator_category = std::input_iterator_tag;
-    using value_type = uint32_t;
-    using difference_type = std::ptrdiff_t;
-    using pointer = void;
-    using reference = uint32_t;
     Iterator(const uint32_t* order, uint32_t p) : order_(order), p_(p) {}
     uint32_t operator*() const { return order_ != nullptr ? order_[p_] : p_; }
     Iterator& operator++() {

@@ -54,6 +54,17 @@ enum class ArgKind : uint8_t {
   kString
 };
 
+// The member types of an input iterator whose operator* returns a T by value
+// (the model's views: ArgList here, EventOrder in core/graph/op_tree.h).
+template <typename T>
+struct ValueIterator {
+  using iterator_category = std::input_iterator_tag;
+  using value_type = T;
+  using difference_type = std::ptrdiff_t;
+  using pointer = void;
+  using reference = T;
+};
+
 // One argument of an op as the stages read it (Trace::Args); the trace does
 // not store it in this form (see Trace::arg_kinds).
 struct Arg {
@@ -66,13 +77,8 @@ struct Arg {
 // what they read, so they outlive the ArgList they came from.
 class ArgList {
  public:
-  class Iterator {
+  class Iterator : public ValueIterator<Arg> {
    public:
-    using iterator_category = std::input_iterator_tag;
-    using value_type = Arg;
-    using difference_type = std::ptrdiff_t;
-    using pointer = void;
-    using reference = Arg;
     Iterator(const ArgKind* kind, const uint32_t* ref, const uint32_t* list_items)
         : kind_(kind), ref_(ref), list_items_(list_items) {}
     Arg operator*() const {

@@ -4,8 +4,11 @@
 # (tests/bench/gen_trace.py; needs no torch), the best of RUNS (default 3)
 # `memtl export F -o out.json` must take at most THRESHOLD (default 3) times
 # the best of RUNS `gzip -dc F > /dev/null`. The two commands alternate, so
-# both see the same machine state. Prints the ratio either way; exits 1 when
-# it is over the threshold, 2 when something could not run.
+# both see the same machine state. It also guards memory, as bytes per event:
+# the peak resident memory of one more export (from its --timings) must stay
+# at most MAX_BYTES_PER_EVENT (default 200, issue 4's target) per event.
+# Prints both figures either way; exits 1 when one is over its threshold, 2
+# when something could not run.
 #
 #   tests/bench/check_ratio.sh [MEMTL_BINARY] [THRESHOLD]
 #   tests/bench/check_ratio.sh build/cli/memtl 3        (what CTest runs)
@@ -61,6 +64,17 @@ awk -v m="$best_m" -v g="$best_g" -v r="$ratio" -v t="$threshold" -v n="$events"
     n, k, m / 1e9, g / 1e9, r, t }'
 if awk -v r="$ratio" -v t="$threshold" 'BEGIN{exit !(r > t)}'; then
   echo "check_ratio: FAIL: memtl export takes ${ratio}x gzip -dc on the same file, over the ${threshold}x threshold (a speed regression; profile with memtl export --timings)" >&2
+  exit 1
+fi
+max_bpe=${MAX_BYTES_PER_EVENT:-200}
+"$bin" export "$f" -o "$tmp/mem.json" --timings 2>"$tmp/timings" >/dev/null ||
+  fail "memtl export --timings failed"
+peak_mib=$(awk '/timing: total/ {for (i = 1; i < NF; ++i) if ($i == "RSS") print $(i + 1)}' "$tmp/timings")
+[ -n "$peak_mib" ] || fail "no peak RSS in the --timings output"
+bpe=$(awk -v m="$peak_mib" -v n="$events" 'BEGIN{printf "%.0f", m * 1048576 / n}')
+echo "check_ratio: peak RSS ${peak_mib} MiB, ${bpe} bytes per event (threshold ${max_bpe})"
+if [ "$bpe" -gt "$max_bpe" ]; then
+  echo "check_ratio: FAIL: memtl export holds ${bpe} bytes per event at its peak, over ${max_bpe} (a memory regression; see memtl export --timings)" >&2
   exit 1
 fi
 echo "check_ratio: ok"
