@@ -14,6 +14,7 @@
 
 #include "core/pipeline/analysis.h"
 #include "core/timeline/timeline.h"
+#include "export/cairo_api.h"
 #include "export/export.h"
 #include "passes/pass.h"
 
@@ -230,7 +231,13 @@ void KeepUntilExit(std::unique_ptr<T> p) {
 int RunExport(const Args& args) {
   if (args.output.empty()) return Fail("export needs -o PATH (see memtl --help)");
   // Check the output name before the (possibly long) analysis.
-  if (auto f = memtl::FormatForPath(args.output); !f.ok()) return Fail(f.status().message());
+  auto format = memtl::FormatForPath(args.output);
+  if (!format.ok()) return Fail(format.status().message());
+  if (format.value() == memtl::ExportFormat::kHtml) {
+    // So is cairo, which only the HTML export loads.
+    std::string why;
+    if (memtl::LoadCairo(&why) == nullptr) return Fail(args.output + ": " + why);
+  }
   auto c = Categorize(args);
   if (!c.ok()) return Fail(c.status().message());
   const memtl::Analysis& a = *c.value()->analysis;

@@ -34,6 +34,10 @@ Loaded Load() {
     out.error = "cannot load cairo for the plot (" + file + " lacks " #fn ")";
   MEMTL_CAIRO_FUNCTIONS(MEMTL_CAIRO_LOAD)
 #undef MEMTL_CAIRO_LOAD
+#define MEMTL_CAIRO_LOAD_OPTIONAL(fn) \
+  out.api.fn = reinterpret_cast<decltype(&::fn)>(dlsym(lib, #fn));
+  MEMTL_CAIRO_OPTIONAL_FUNCTIONS(MEMTL_CAIRO_LOAD_OPTIONAL)
+#undef MEMTL_CAIRO_LOAD_OPTIONAL
   return out;
 }
 

@@ -16,42 +16,47 @@
 namespace memtl {
 
 struct CairoApi {
-#define MEMTL_CAIRO_FUNCTIONS(X)       \
-  X(cairo_image_surface_create)        \
-  X(cairo_image_surface_get_data)      \
-  X(cairo_image_surface_get_format)    \
-  X(cairo_image_surface_get_height)    \
-  X(cairo_image_surface_get_stride)    \
-  X(cairo_image_surface_get_width)     \
-  X(cairo_surface_destroy)             \
-  X(cairo_surface_flush)               \
-  X(cairo_surface_get_type)            \
-  X(cairo_surface_status)              \
-  X(cairo_surface_write_to_png_stream) \
-  X(cairo_create)                      \
-  X(cairo_destroy)                     \
-  X(cairo_save)                        \
-  X(cairo_restore)                     \
-  X(cairo_translate)                   \
-  X(cairo_rotate)                      \
-  X(cairo_paint)                       \
-  X(cairo_new_path)                    \
-  X(cairo_move_to)                     \
-  X(cairo_line_to)                     \
-  X(cairo_close_path)                  \
-  X(cairo_rectangle)                   \
-  X(cairo_fill)                        \
-  X(cairo_fill_preserve)               \
-  X(cairo_stroke)                      \
-  X(cairo_set_line_width)              \
-  X(cairo_set_source_rgb)              \
-  X(cairo_set_source_rgba)             \
-  X(cairo_select_font_face)            \
-  X(cairo_set_font_size)               \
-  X(cairo_text_extents)                \
+// What the plot draws with: each must be found.
+#define MEMTL_CAIRO_FUNCTIONS(X)    \
+  X(cairo_image_surface_create)     \
+  X(cairo_image_surface_get_data)   \
+  X(cairo_image_surface_get_stride) \
+  X(cairo_surface_destroy)          \
+  X(cairo_surface_flush)            \
+  X(cairo_surface_status)           \
+  X(cairo_create)                   \
+  X(cairo_destroy)                  \
+  X(cairo_save)                     \
+  X(cairo_restore)                  \
+  X(cairo_translate)                \
+  X(cairo_rotate)                   \
+  X(cairo_paint)                    \
+  X(cairo_new_path)                 \
+  X(cairo_move_to)                  \
+  X(cairo_line_to)                  \
+  X(cairo_close_path)               \
+  X(cairo_rectangle)                \
+  X(cairo_fill)                     \
+  X(cairo_fill_preserve)            \
+  X(cairo_stroke)                   \
+  X(cairo_set_line_width)           \
+  X(cairo_set_source_rgb)           \
+  X(cairo_set_source_rgba)          \
+  X(cairo_select_font_face)         \
+  X(cairo_set_font_size)            \
+  X(cairo_text_extents)             \
   X(cairo_show_text)
+// What only EncodePng of an arbitrary surface needs (png.h; the plot does
+// not): null when this cairo lacks them (one built without PNG support).
+#define MEMTL_CAIRO_OPTIONAL_FUNCTIONS(X) \
+  X(cairo_image_surface_get_format)       \
+  X(cairo_image_surface_get_height)       \
+  X(cairo_image_surface_get_width)        \
+  X(cairo_surface_get_type)               \
+  X(cairo_surface_write_to_png_stream)
 #define MEMTL_CAIRO_MEMBER(name) decltype(&::name) name = nullptr;
   MEMTL_CAIRO_FUNCTIONS(MEMTL_CAIRO_MEMBER)
+  MEMTL_CAIRO_OPTIONAL_FUNCTIONS(MEMTL_CAIRO_MEMBER)
 #undef MEMTL_CAIRO_MEMBER
 };
 

@@ -58,7 +58,7 @@ std::string Human(int64_t bytes) {
 
 }  // namespace
 
-std::string HtmlReport(const ExportInput& in, DeviceIndex device) {
+Expected<std::string> HtmlReport(const ExportInput& in, DeviceIndex device) {
   int64_t max_allocated = 0, max_reserved = 0;
   if (device < in.trace.devices.size()) {
     max_allocated = in.trace.devices[device].max_total_allocated;
@@ -74,6 +74,7 @@ std::string HtmlReport(const ExportInput& in, DeviceIndex device) {
   };
   PlotSummary summary;
   const std::string png = RenderPlotPng(rows, options, &summary);
+  if (png.empty()) return Status::Error("the plot could not be drawn (cairo failed)");
 
   std::string html =
       "<html>\n<head><meta charset=\"utf-8\" /><title>GPU Memory Timeline HTML</title>\n"

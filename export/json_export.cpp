@@ -267,7 +267,7 @@ std::string RawJson(const std::vector<TimelineEvent>& timeline, const CategoryDi
   return out.Take();
 }
 
-std::string HtmlReport(const ExportInput& in, DeviceIndex device);  // html_export.cpp
+Expected<std::string> HtmlReport(const ExportInput& in, DeviceIndex device);  // html_export.cpp
 
 Status ExportMemoryTimeline(const ExportInput& in, const std::string& path, DeviceIndex device) {
   auto format = FormatForPath(path);
@@ -276,7 +276,9 @@ Status ExportMemoryTimeline(const ExportInput& in, const std::string& path, Devi
     case ExportFormat::kHtml: {
       std::string why;
       if (LoadCairo(&why) == nullptr) return Status::Error(path + ": " + why);
-      return WriteFileAtomically(path, HtmlReport(in, device), false);
+      auto html = HtmlReport(in, device);
+      if (!html.ok()) return Status::Error(path + ": " + html.status().message());
+      return WriteFileAtomically(path, html.value(), false);
     }
     case ExportFormat::kRawJsonGz:
       return StreamJson(path, true, in.threaded,

@@ -66,7 +66,7 @@ cairo_status_t AppendPng(void* closure, const unsigned char* data, unsigned int 
 
 std::string CairoPng(cairo_surface_t* surface) {
   const CairoApi* C = LoadCairo();
-  if (C == nullptr) return {};
+  if (C == nullptr || C->cairo_surface_write_to_png_stream == nullptr) return {};
   std::string png;
   if (C->cairo_surface_write_to_png_stream(surface, AppendPng, &png) != CAIRO_STATUS_SUCCESS)
     png.clear();
@@ -222,7 +222,10 @@ std::string PngRowEncoder::Finish() {
 
 std::string EncodePng(cairo_surface_t* surface) {
   const CairoApi* C = LoadCairo();
-  if (C == nullptr) return {};
+  if (C == nullptr || C->cairo_surface_get_type == nullptr ||
+      C->cairo_image_surface_get_format == nullptr || C->cairo_image_surface_get_width == nullptr ||
+      C->cairo_image_surface_get_height == nullptr)
+    return {};
   if (C->cairo_surface_status(surface) != CAIRO_STATUS_SUCCESS) return {};
   if (C->cairo_surface_get_type(surface) != CAIRO_SURFACE_TYPE_IMAGE) return CairoPng(surface);
   C->cairo_surface_flush(surface);

@@ -60,6 +60,9 @@ if head -c 1 "$tmp/t.json" | grep -q '\[' && gzip -t "$tmp/t.raw.json.gz" && gzi
 check export-html-no-cairo 2 "cannot load cairo for the plot" -- \
   env MEMTL_CAIRO="$tmp/no-such-libcairo.so" "$bin" export "$fx" -o "$tmp/nc.html"
 [ ! -e "$tmp/nc.html" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL no-cairo: wrote $tmp/nc.html"; }
+# ... before the analysis: the trace is not even opened.
+check export-html-no-cairo-first 2 "cannot load cairo for the plot" -- \
+  env MEMTL_CAIRO="$tmp/no-such-libcairo.so" "$bin" export "$tmp/nope.trace" -o "$tmp/nc.html"
 check export-json-no-cairo 0 "" -- env MEMTL_CAIRO="$tmp/no-such-libcairo.so" "$bin" export "$fx" -o "$tmp/nc.json"
 check export-bad-device 2 'device "cuda:3" is not in the trace (devices: cpu)' -- "$bin" export "$fx" -o "$tmp/d.json" --device cuda:3
 check export-bad-suffix 2 "unknown output format" -- "$bin" export "$fx" -o "$tmp/d.txt"

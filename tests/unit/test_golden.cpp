@@ -152,6 +152,22 @@ TEST_CASE("pipeline: dropping data after its last reader changes no timeline or 
       for (int64_t v : row) ds += std::to_string(v) + ",";
     });
     CHECK(ks == ds);
+    // The HTML report reads the trace's devices, which stay.
+    const fs::path dir =
+        fs::temp_directory_path() / ("memtl_release_" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    const ExportInput ki{k.trace, kt, kc, k.diagnostics, "t", ""};
+    const ExportInput di{d.trace, dt, dc, d.diagnostics, "t", ""};
+    REQUIRE(ExportMemoryTimeline(ki, (dir / "k.html").string(), device.value()).ok());
+    REQUIRE(ExportMemoryTimeline(di, (dir / "d.html").string(), device.value()).ok());
+    auto slurp = [](const fs::path& p) {
+      std::ifstream in(p, std::ios::binary);
+      std::stringstream ss;
+      ss << in.rdbuf();
+      return ss.str();
+    };
+    CHECK(slurp(dir / "k.html") == slurp(dir / "d.html"));
+    fs::remove_all(dir);
   }
 }
 
