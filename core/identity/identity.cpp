@@ -25,16 +25,18 @@ namespace memtl {
 
 namespace {
 
-// One tensor observation or allocation event, in record order. The
-// allocation id is assigned while flattening (step 2 needs nothing else of
-// the storage pointer), which keeps this at 16 bytes.
+// One tensor observation or allocation event, in record order, in 12 bytes:
+// the allocation id is assigned while flattening (step 2 needs nothing else
+// of the storage pointer), and the TensorImpl address is numbered densely
+// (Flattener::TakeImplAddresses gives the address of each number).
 struct Raw {
-  uint64_t impl = 0;         // 0: an allocation event (no TensorImpl)
+  uint32_t impl = 0;         // dense impl number from 1; 0: no TensorImpl (allocation events)
   uint32_t aid = 0;          // allocation id, dense from 1
   uint32_t target : 30 = 0;  // index into trace.tensors or trace.allocs (< kMaxTargets)
   uint32_t is_free : 1 = 0;
   uint32_t is_tensor : 1 = 0;  // target is trace.tensors[target], else trace.allocs[target]
 };
+static_assert(sizeof(Raw) == 12);
 constexpr size_t kMaxTargets = size_t{1} << 30;
 
 int Rank(EventKind k) {
@@ -165,6 +167,9 @@ class Flattener {
     alloc_event_of_aid_.resize(next_aid_, kNone32);
     return std::move(alloc_event_of_aid_);
   }
+  // Per dense impl number (from 1, in order of first sighting), its
+  // TensorImpl address; [0] is unused.
+  std::vector<uint64_t> TakeImplAddresses() { return std::move(impl_address_); }
 
   void Event(uint32_t ei) {
     const auto& e = trace_.events[ei];
@@ -223,11 +228,19 @@ class Flattener {
     const auto& t = trace_.tensors[ti];
     if (t.partial) return;  // never seen as an op input: no identity
     Raw r;
-    r.impl = t.impl;
+    r.impl = ImplNumber(t.impl);
     r.is_tensor = 1;
     r.target = ti & (kMaxTargets - 1);
     r.aid = Aid(t.ptr, t.device, false);
     out_->push_back(r);
+  }
+
+  uint32_t ImplNumber(uint64_t impl) {
+    if (impl == 0) return 0;
+    auto [n, inserted] =
+        impl_number_.try_emplace(impl, static_cast<uint32_t>(impl_address_.size()));
+    if (inserted) impl_address_.push_back(impl);
+    return *n;
   }
 
   uint32_t Aid(uint64_t ptr, DeviceIndex device, bool is_free) {
@@ -243,6 +256,8 @@ class Flattener {
   std::vector<Raw>* out_;
   FlatMap<PtrDev, uint32_t, PtrDevHash> live_;
   uint32_t next_aid_ = 1;
+  FlatMap<uint64_t, uint32_t, U64Hash> impl_number_;
+  std::vector<uint64_t> impl_address_{0};
   std::vector<uint32_t> alloc_event_of_aid_;
   std::unordered_set<uint64_t> seen_modules_;
   std::unordered_set<uint64_t> seen_optimizers_;
@@ -254,9 +269,11 @@ class Flattener {
 // was allocated inside an op (or a descendant of one) that received this impl
 // with the old storage at an argument some overload of that op writes.
 // Returns the number of identities (impls are renumbered 1..n).
-// `alloc_event_of_aid`: per allocation id, the event that allocated it;
-// `tensor_aid`: per tensor observation, its allocation id (0: none).
+// `impl_address`: per dense impl number, its address; `alloc_event_of_aid`:
+// per allocation id, the event that allocated it; `tensor_aid`: per tensor
+// observation, its allocation id (0: none).
 uint64_t DealiasImpls(const Trace& trace, const SchemaRegistry& schemas, std::vector<Raw>& raws,
+                      const std::vector<uint64_t>& impl_address,
                       const std::vector<uint32_t>& alloc_event_of_aid,
                       const std::vector<uint32_t>& tensor_aid, IdentityStats& stats) {
   auto op_wrote_impl = [&](uint32_t op_event, uint64_t impl, int64_t old_aid) {
@@ -277,70 +294,37 @@ uint64_t DealiasImpls(const Trace& trace, const SchemaRegistry& schemas, std::ve
     }
     return false;
   };
+  // Per dense impl number: its current identity (0: not seen yet) and the
+  // allocation id it was last seen with.
   struct ImplState {
-    uint32_t virtual_impl;
-    uint32_t last_aid;
+    uint32_t virtual_impl = 0;
+    uint32_t last_aid = 0;
   };
-  // Per impl address its state, found through a small direct-mapped cache
-  // of recently seen impls: a tensor is used by nearby ops, so most lookups
-  // hit it and stay out of the large map, whose entries are scattered (at
-  // 10^7 events it holds millions and every miss is a cache miss).
-  FlatMap<uint64_t, uint32_t, U64Hash> index_of;
-  std::vector<ImplState> states;
-  struct Recent {
-    uint64_t impl = 0;  // 0: empty (raws with impl 0 are skipped)
-    uint32_t index = 0;
-  };
-  constexpr size_t kRecent = 4096;
-  std::vector<Recent> recent(kRecent);
+  std::vector<ImplState> states(impl_address.size());
   uint32_t next_virtual = 1;
   for (auto& r : raws) {
     if (r.impl == 0) continue;
-    Recent& hint = recent[Mix64(r.impl) & (kRecent - 1)];
-    bool inserted = false;
-    if (hint.impl != r.impl) {
-      auto [index, fresh] = index_of.try_emplace(r.impl, static_cast<uint32_t>(states.size()));
-      if (fresh) {
-        states.push_back(ImplState{next_virtual, r.aid});
-        inserted = true;
-      }
-      hint = Recent{r.impl, *index};
-    }
-    ImplState* st = &states[hint.index];
-    if (inserted) {
-      ++next_virtual;
-    } else if (st->last_aid != r.aid) {
+    ImplState& st = states[r.impl];
+    if (st.virtual_impl == 0) {
+      st = ImplState{next_virtual++, r.aid};
+    } else if (st.last_aid != r.aid) {
       bool genuine = false;
       if (alloc_event_of_aid[r.aid] != kNone32) {
         for (uint32_t p = trace.events[alloc_event_of_aid[r.aid]].parent; p != kNone32 && !genuine;
              p = trace.events[p].parent) {
           if (trace.events[p].kind == EventKind::kOp)
-            genuine = op_wrote_impl(p, r.impl, st->last_aid);
+            genuine = op_wrote_impl(p, impl_address[r.impl], st.last_aid);
         }
       }
       if (!genuine) {
-        st->virtual_impl = next_virtual++;
+        st.virtual_impl = next_virtual++;
         ++stats.dealiased_impls;
       }
-      st->last_aid = r.aid;
+      st.last_aid = r.aid;
     }
-    r.impl = st->virtual_impl;
+    r.impl = st.virtual_impl;
   }
   return next_virtual;
-}
-
-// With producer ids no impl is split; impl addresses are only renumbered
-// 1..n so that later steps index arrays. Returns n + 1.
-uint64_t NumberImpls(std::vector<Raw>& raws) {
-  FlatMap<uint64_t, uint64_t, U64Hash> number;
-  uint64_t next = 1;
-  for (auto& r : raws) {
-    if (r.impl == 0) continue;
-    auto [n, inserted] = number.try_emplace(r.impl, next);
-    next += inserted ? 1 : 0;
-    r.impl = *n;
-  }
-  return next;
 }
 
 bool RecordBefore(const Trace& trace, uint32_t a, uint32_t b) {
@@ -408,11 +392,13 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
       raws, trace.tensors.size() + trace.allocs.size());  // an upper bound: no regrowth at the peak
   uint32_t num_aids = 0;
   std::vector<uint32_t> alloc_event_of_aid;
+  std::vector<uint64_t> impl_address;
   {
     Flattener flat(trace, &raws);
     ForEachInRecordOrder(trace, [&](uint32_t ei) { flat.Event(ei); });
     num_aids = flat.num_aids();
     alloc_event_of_aid = flat.TakeAllocEvents();
+    impl_address = flat.TakeImplAddresses();
   }
   stats.raw_tensors = raws.size();
 
@@ -433,10 +419,14 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
     for (const auto& r : raws) {
       if (r.is_tensor) tensor_aid[r.target] = r.aid;
     }
-    num_impls = DealiasImpls(trace, schemas, raws, alloc_event_of_aid, tensor_aid, stats);
+    num_impls =
+        DealiasImpls(trace, schemas, raws, impl_address, alloc_event_of_aid, tensor_aid, stats);
   } else {
-    num_impls = NumberImpls(raws);
+    // With producer ids no impl is split: the flattener's numbers (in order
+    // of first sighting) are the ones to use.
+    num_impls = impl_address.size();
   }
+  FreeArray(impl_address);
   FreeArray(alloc_event_of_aid);
 
   // Step 4: allocations never seen with a tensor are not tensor storage.
