@@ -236,7 +236,7 @@ int RunExport(const Args& args) {
   if (format.value() == memtl::ExportFormat::kHtml) {
     // So is cairo, which only the HTML export loads.
     std::string why;
-    if (memtl::LoadCairo(&why) == nullptr) return Fail(args.output + ": " + why);
+    if (!memtl::CairoLoadable(&why)) return Fail(args.output + ": " + why);
   }
   auto c = Categorize(args);
   if (!c.ok()) return Fail(c.status().message());
