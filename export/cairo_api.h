@@ -65,9 +65,4 @@ struct CairoApi {
 // cannot be found; then *error says which, in a phrase for a message.
 const CairoApi* LoadCairo(std::string* error = nullptr);
 
-// Whether LoadCairo would succeed, found by loading cairo and unloading it
-// again, so that a caller can fail early without keeping cairo's libraries
-// (about 3.6 MB resident) through a long analysis. *error as LoadCairo's.
-bool CairoLoadable(std::string* error = nullptr);
-
 }  // namespace memtl
