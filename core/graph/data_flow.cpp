@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include "core/model/flat_map.h"
-#include "core/model/large_array.h"
 
 namespace memtl {
 
@@ -26,7 +25,7 @@ std::string KeyText(const Trace& trace, uint32_t key, int32_t v) {
 std::vector<uint32_t> LeafEvents(const OpTree& tree) {
   const Trace& trace = tree.trace();
   std::vector<uint32_t> leaves;
-  ReserveLarge(leaves, trace.events.size());  // an upper bound, never regrown
+  leaves.reserve(trace.events.size());  // an upper bound, never regrown
   const EventOrder pre = tree.preorder();
   for (uint32_t p = 0; p < pre.size();) {
     const uint32_t e = pre[p];
@@ -80,7 +79,7 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree) {
   g.nodes_.reserve(leaves.size());
   // An upper bound (every tensor argument and allocation event an edge): the
   // untouched part is address space only, and the array is never regrown.
-  ReserveLarge(g.edges_, trace.arg_kinds.size() + trace.list_items.size() + trace.allocs.size());
+  g.edges_.reserve(trace.arg_kinds.size() + trace.list_items.size() + trace.allocs.size());
   for (uint32_t leaf : leaves) {
     for (const auto& p : pending) position[p.edge.key] = kNone32;
     pending.clear();

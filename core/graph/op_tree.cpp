@@ -6,8 +6,6 @@
 #include <string>
 #include <unordered_map>
 
-#include "core/model/large_array.h"
-
 namespace memtl {
 
 OpTree::OpTree(const Trace& trace, const SchemaRegistry& schemas) : OpTree(trace) {
@@ -53,8 +51,8 @@ OpTree::OpTree(const Trace& trace) : trace_(trace) {
     for (uint32_t i = 0; i < n; ++i) {
       if (trace.events[i].parent != kNone32) child_list[fill[trace.events[i].parent]++] = i;
     }
-    ReserveLarge(preorder_, n);
-    AssignLarge(position_, n, uint32_t{0});
+    preorder_.reserve(n);
+    position_.assign(n, uint32_t{0});
     std::vector<uint32_t> stack(roots.rbegin(), roots.rend());
     while (!stack.empty()) {
       const uint32_t e = stack.back();
@@ -72,7 +70,7 @@ OpTree::OpTree(const Trace& trace) : trace_(trace) {
     in_backward_[e] = self_bwd || (ev.parent != kNone32 && in_backward_[ev.parent]);
   }
   // Subtree sizes, children after parents in pre-order: accumulate backwards.
-  AssignLarge(subtree_size_, n, uint32_t{1});
+  subtree_size_.assign(n, uint32_t{1});
   const EventOrder pre = preorder();
   for (uint32_t p = n; p-- > 0;) {
     const uint32_t e = pre[p];
@@ -86,7 +84,7 @@ OpTree::OpTree(const Trace& trace) : trace_(trace) {
   for (uint32_t p = 1; p < n && sorted_is_preorder_; ++p)
     sorted_is_preorder_ = !by_start(pre[p], pre[p - 1]);
   if (!sorted_is_preorder_) {
-    AssignLarge(sorted_, n, uint32_t{0});
+    sorted_.assign(n, uint32_t{0});
     for (uint32_t p = 0; p < n; ++p) sorted_[p] = pre[p];
     std::stable_sort(sorted_.begin(), sorted_.end(), by_start);
   }
@@ -103,9 +101,9 @@ void OpTree::AddSchemaFacts(const SchemaRegistry& schemas) {
   const Trace& trace = trace_;
   const auto n = static_cast<uint32_t>(trace.events.size());
   // Schema facts, computed once per op.
-  AssignLarge(num_matches_, n, uint8_t{0});
-  AssignLarge(mutability_begin_, n + 1, uint32_t{0});
-  ReserveLarge(mutability_pool_, trace.arg_kinds.size());
+  num_matches_.assign(n, uint8_t{0});
+  mutability_begin_.assign(n + 1, uint32_t{0});
+  mutability_pool_.reserve(trace.arg_kinds.size());
   std::vector<Observed> observed;
   struct Facts {
     uint8_t num_matches = 0;

@@ -158,8 +158,7 @@ void ResolvePartialTensors(Trace& trace, IdentityStats& stats) {
 class Flattener {
  public:
   Flattener(const Trace& trace, std::vector<Raw>* out) : trace_(trace), out_(out) {
-    ReserveLarge(alloc_event_of_aid_,
-                 trace.tensors.size() + trace.allocs.size() + 1);  // never regrown
+    alloc_event_of_aid_.reserve(trace.tensors.size() + trace.allocs.size() + 1);  // never regrown
   }
   uint32_t num_aids() const { return next_aid_; }
   // Per allocation id, the event that allocated it (kNone32: only freed).
@@ -358,7 +357,7 @@ void ForEachInRecordOrder(const Trace& trace, Fn&& fn) {
 
 std::vector<uint32_t> RecordOrder(const Trace& trace) {
   std::vector<uint32_t> order;
-  ReserveLarge(order, trace.events.size());
+  order.reserve(trace.events.size());
   for (uint32_t i = 0; i < trace.events.size(); ++i) {
     if (Rank(trace.events[i].kind) < 3) order.push_back(i);
   }
@@ -388,8 +387,8 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
 
   // Steps 1 and 2.
   std::vector<Raw> raws;
-  ReserveLarge(
-      raws, trace.tensors.size() + trace.allocs.size());  // an upper bound: no regrowth at the peak
+  raws.reserve(trace.tensors.size() +
+               trace.allocs.size());  // an upper bound: no regrowth at the peak
   uint32_t num_aids = 0;
   std::vector<uint32_t> alloc_event_of_aid;
   std::vector<uint64_t> impl_address;
@@ -414,8 +413,7 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
   // 1.13 split reads each op argument's allocation id.
   uint64_t num_impls = 0;
   if (legacy) {
-    std::vector<uint32_t> tensor_aid;
-    AssignLarge(tensor_aid, trace.tensors.size(), uint32_t{0});
+    std::vector<uint32_t> tensor_aid(trace.tensors.size(), 0);
     for (const auto& r : raws) {
       if (r.is_tensor) tensor_aid[r.target] = r.aid;
     }
@@ -447,8 +445,7 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
   std::vector<bool> self_pair(num_aids, false);
   std::vector<std::pair<uint32_t, uint32_t>> pairs;
   {
-    std::vector<uint32_t> first_aid;  // 0: none yet (ids start at 1)
-    AssignLarge(first_aid, num_impls, uint32_t{0});
+    std::vector<uint32_t> first_aid(num_impls, 0);  // 0: none yet (ids start at 1)
     for (const auto& r : raws) {
       if (r.impl == 0) continue;
       uint32_t& first = first_aid[r.impl];
@@ -466,8 +463,7 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
   // Step 6: greedy coalescing over the sorted pairs ((a, a) before (a, b)
   // for b > a). Allocation ids are dense, so the id map is a vector (-1: none
   // yet).
-  std::vector<int64_t> id_of;
-  AssignLarge(id_of, num_aids, int64_t{-1});
+  std::vector<int64_t> id_of(num_aids, -1);
   {
     int64_t current = 0;
     auto visit = [&](uint32_t a, uint32_t b) {

@@ -13,12 +13,12 @@ KeyTableBuilder::KeyTableBuilder(Trace& trace)
       kt_(trace.key_table),
       direct_limit_(4 * (trace.tensors.size() + trace.allocs.size()) + 1024) {
   kt_ = KeyTable{};
-  AssignLarge(kt_.of_tensor, trace.tensors.size(), kNone32);
-  AssignLarge(kt_.of_alloc, trace.allocs.size(), kNone32);
+  kt_.of_tensor.assign(trace.tensors.size(), kNone32);
+  kt_.of_alloc.assign(trace.allocs.size(), kNone32);
   // Upper bounds, so that neither is regrown (untouched capacity is address
   // space, not memory).
-  ReserveLarge(found_, trace.tensors.size() + trace.allocs.size());
-  ReserveLarge(by_aid_, direct_limit_);
+  found_.reserve(trace.tensors.size() + trace.allocs.size());
+  by_aid_.reserve(direct_limit_);
 }
 
 uint32_t KeyTableBuilder::SlotOf(TensorId id, AllocationId aid, DeviceIndex device) {

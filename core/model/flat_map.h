@@ -10,8 +10,6 @@
 #include <utility>
 #include <vector>
 
-#include "core/model/large_array.h"
-
 namespace memtl {
 
 template <typename K, typename V, typename Hash>
@@ -96,7 +94,7 @@ class FlatMap {
   };
   void Rehash(size_t cap) {
     std::vector<Slot> old = std::move(slots_);
-    AssignLarge(slots_, cap, Slot{});
+    slots_.assign(cap, Slot{});
     mask_ = cap - 1;
     size_ = 0;
     for (const auto& s : old) {

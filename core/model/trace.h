@@ -73,6 +73,9 @@ struct Arg {
   ArgKind kind = ArgKind::kNone;
 };
 
+// Whether an argument of this kind has an entry in Trace::arg_refs.
+inline bool HasArgRef(ArgKind k) { return k == ArgKind::kTensor || k == ArgKind::kTensorList; }
+
 // An op's arguments in order, as Arg values (Trace::Args). Iterators hold
 // what they read, so they outlive the ArgList they came from.
 class ArgList {
@@ -93,7 +96,7 @@ class ArgList {
       return a;
     }
     Iterator& operator++() {
-      ref_ += (*kind_ == ArgKind::kTensor || *kind_ == ArgKind::kTensorList) ? 1 : 0;
+      ref_ += HasArgRef(*kind_) ? 1 : 0;
       ++kind_;
       return *this;
     }

@@ -17,7 +17,6 @@
 #include <string_view>
 #include <thread>
 
-#include "core/model/large_array.h"
 #include "core/read/json_cursor.h"
 #include "core/read/line_source.h"
 
@@ -84,7 +83,7 @@ class Builder {
   // costs address space, not resident memory.
   void ReserveFor(double factor) {
     auto grow = [factor](auto& v) {
-      ReserveLarge(v, static_cast<size_t>(static_cast<double>(v.size()) * factor * 1.03) + 256);
+      v.reserve(static_cast<size_t>(static_cast<double>(v.size()) * factor * 1.03) + 256);
     };
     grow(t_->events);
     grow(t_->ops);
@@ -442,8 +441,7 @@ class Builder {
     for (size_t a = base; a < args.size(); ++a) {
       t_->arg_kinds.push_back(args[a].kind);
       // A tensor's index; a list's position in list_items (ParseArg).
-      if (args[a].kind == ArgKind::kTensor || args[a].kind == ArgKind::kTensorList)
-        t_->arg_refs.push_back(args[a].begin);
+      if (HasArgRef(args[a].kind)) t_->arg_refs.push_back(args[a].begin);
     }
     args.resize(base);
     f.has_args = true;

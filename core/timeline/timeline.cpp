@@ -7,7 +7,6 @@
 #include <cstdio>
 
 #include "core/model/flat_map.h"
-#include "core/model/large_array.h"
 
 namespace memtl {
 
@@ -43,7 +42,7 @@ std::vector<std::pair<uint32_t, int32_t>> AllTensorVersions(const DataFlowGraph&
   std::vector<std::pair<uint32_t, int32_t>> all;
   if (graph.value_begin().empty()) return all;
   const auto num_keys = static_cast<uint32_t>(graph.value_begin().size() - 1);
-  ReserveLarge(all, graph.num_values());
+  all.reserve(graph.num_values());
   for (uint32_t k = 0; k < num_keys; ++k) {
     if (!InSnapshot(graph, cats, k)) continue;
     for (int32_t v = 0; v <= std::max(graph.last_version(k), 0); ++v) all.emplace_back(k, v);
@@ -88,7 +87,7 @@ std::vector<TimelineEvent> BuildTimeline(const OpTree& tree, const DataFlowGraph
   // keyed events go after room for them in `out`, and a merge puts both in
   // order at the end.
   std::vector<TimelineEvent> unknown;
-  ReserveLarge(unknown, 2 * trace.allocs.size());  // an upper bound, never regrown
+  unknown.reserve(2 * trace.allocs.size());  // an upper bound, never regrown
 
   // Allocations in tree order: tensor allocations remember their times (the
   // last one seen per key); untracked ones go straight to the timeline,
@@ -127,7 +126,7 @@ std::vector<TimelineEvent> BuildTimeline(const OpTree& tree, const DataFlowGraph
   }
 
   std::vector<TimelineEvent> out;
-  ReserveLarge(out, unknown.size() + graph.edges().size() + graph.edges().size() / 4 + 16);
+  out.reserve(unknown.size() + graph.edges().size() + graph.edges().size() / 4 + 16);
   out.resize(unknown.size());
   auto push = [&](int64_t t, Action action, uint32_t key, int32_t version) {
     TimelineEvent te;
