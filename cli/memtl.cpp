@@ -138,9 +138,10 @@ void PrintTimings(const Args& args, const memtl::PhaseTimer& timer) {
   char buf[200];
   for (const auto& p : timer.phases()) {
     std::snprintf(buf, sizeof buf,
-                  "memtl: timing: %-10s %.3f s  peak RSS %.1f MiB  page faults %lld\n", p.name,
-                  p.seconds, static_cast<double>(p.peak_rss) / (1 << 20),
-                  static_cast<long long>(p.minor_faults));
+                  "memtl: timing: %-10s %.3f s  peak RSS %.1f MiB  page faults %lld  resident "
+                  "after %.1f MiB\n",
+                  p.name, p.seconds, static_cast<double>(p.peak_rss) / (1 << 20),
+                  static_cast<long long>(p.minor_faults), static_cast<double>(p.rss) / (1 << 20));
     std::cerr << buf;
     total += p.seconds;
     peak = std::max(peak, p.peak_rss);

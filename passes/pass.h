@@ -44,10 +44,11 @@ void ForEachParameterAndGradientSlow(const PassInput& in, uint32_t event,
 template <typename Fn>
 void ForEachParameterAndGradient(const PassInput& in, uint32_t event, Fn&& fn) {
   const Event& e = in.trace.events[event];
-  if (e.kind == EventKind::kOp && e.scope != RecordScope::kBackwardFunction) return;
+  if (e.kind == EventKind::kOp && in.trace.ops[e.payload].scope != RecordScope::kBackwardFunction)
+    return;
   if (e.kind == EventKind::kPy) {
     const PyInfo& py = in.trace.pys[e.payload];
-    if (py.module == kNone32 && py.optimizer == kNone32) return;
+    if (py.module() == kNone32 && py.optimizer() == kNone32) return;
   } else if (e.kind != EventKind::kOp) {
     return;
   }

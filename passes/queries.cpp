@@ -33,10 +33,10 @@ void ForEachParameterAndGradientSlow(const PassInput& in, uint32_t event,
       fn(SlotOfTensor(t, t.params[p].tensor), SlotOfTensor(t, t.params[p].grad));
     }
   };
-  if (py.module != kNone32)
-    params(t.modules[py.module].params_begin, t.modules[py.module].params_count);
-  if (py.optimizer != kNone32)
-    params(t.optimizers[py.optimizer].params_begin, t.optimizers[py.optimizer].params_count);
+  if (py.module() != kNone32)
+    params(t.modules[py.module()].params_begin, t.modules[py.module()].params_count);
+  if (py.optimizer() != kNone32)
+    params(t.optimizers[py.optimizer()].params_begin, t.optimizers[py.optimizer()].params_count);
 }
 
 std::vector<bool> AnyVersionDependsOnGradient(const PassInput& in, const CategoryWriter& cats) {

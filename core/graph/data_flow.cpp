@@ -30,8 +30,9 @@ std::vector<uint32_t> LeafEvents(const OpTree& tree) {
   for (uint32_t p = 0; p < pre.size();) {
     const uint32_t e = pre[p];
     const Event& ev = trace.events[e];
-    const bool leaf_op = ev.kind == EventKind::kOp &&
-                         (ev.scope == RecordScope::kBackwardFunction || tree.num_matches(e) > 0);
+    const bool leaf_op =
+        ev.kind == EventKind::kOp &&
+        (trace.ops[ev.payload].scope == RecordScope::kBackwardFunction || tree.num_matches(e) > 0);
     if (leaf_op || ev.kind == EventKind::kAlloc) {
       leaves.push_back(e);
       p += tree.subtree_size(e);

@@ -66,7 +66,8 @@ OpTree::OpTree(const Trace& trace) : trace_(trace) {
   in_backward_.assign(n, false);
   for (uint32_t e = 0; e < n; ++e) {
     const Event& ev = trace.events[e];
-    const bool self_bwd = ev.kind == EventKind::kOp && ev.scope == RecordScope::kBackwardFunction;
+    const bool self_bwd =
+        ev.kind == EventKind::kOp && trace.ops[ev.payload].scope == RecordScope::kBackwardFunction;
     in_backward_[e] = self_bwd || (ev.parent != kNone32 && in_backward_[ev.parent]);
   }
   // Subtree sizes, children after parents in pre-order: accumulate backwards.
@@ -154,7 +155,7 @@ void OpTree::AddSchemaFacts(const SchemaRegistry& schemas) {
     // The facts depend only on the op's name and the kinds observed, and a
     // trace repeats the same few hundred such pairs (every training step
     // runs the same ops): each pair is matched once.
-    key.assign(reinterpret_cast<const char*>(&ev.name), sizeof ev.name);
+    key.assign(reinterpret_cast<const char*>(&op.name), sizeof op.name);
     key.append(reinterpret_cast<const char*>(observed.data()), observed.size());
     auto [it, inserted] = known.try_emplace(key, Facts{});
     if (inserted) {

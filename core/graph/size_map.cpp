@@ -38,10 +38,11 @@ SizeMap::SizeMap(const OpTree& tree) {
           }
         }
       };
-      if (py.module != kNone32)
-        params(trace.modules[py.module].params_begin, trace.modules[py.module].params_count, false);
-      if (py.optimizer != kNone32) {
-        const auto& o = trace.optimizers[py.optimizer];
+      if (py.module() != kNone32)
+        params(trace.modules[py.module()].params_begin, trace.modules[py.module()].params_count,
+               false);
+      if (py.optimizer() != kNone32) {
+        const auto& o = trace.optimizers[py.optimizer()];
         params(o.params_begin, o.params_count, true);
         for (uint32_t s = o.state_begin; s < o.state_begin + o.state_count; ++s)
           Observe(trace, trace.states[s].tensor);

@@ -140,10 +140,10 @@ void ResolvePartialTensors(Trace& trace, IdentityStats& stats) {
         }
       }
     };
-    if (py.module != kNone32)
-      params(trace.modules[py.module].params_begin, trace.modules[py.module].params_count);
-    if (py.optimizer != kNone32) {
-      const auto& o = trace.optimizers[py.optimizer];
+    if (py.module() != kNone32)
+      params(trace.modules[py.module()].params_begin, trace.modules[py.module()].params_count);
+    if (py.optimizer() != kNone32) {
+      const auto& o = trace.optimizers[py.optimizer()];
       params(o.params_begin, o.params_count);
       for (uint32_t s = o.state_begin; s < o.state_begin + o.state_count; ++s) {
         resolve(trace.states[s].tensor, e.t0);
@@ -194,18 +194,18 @@ class Flattener {
       const PyInfo& py = trace_.pys[e.payload];
       // The python tracer caches what it reports, so only the first call of
       // each module or optimizer is trusted.
-      if (py.module != kNone32) {
-        const auto& m = trace_.modules[py.module];
-        if (seen_modules_.insert(m.has_self ? m.self : ~uint64_t{e.name}).second) {
+      if (py.module() != kNone32) {
+        const auto& m = trace_.modules[py.module()];
+        if (seen_modules_.insert(m.has_self ? m.self : ~uint64_t{py.name}).second) {
           for (uint32_t p = m.params_begin; p < m.params_begin + m.params_count; ++p) {
             Tensor(trace_.params[p].tensor);
             Tensor(trace_.params[p].grad);
           }
         }
       }
-      if (py.optimizer != kNone32) {
-        const auto& o = trace_.optimizers[py.optimizer];
-        if (seen_optimizers_.insert(o.has_self ? o.self : ~uint64_t{e.name}).second) {
+      if (py.optimizer() != kNone32) {
+        const auto& o = trace_.optimizers[py.optimizer()];
+        if (seen_optimizers_.insert(o.has_self ? o.self : ~uint64_t{py.name}).second) {
           for (uint32_t p = o.params_begin; p < o.params_begin + o.params_count; ++p) {
             Tensor(trace_.params[p].tensor);
             Tensor(trace_.params[p].grad);

@@ -116,6 +116,21 @@ uint32_t StringTable::Intern(std::string_view s) {
   return id;
 }
 
+const std::string& Trace::Name(const Event& e) const {
+  static const std::string kMemory = "[memory]";
+  switch (e.kind) {
+    case EventKind::kOp:
+      return strings.Get(ops[e.payload].name);
+    case EventKind::kPy:
+      return strings.Get(pys[e.payload].name);
+    case EventKind::kOther:
+      return strings.Get(other_names[e.payload]);
+    case EventKind::kAlloc:
+      break;
+  }
+  return kMemory;
+}
+
 DeviceIndex Trace::InternDevice(std::string_view name) {
   for (size_t i = 0; i < devices.size(); ++i) {
     if (devices[i].name == name) return static_cast<DeviceIndex>(i);

@@ -171,20 +171,28 @@ struct ProducerIds {
 // The per-kind records keep only what a stage reads (a trace of 10^7 events
 // holds millions of each): the producer's thread ids and sequence numbers
 // are checked by the reader but not kept, and the allocator's running totals
-// only as a maximum per device (DeviceInfo).
+// only as a maximum per device (DeviceInfo). Names live here, not in Event:
+// allocations have none.
 struct OpInfo {
-  uint32_t args_begin = 0;  // into Trace::arg_kinds
-  uint32_t args_count = 0;
-  uint32_t refs_begin = 0;  // into Trace::arg_refs
+  uint32_t args_begin = 0;       // into Trace::arg_kinds
+  uint32_t refs_begin = 0;       // into Trace::arg_refs
+  uint32_t name = 0;             // string id
+  uint32_t args_count : 24 = 0;  // < kMaxOpArgs
+  RecordScope scope : 8 = RecordScope::kFunction;
 };
-static_assert(sizeof(OpInfo) == 12);
+static_assert(sizeof(OpInfo) == 16);
+// The reader refuses an op with more arguments (a line would need more than
+// 80 MB of text to hold them; the reader's line limit is 64 MiB).
+inline constexpr uint32_t kMaxOpArgs = (uint32_t{1} << 24) - 1;
 
+// An allocation (bytes > 0) or free (bytes < 0) in 16 bytes.
 struct AllocInfo {
   uint64_t ptr = 0;
-  int64_t bytes = 0;  // > 0 allocation, < 0 free
-  DeviceIndex device = 0;
+  int64_t bytes : 48 = 0;  // |bytes| <= kMaxAllocBytes (the reader checks)
+  DeviceIndex device : 16 = 0;
 };
-static_assert(sizeof(AllocInfo) == 24);
+static_assert(sizeof(AllocInfo) == 16);
+inline constexpr int64_t kMaxAllocBytes = (int64_t{1} << 47) - 1;  // 128 TiB
 
 struct StateEntry {
   uint32_t name = 0;  // string id
@@ -216,25 +224,35 @@ struct OptimizerInfo {
   uint32_t state_count = 0;
 };
 
+// A python call: its name, and the module or the optimizer it reports
+// (never both; the reader checks), in 8 bytes.
 struct PyInfo {
-  uint32_t module = kNone32;
-  uint32_t optimizer = kNone32;
-};
+  uint32_t name = 0;              // string id
+  uint32_t index : 31 = kNone31;  // into Trace::modules or Trace::optimizers; kNone31: neither
+  uint32_t is_optimizer : 1 = 0;
 
-// 24 bytes (a trace has one per record). Only start times are kept: the
+  static constexpr uint32_t kNone31 = 0x7fffffffu;
+  uint32_t module() const { return index == kNone31 || is_optimizer ? kNone32 : index; }
+  uint32_t optimizer() const { return index == kNone31 || !is_optimizer ? kNone32 : index; }
+};
+static_assert(sizeof(PyInfo) == 8);
+
+// 16 bytes (a trace has one per record). Only start times are kept: the
 // analysis orders events by start and nests them by parent links; the
 // reader checks end times (Trace::ops_without_end, ops_ending_before_start)
-// and drops them. A stage that needs durations would keep them in OpInfo
+// and drops them. Names and scopes are in the kind's record (Trace::Name,
+// OpInfo::scope). A stage that needs durations would keep them in OpInfo
 // and PyInfo, not here.
 struct Event {
-  EventKind kind = EventKind::kOther;
-  RecordScope scope = RecordScope::kFunction;  // ops only
+  int64_t t0 = 0;  // start ns (allocations: their time)
   uint32_t parent = kNone32;
-  uint32_t name = 0;           // string id
-  uint32_t payload = kNone32;  // index into ops / allocs / pys by kind
-  int64_t t0 = 0;              // start ns (allocations: their time)
+  // Index into ops / allocs / pys / other_names by kind (< kMaxEvents).
+  uint32_t payload : 30 = 0;
+  EventKind kind : 2 = EventKind::kOther;
 };
-static_assert(sizeof(Event) == 24);
+static_assert(sizeof(Event) == 16);
+// The reader refuses more events (a trace that large would need 17 GiB here).
+inline constexpr uint32_t kMaxEvents = uint32_t{1} << 30;
 
 struct DeviceInfo {
   std::string name;   // as PyTorch prints it: "cpu", "cuda:0"
@@ -295,6 +313,7 @@ struct Trace {
   std::vector<OpInfo> ops;
   std::vector<AllocInfo> allocs;
   std::vector<PyInfo> pys;
+  std::vector<uint32_t> other_names;  // string id per kOther event
   std::vector<ModuleInfo> modules;
   std::vector<OptimizerInfo> optimizers;
   std::vector<ParamInfo> params;
@@ -340,7 +359,9 @@ struct Trace {
   void ReleaseRecords();
   void Finish();  // called by readers once every record is in: device ranks
 
-  const std::string& Name(const Event& e) const { return strings.Get(e.name); }
+  // The event's name: the op's or python call's, "[memory]" for allocations.
+  // Reads the kind's record: not after ReleaseOpDetails (but allocations').
+  const std::string& Name(const Event& e) const;
   ArgList Args(const OpInfo& op) const {
     return ArgList(arg_kinds.data() + op.args_begin, arg_refs.data() + op.refs_begin,
                    list_items.data(), op.args_count);

@@ -12,20 +12,30 @@
 
 namespace memtl {
 
-int64_t PeakRssBytes() {
+namespace {
+
+// A "Vm...:" field of /proc/self/status (kB there), in bytes; 0 if unknown.
+int64_t StatusBytes(const char* field) {
   FILE* f = std::fopen("/proc/self/status", "r");
   if (f == nullptr) return 0;
+  const size_t len = std::strlen(field);
   char line[256];
   int64_t kb = 0;
   while (std::fgets(line, sizeof line, f) != nullptr) {
-    if (std::strncmp(line, "VmHWM:", 6) == 0) {
-      kb = std::strtoll(line + 6, nullptr, 10);
+    if (std::strncmp(line, field, len) == 0) {
+      kb = std::strtoll(line + len, nullptr, 10);
       break;
     }
   }
   std::fclose(f);
   return kb * 1024;
 }
+
+}  // namespace
+
+int64_t PeakRssBytes() { return StatusBytes("VmHWM:"); }
+
+int64_t RssBytes() { return StatusBytes("VmRSS:"); }
 
 int64_t MinorFaults() {
   struct rusage u {};

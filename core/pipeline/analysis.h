@@ -22,6 +22,8 @@ namespace memtl {
 
 // Peak resident memory of the process so far, in bytes (0 if unknown).
 int64_t PeakRssBytes();
+// Resident memory of the process now, in bytes (0 if unknown).
+int64_t RssBytes();
 // Minor page faults of the process so far: first touches of memory, each
 // mapping a 4 KiB page (or a 2 MiB one where the kernel uses huge pages on
 // its own). Their cost is the cost of fresh memory.
@@ -35,6 +37,7 @@ class PhaseTimer {
     const char* name;
     double seconds;
     int64_t peak_rss;
+    int64_t rss;           // when the phase ended
     int64_t minor_faults;  // during this phase
   };
   void Start() {
@@ -45,7 +48,7 @@ class PhaseTimer {
     const auto now = std::chrono::steady_clock::now();
     const int64_t faults = MinorFaults();
     phases_.push_back({phase, std::chrono::duration<double>(now - last_).count(), PeakRssBytes(),
-                       faults - last_faults_});
+                       RssBytes(), faults - last_faults_});
     last_ = now;
     last_faults_ = faults;
   }

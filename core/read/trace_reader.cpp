@@ -156,6 +156,7 @@ class Builder {
       Fail("record index " + std::to_string(f.i) + " out of order (expected " +
            std::to_string(t_->events.size()) + ")");
     }
+    if (f.i >= kMaxEvents) Fail("more than 2^30 events");
     if (f.p >= f.i) Fail("parent " + std::to_string(f.p) + " does not precede its child");
     if (f.p < -1) Fail("invalid parent " + std::to_string(f.p));
     Event e;
@@ -174,8 +175,9 @@ class Builder {
         Require(f.has_name, "name");
         Require(f.has_t0, "t0");
         e.kind = EventKind::kOther;
-        e.name = f.name;
         e.t0 = f.t0;
+        e.payload = static_cast<uint32_t>(t_->other_names.size());
+        t_->other_names.push_back(f.name);
         break;
       case Kind::kSchema:
         break;
@@ -360,8 +362,7 @@ class Builder {
       f.has_ptr = true;
     } else if (Is(key, "bytes")) {
       f.bytes = Int(c, "bytes");
-      if (f.bytes > (int64_t{1} << 50) || f.bytes < -(int64_t{1} << 50))
-        Fail("\"bytes\" is out of range");
+      if (f.bytes > kMaxAllocBytes || f.bytes < -kMaxAllocBytes) Fail("\"bytes\" is out of range");
       f.has_bytes = true;
     } else if (Is(key, "dev")) {
       f.dev = Device(c, "dev");
@@ -412,8 +413,6 @@ class Builder {
     Require(f.has_t0, "t0");
     Require(f.has_args, "args");
     e->kind = EventKind::kOp;
-    e->name = f.name;
-    e->scope = f.scope;
     e->t0 = f.t0;
     // End times are checked here but not kept: no stage reads them.
     if (!f.has_t1) ++t_->ops_without_end;
@@ -421,8 +420,10 @@ class Builder {
     if (f.has_t1 && f.t1 < f.t0) ++t_->ops_ending_before_start;
     OpInfo op;
     op.args_begin = f.args_begin;
-    op.args_count = f.args_count;
+    op.args_count = f.args_count & kMaxOpArgs;  // Args() checked the count
     op.refs_begin = f.refs_begin;
+    op.name = f.name;
+    op.scope = f.scope;
     e->payload = static_cast<uint32_t>(t_->ops.size());
     t_->ops.push_back(op);
   }
@@ -436,6 +437,7 @@ class Builder {
     c.BeginArray();
     while (c.NextItem()) args.push_back(ParseArg(c));
     f.args_begin = static_cast<uint32_t>(t_->arg_kinds.size());
+    if (args.size() - base > kMaxOpArgs) Fail("more than 2^24-1 arguments");
     f.args_count = static_cast<uint32_t>(args.size() - base);
     f.refs_begin = static_cast<uint32_t>(t_->arg_refs.size());
     for (size_t a = base; a < args.size(); ++a) {
@@ -616,7 +618,6 @@ class Builder {
     Require(f.has_bytes, "bytes");
     Require(f.has_dev, "dev");
     e->kind = EventKind::kAlloc;
-    e->name = memory_name_;
     e->t0 = f.t;
     AllocInfo a;
     a.ptr = f.ptr;
@@ -740,13 +741,17 @@ class Builder {
     Require(f.has_name, "name");
     Require(f.has_t0, "t0");
     e->kind = EventKind::kPy;
-    e->name = f.name;
     e->t0 = f.t0;
     if (f.module != kNone32 && f.optimizer != kNone32)
       Fail("a python call cannot be both a module and an optimizer");
     PyInfo py;
-    py.module = f.module;
-    py.optimizer = f.optimizer;
+    py.name = f.name;
+    if (f.module != kNone32) {
+      py.index = f.module & PyInfo::kNone31;  // modules and optimizers < events
+    } else if (f.optimizer != kNone32) {
+      py.index = f.optimizer & PyInfo::kNone31;
+      py.is_optimizer = 1;
+    }
     e->payload = static_cast<uint32_t>(t_->pys.size());
     t_->pys.push_back(py);
   }
@@ -762,7 +767,6 @@ class Builder {
   std::vector<Arg> arg_stack_;
   std::vector<uint32_t> list_scratch_;
   std::vector<int64_t> sizes_, strides_;
-  uint32_t memory_name_ = t_->strings.Intern("[memory]");
 };
 
 // Blocks of whole lines, produced by a reader thread (inflate + cut) and

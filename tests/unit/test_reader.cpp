@@ -183,6 +183,55 @@ TEST_CASE("reader: argument kinds and python-tracer records") {
             .find("registered twice") != std::string::npos);
 }
 
+TEST_CASE("reader: names and scopes live in each kind's record; allocation bytes in 48 bits") {
+  const std::string text =
+      Header() + Op(0, -1, "aten::mul", 1, 9, "", "backward_function") + Alloc(1, 0, 2, 300, 16) +
+      R"({"k":"py","i":2,"p":-1,"name":"nn.Module: Linear_0","t0":10,"t1":20,"tid":1,"module":{"self":null,"cls":"Linear","params":[]}})"
+      "\n"
+      R"({"k":"py","i":3,"p":-1,"name":"Optimizer.step#SGD.step","t0":21,"t1":30,"tid":1,"optimizer":{"self":5,"params":[]}})"
+      "\n"
+      R"({"k":"py","i":4,"p":-1,"name":"<built-in method x>","t0":31,"t1":32,"tid":1})"
+      "\n"
+      R"({"k":"other","i":5,"p":-1,"name":"gpu kernel","t0":33,"t1":34,"type":"kineto"})"
+      "\n";
+  auto r = ReadTraceString(text, "t.trace");
+  REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.status().message()));
+  const Trace& t = r.value();
+  REQUIRE(t.events.size() == 6);
+  CHECK(t.Name(t.events[0]) == "aten::mul");
+  CHECK(t.ops[0].scope == RecordScope::kBackwardFunction);
+  CHECK(t.Name(t.events[1]) == "[memory]");
+  CHECK(t.Name(t.events[2]) == "nn.Module: Linear_0");
+  CHECK(t.Name(t.events[3]) == "Optimizer.step#SGD.step");
+  CHECK(t.Name(t.events[4]) == "<built-in method x>");
+  CHECK(t.Name(t.events[5]) == "gpu kernel");
+  CHECK(t.events[5].kind == EventKind::kOther);
+  REQUIRE(t.pys.size() == 3);
+  CHECK(t.pys[0].module() == 0);
+  CHECK(t.pys[0].optimizer() == kNone32);
+  CHECK(t.pys[1].module() == kNone32);
+  CHECK(t.pys[1].optimizer() == 0);
+  CHECK(t.pys[2].module() == kNone32);
+  CHECK(t.pys[2].optimizer() == kNone32);
+
+  const std::string max = std::to_string(kMaxAllocBytes);
+  auto read_bytes = [](const std::string& b) {
+    return ReadTraceString(
+        Header() + Alloc(0, -1, 1, 300, 0)
+                       .replace(Alloc(0, -1, 1, 300, 0).find("\"bytes\":0"), 9, "\"bytes\":" + b),
+        "t.trace");
+  };
+  auto big = read_bytes(max);
+  REQUIRE(big.ok());
+  CHECK(int64_t{big.value().allocs[0].bytes} == kMaxAllocBytes);
+  auto big_free = read_bytes("-" + max);
+  REQUIRE(big_free.ok());
+  CHECK(int64_t{big_free.value().allocs[0].bytes} == -kMaxAllocBytes);
+  auto over = read_bytes(std::to_string(kMaxAllocBytes + 1));
+  REQUIRE_FALSE(over.ok());
+  CHECK(over.status().message().find("\"bytes\" is out of range") != std::string::npos);
+}
+
 TEST_CASE("large arrays: FreeArray gives the storage back, where `v = {}` keeps it") {
   std::vector<uint32_t> v(1000, 7);
   v = {};
