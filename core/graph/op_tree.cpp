@@ -92,8 +92,8 @@ OpTree::OpTree(const Trace& trace) : trace_(trace) {
 }
 
 void OpTree::ReleaseOpFacts() {
-  std::vector<uint8_t>().swap(num_matches_);
-  std::vector<uint32_t>().swap(mutability_begin_);
+  std::vector<uint32_t>().swap(facts_of_op_);
+  std::vector<SchemaFacts>().swap(facts_);
   std::vector<int8_t>().swap(mutability_pool_);
   std::vector<bool>().swap(in_backward_);
 }
@@ -101,21 +101,15 @@ void OpTree::ReleaseOpFacts() {
 void OpTree::AddSchemaFacts(const SchemaRegistry& schemas) {
   const Trace& trace = trace_;
   const auto n = static_cast<uint32_t>(trace.events.size());
-  // Schema facts, computed once per op.
-  num_matches_.assign(n, uint8_t{0});
-  mutability_begin_.assign(n + 1, uint32_t{0});
-  mutability_pool_.reserve(trace.arg_kinds.size());
+  // Schema facts, computed once per distinct (op name, argument kinds).
+  facts_of_op_.assign(trace.ops.size(), uint32_t{0});
+  facts_.clear();
+  mutability_pool_.clear();
   std::vector<Observed> observed;
-  struct Facts {
-    uint8_t num_matches = 0;
-    uint32_t mutability_begin = 0, mutability_end = 0;  // into known_mutability
-  };
-  std::unordered_map<std::string, Facts> known;  // (name id, observed kinds) -> facts
-  std::vector<int8_t> known_mutability;
+  std::unordered_map<std::string, uint32_t> known;  // (name id, observed kinds) -> facts_ index
   std::string key;
   for (uint32_t e = 0; e < n; ++e) {
     const Event& ev = trace.events[e];
-    mutability_begin_[e] = static_cast<uint32_t>(mutability_pool_.size());
     if (ev.kind != EventKind::kOp) continue;
     const OpInfo& op = trace.ops[ev.payload];
     observed.clear();
@@ -157,21 +151,19 @@ void OpTree::AddSchemaFacts(const SchemaRegistry& schemas) {
     // runs the same ops): each pair is matched once.
     key.assign(reinterpret_cast<const char*>(&op.name), sizeof op.name);
     key.append(reinterpret_cast<const char*>(observed.data()), observed.size());
-    auto [it, inserted] = known.try_emplace(key, Facts{});
+    auto [it, inserted] = known.try_emplace(key, static_cast<uint32_t>(facts_.size()));
     if (inserted) {
       const auto matches = MatchSchemas(schemas.Lookup(trace.Name(ev)), observed);
       const auto mut = InputsAreMutable(matches, observed.size());
-      it->second.num_matches = static_cast<uint8_t>(std::min<size_t>(matches.size(), 255));
-      it->second.mutability_begin = static_cast<uint32_t>(known_mutability.size());
-      known_mutability.insert(known_mutability.end(), mut.begin(), mut.end());
-      it->second.mutability_end = static_cast<uint32_t>(known_mutability.size());
+      SchemaFacts f;
+      f.num_matches = static_cast<uint8_t>(std::min<size_t>(matches.size(), 255));
+      f.mutability_begin = static_cast<uint32_t>(mutability_pool_.size());
+      f.mutability_count = static_cast<uint32_t>(mut.size());
+      mutability_pool_.insert(mutability_pool_.end(), mut.begin(), mut.end());
+      facts_.push_back(f);
     }
-    const Facts& f = it->second;
-    num_matches_[e] = f.num_matches;
-    mutability_pool_.insert(mutability_pool_.end(), known_mutability.begin() + f.mutability_begin,
-                            known_mutability.begin() + f.mutability_end);
+    facts_of_op_[ev.payload] = it->second;
   }
-  mutability_begin_[n] = static_cast<uint32_t>(mutability_pool_.size());
 }
 
 }  // namespace memtl

@@ -80,12 +80,16 @@ class OpTree {
   }
 
   // Schema facts of an op event: number of matching overloads (saturating
-  // at 255) and, per input, 1 written / 0 not / -1 unknown.
-  size_t num_matches(uint32_t event) const { return num_matches_[event]; }
-  // Per input of an op event (empty for other events).
+  // at 255; 0 for other events) and, per input, 1 written / 0 not / -1
+  // unknown (empty for other events).
+  size_t num_matches(uint32_t event) const {
+    const SchemaFacts* f = FactsOf(event);
+    return f != nullptr ? f->num_matches : 0;
+  }
   std::pair<const int8_t*, size_t> mutability(uint32_t event) const {
-    return {mutability_pool_.data() + mutability_begin_[event],
-            mutability_begin_[event + 1] - mutability_begin_[event]};
+    const SchemaFacts* f = FactsOf(event);
+    if (f == nullptr) return {nullptr, 0};
+    return {mutability_pool_.data() + f->mutability_begin, f->mutability_count};
   }
   // True when the event or one of its ancestors is a backward function.
   bool in_backward(uint32_t event) const { return in_backward_[event]; }
@@ -101,8 +105,20 @@ class OpTree {
   std::vector<uint32_t> subtree_size_;
   std::vector<uint32_t> sorted_;
   bool sorted_is_preorder_ = false;
-  std::vector<uint8_t> num_matches_;
-  std::vector<uint32_t> mutability_begin_;  // CSR offsets into mutability_pool_
+  // The facts depend only on the op's name and the kinds of its arguments,
+  // and a trace repeats a few hundred such pairs: each distinct pair's facts
+  // are kept once, and each op record (by Event::payload) names its pair's.
+  struct SchemaFacts {
+    uint32_t mutability_begin = 0;  // into mutability_pool_
+    uint32_t mutability_count = 0;
+    uint8_t num_matches = 0;
+  };
+  const SchemaFacts* FactsOf(uint32_t event) const {
+    const Event& e = trace_.events[event];
+    return e.kind == EventKind::kOp ? &facts_[facts_of_op_[e.payload]] : nullptr;
+  }
+  std::vector<uint32_t> facts_of_op_;  // per op record: index into facts_
+  std::vector<SchemaFacts> facts_;
   std::vector<int8_t> mutability_pool_;
   std::vector<bool> in_backward_;
 };
