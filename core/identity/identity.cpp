@@ -25,18 +25,17 @@ namespace memtl {
 
 namespace {
 
-// One tensor observation or allocation event, in record order, in 12 bytes:
-// the allocation id is assigned while flattening (step 2 needs nothing else
-// of the storage pointer), and the TensorImpl address is numbered densely
-// (Flattener::TakeImplAddresses gives the address of each number).
+// A tensor observation with a TensorImpl, in record order, in 8 bytes: the
+// pairs of steps 3 and 5 read nothing else. The allocation id is assigned
+// while flattening (step 2 needs nothing else of the storage pointer), and
+// the TensorImpl address is numbered densely (Flattener::TakeImplAddresses
+// gives the address of each number). Which observation or allocation has
+// which allocation id is kept per target (Flattener's aid arrays), not here.
 struct Raw {
-  uint32_t impl = 0;         // dense impl number from 1; 0: no TensorImpl (allocation events)
-  uint32_t aid = 0;          // allocation id, dense from 1
-  uint32_t target : 30 = 0;  // index into trace.tensors or trace.allocs (< kMaxTargets)
-  uint32_t is_free : 1 = 0;
-  uint32_t is_tensor : 1 = 0;  // target is trace.tensors[target], else trace.allocs[target]
+  uint32_t impl = 0;  // dense impl number from 1
+  uint32_t aid = 0;   // allocation id, dense from 1
 };
-static_assert(sizeof(Raw) == 12);
+static_assert(sizeof(Raw) == 8);
 constexpr size_t kMaxTargets = size_t{1} << 30;
 
 int Rank(EventKind k) {
@@ -64,66 +63,83 @@ void ResolvePartialTensors(Trace& trace, IdentityStats& stats) {
   // a bit filter turns away most op inputs before the hash lookup. It has
   // at least 64 bits per indexed pointer (at most one op input in 64 gets
   // past it by chance), so its filtering does not wane as traces grow.
+  // The op inputs seen per pointer are kept in one array, grouped by
+  // pointer after the scan (a vector per pointer would leave hundreds of
+  // thousands of small blocks in the heap at 10^7 events).
   FlatMap<uint64_t, uint32_t, U64Hash> list_of;
-  std::vector<std::vector<Seen>> lists;
   std::vector<uint64_t> ptrs;  // by list
   for (const auto& t : trace.tensors) {
-    if (t.partial && list_of.try_emplace(t.ptr, static_cast<uint32_t>(lists.size())).second) {
-      lists.emplace_back();
+    if (t.partial && list_of.try_emplace(t.ptr, static_cast<uint32_t>(ptrs.size())).second) {
       ptrs.push_back(t.ptr);
     }
   }
-  if (lists.empty()) return;
+  if (ptrs.empty()) return;
   int filter_bits = 16;
-  while (filter_bits < 40 && (size_t{1} << filter_bits) < 64 * lists.size()) ++filter_bits;
+  while (filter_bits < 40 && (size_t{1} << filter_bits) < 64 * ptrs.size()) ++filter_bits;
   std::vector<uint64_t> filter(size_t{1} << (filter_bits - 6), 0);
   auto bit = [filter_bits](uint64_t ptr) { return Mix64(ptr) >> (64 - filter_bits); };
   for (uint64_t ptr : ptrs) filter[bit(ptr) >> 6] |= uint64_t{1} << (bit(ptr) & 63);
-  auto list_for = [&](uint64_t ptr) -> std::vector<Seen>* {
+  auto list_of_ptr = [&](uint64_t ptr) -> uint32_t {
     const uint64_t b = bit(ptr);
-    if ((filter[b >> 6] >> (b & 63) & 1) == 0) return nullptr;
+    if ((filter[b >> 6] >> (b & 63) & 1) == 0) return kNone32;
     const uint32_t* i = list_of.find(ptr);
-    return i == nullptr ? nullptr : &lists[*i];
+    return i == nullptr ? kNone32 : *i;
   };
-  auto seen = [&](uint32_t ti, int64_t t0) {
-    if (ti == kNone32 || trace.tensors[ti].partial) return;
-    if (auto* list = list_for(trace.tensors[ti].ptr)) list->push_back({t0, ti});
-  };
-  for (const auto& e : trace.events) {
-    if (e.kind != EventKind::kOp) continue;
-    for (const Arg arg : trace.Args(trace.ops[e.payload])) {
-      if (arg.kind == ArgKind::kTensor) seen(arg.begin, e.t0);
-      for (uint32_t k = 0; arg.kind == ArgKind::kTensorList && k < arg.count; ++k) {
-        seen(trace.list_items[arg.begin + k], e.t0);
+  // Two scans of the op inputs: the first counts the sightings of each
+  // pointer, the second puts them in place (in record order within a
+  // pointer), so no array grows; each pointer's sightings are then sorted by
+  // time, stably (the later record wins a tie below).
+  auto for_each_sighting = [&](auto&& fn) {
+    auto seen = [&](uint32_t ti, int64_t t0) {
+      if (ti == kNone32 || trace.tensors[ti].partial) return;
+      const uint32_t list = list_of_ptr(trace.tensors[ti].ptr);
+      if (list != kNone32) fn(list, Seen{t0, ti});
+    };
+    for (const auto& e : trace.events) {
+      if (e.kind != EventKind::kOp) continue;
+      for (const Arg arg : trace.Args(trace.ops[e.payload])) {
+        if (arg.kind == ArgKind::kTensor) seen(arg.begin, e.t0);
+        for (uint32_t k = 0; arg.kind == ArgKind::kTensorList && k < arg.count; ++k) {
+          seen(trace.list_items[arg.begin + k], e.t0);
+        }
       }
     }
+  };
+  std::vector<uint32_t> list_begin(ptrs.size() + 1, 0);
+  for_each_sighting([&](uint32_t list, const Seen&) { ++list_begin[list + 1]; });
+  for (size_t l = 0; l < ptrs.size(); ++l) list_begin[l + 1] += list_begin[l];
+  std::vector<Seen> all(list_begin.back());
+  {
+    std::vector<uint32_t> next(list_begin.begin(), list_begin.end() - 1);
+    for_each_sighting([&](uint32_t list, const Seen& seen) { all[next[list]++] = seen; });
   }
-  for (auto& list : lists) {
-    std::stable_sort(list.begin(), list.end(),
+  for (size_t l = 0; l < ptrs.size(); ++l) {
+    std::stable_sort(all.begin() + list_begin[l], all.begin() + list_begin[l + 1],
                      [](const Seen& a, const Seen& b) { return a.t < b.t; });
   }
   auto resolve = [&](uint32_t ti, int64_t when) {
     if (ti == kNone32 || !trace.tensors[ti].partial) return;
-    const std::vector<Seen>* found = list_for(trace.tensors[ti].ptr);
-    if (found == nullptr || found->empty()) {
+    const uint32_t l = list_of_ptr(trace.tensors[ti].ptr);
+    if (l == kNone32 || list_begin[l] == list_begin[l + 1]) {
       ++stats.dropped_python;
       return;
     }
-    const auto& list = *found;
+    const Seen* first = all.data() + list_begin[l];
+    const Seen* last = all.data() + list_begin[l + 1];
     // First occurrence at or after `when`, compared with the last one before.
-    auto after = std::lower_bound(list.begin(), list.end(), when,
-                                  [](const Seen& s, int64_t t) { return s.t < t; });
+    const Seen* after =
+        std::lower_bound(first, last, when, [](const Seen& s, int64_t t) { return s.t < t; });
     const Seen* best = nullptr;
-    if (after != list.end()) best = &*after;
-    if (after != list.begin()) {
+    if (after != last) best = after;
+    if (after != first) {
       const Seen& before = *(after - 1);
       if (best == nullptr || when - before.t < best->t - when) best = &before;
     }
     // Among equal times prefer the later record.
     if (best != nullptr) {
-      auto last_same = std::upper_bound(list.begin(), list.end(), best->t,
-                                        [](int64_t t, const Seen& s) { return t < s.t; });
-      best = &*(last_same - 1);
+      const Seen* last_same =
+          std::upper_bound(first, last, best->t, [](int64_t t, const Seen& s) { return t < s.t; });
+      best = last_same - 1;
     }
     trace.tensors[ti] = trace.tensors[best->tensor];
     ++stats.resolved_python;
@@ -157,7 +173,11 @@ void ResolvePartialTensors(Trace& trace, IdentityStats& stats) {
 // it until a free of that pointer is seen (this solves ABA for storage).
 class Flattener {
  public:
-  Flattener(const Trace& trace, std::vector<Raw>* out) : trace_(trace), out_(out) {
+  // `tensor_aid` and `alloc_aid` (sized like trace.tensors and trace.allocs,
+  // zero) receive each target's allocation id; `out` the raws.
+  Flattener(const Trace& trace, std::vector<Raw>* out, std::vector<uint32_t>* tensor_aid,
+            std::vector<uint32_t>* alloc_aid)
+      : trace_(trace), out_(out), tensor_aid_(*tensor_aid), alloc_aid_(*alloc_aid) {
     alloc_event_of_aid_.reserve(trace.tensors.size() + trace.allocs.size() + 1);  // never regrown
   }
   uint32_t num_aids() const { return next_aid_; }
@@ -181,15 +201,12 @@ class Flattener {
       }
     } else if (e.kind == EventKind::kAlloc) {
       const AllocInfo& a = trace_.allocs[e.payload];
-      Raw r;
-      r.is_free = a.bytes < 0;
-      r.target = e.payload & (kMaxTargets - 1);
-      r.aid = Aid(a.ptr, a.device, a.bytes < 0);
+      const uint32_t aid = Aid(a.ptr, a.device, a.bytes < 0);
+      alloc_aid_[e.payload] = aid;
       if (a.bytes >= 0) {
-        if (r.aid >= alloc_event_of_aid_.size()) alloc_event_of_aid_.resize(r.aid + 1, kNone32);
-        if (alloc_event_of_aid_[r.aid] == kNone32) alloc_event_of_aid_[r.aid] = ei;
+        if (aid >= alloc_event_of_aid_.size()) alloc_event_of_aid_.resize(aid + 1, kNone32);
+        if (alloc_event_of_aid_[aid] == kNone32) alloc_event_of_aid_[aid] = ei;
       }
-      out_->push_back(r);
     } else if (e.kind == EventKind::kPy) {
       const PyInfo& py = trace_.pys[e.payload];
       // The python tracer caches what it reports, so only the first call of
@@ -226,12 +243,10 @@ class Flattener {
     if (ti == kNone32) return;
     const auto& t = trace_.tensors[ti];
     if (t.partial) return;  // never seen as an op input: no identity
-    Raw r;
-    r.impl = ImplNumber(t.impl);
-    r.is_tensor = 1;
-    r.target = ti & (kMaxTargets - 1);
-    r.aid = Aid(t.ptr, t.device, false);
-    out_->push_back(r);
+    const uint32_t impl = ImplNumber(t.impl);
+    const uint32_t aid = Aid(t.ptr, t.device, false);
+    tensor_aid_[ti] = aid;
+    if (impl != 0) out_->push_back(Raw{impl, aid});
   }
 
   uint32_t ImplNumber(uint64_t impl) {
@@ -253,6 +268,8 @@ class Flattener {
 
   const Trace& trace_;
   std::vector<Raw>* out_;
+  std::vector<uint32_t>& tensor_aid_;
+  std::vector<uint32_t>& alloc_aid_;
   FlatMap<PtrDev, uint32_t, PtrDevHash> live_;
   uint32_t next_aid_ = 1;
   FlatMap<uint64_t, uint32_t, U64Hash> impl_number_;
@@ -385,27 +402,33 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
   }
   if (legacy) ResolvePartialTensors(trace, stats);
 
-  // Steps 1 and 2.
+  // Steps 1 and 2. Each observation's and allocation's allocation id is
+  // kept by target (0: none); the legacy key table is built in these arrays.
   std::vector<Raw> raws;
-  raws.reserve(trace.tensors.size() +
-               trace.allocs.size());  // an upper bound: no regrowth at the peak
+  raws.reserve(trace.tensors.size());  // an upper bound: no regrowth at the peak
+  std::vector<uint32_t> tensor_aid(trace.tensors.size(), 0);
+  std::vector<uint32_t> alloc_aid(trace.allocs.size(), 0);
   uint32_t num_aids = 0;
   std::vector<uint32_t> alloc_event_of_aid;
   std::vector<uint64_t> impl_address;
   {
-    Flattener flat(trace, &raws);
+    Flattener flat(trace, &raws, &tensor_aid, &alloc_aid);
     ForEachInRecordOrder(trace, [&](uint32_t ei) { flat.Event(ei); });
     num_aids = flat.num_aids();
     alloc_event_of_aid = flat.TakeAllocEvents();
     impl_address = flat.TakeImplAddresses();
   }
-  stats.raw_tensors = raws.size();
+  for (uint32_t aid : tensor_aid) stats.raw_tensors += aid != 0 ? 1 : 0;
+  stats.raw_tensors += trace.allocs.size();
 
   // With producer ids, the computed allocation ids are only compared.
   if (!legacy) {
-    for (const auto& r : raws) {
-      const auto& given = r.is_tensor ? trace.tensor_ids[r.target] : trace.alloc_ids[r.target];
-      if (given.allocation != AllocationId(r.aid)) ++stats.id_mismatches;
+    for (size_t i = 0; i < tensor_aid.size(); ++i) {
+      if (tensor_aid[i] != 0 && trace.tensor_ids[i].allocation != AllocationId(tensor_aid[i]))
+        ++stats.id_mismatches;
+    }
+    for (size_t i = 0; i < alloc_aid.size(); ++i) {
+      if (trace.alloc_ids[i].allocation != AllocationId(alloc_aid[i])) ++stats.id_mismatches;
     }
   }
 
@@ -413,10 +436,6 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
   // 1.13 split reads each op argument's allocation id.
   uint64_t num_impls = 0;
   if (legacy) {
-    std::vector<uint32_t> tensor_aid(trace.tensors.size(), 0);
-    for (const auto& r : raws) {
-      if (r.is_tensor) tensor_aid[r.target] = r.aid;
-    }
     num_impls =
         DealiasImpls(trace, schemas, raws, impl_address, alloc_event_of_aid, tensor_aid, stats);
   } else {
@@ -427,16 +446,11 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
   FreeArray(impl_address);
   FreeArray(alloc_event_of_aid);
 
-  // Step 4: allocations never seen with a tensor are not tensor storage.
-  {
-    std::vector<bool> tensor_aids(num_aids, false);
-    for (const auto& r : raws) {
-      if (r.impl != 0) tensor_aids[r.aid] = true;
-    }
-    raws.erase(
-        std::remove_if(raws.begin(), raws.end(), [&](const Raw& r) { return !tensor_aids[r.aid]; }),
-        raws.end());
-  }
+  // Step 4: allocations never seen with a tensor (that has a TensorImpl)
+  // are not tensor storage: observations and allocations with those ids get
+  // no key.
+  std::vector<bool> tensor_aids(num_aids, false);
+  for (const auto& r : raws) tensor_aids[r.aid] = true;
 
   // Step 5: the first allocation id of each impl paired with every later
   // one; PyTorch sorts the pairs and walks them in order. Most pairs are an
@@ -447,7 +461,6 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
   {
     std::vector<uint32_t> first_aid(num_impls, 0);  // 0: none yet (ids start at 1)
     for (const auto& r : raws) {
-      if (r.impl == 0) continue;
       uint32_t& first = first_aid[r.impl];
       if (first == 0) first = r.aid;
       if (first == r.aid) {
@@ -459,6 +472,7 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
     std::sort(pairs.begin(), pairs.end());
     pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
   }
+  FreeArray(raws);
 
   // Step 6: greedy coalescing over the sorted pairs ((a, a) before (a, b)
   // for b > a). Allocation ids are dense, so the id map is a vector (-1: none
@@ -479,35 +493,31 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
         visit(a, pairs[next_pair].second);
     }
   }
+  FreeArray(self_pair);
+  FreeArray(pairs);
 
   if (legacy) {
-    // The computed ids go straight from the raws to the key table;
-    // observations and allocations outside `raws` get no slot.
-    KeyTableBuilder keys(trace);
-    for (const auto& r : raws) {
-      const TensorId id(id_of[r.aid]);
-      if (r.is_tensor) {
-        keys.Tensor(r.target, id, AllocationId(r.aid));
-      } else {
-        keys.Alloc(r.target, id, AllocationId(r.aid));
-      }
-    }
-    FreeArray(raws);
-    FreeArray(id_of);
-    keys.Finish();
+    // The computed ids go to the key table; the aid arrays become its slot
+    // arrays. id_of is -1 exactly for the allocation ids step 4 dropped
+    // (step 6 visits the ids of the raws, and no other).
+    BuildKeyTableFromAids(trace, std::move(tensor_aid), std::move(alloc_aid), id_of);
     return stats;
   }
 
-  // Producer ids: they are kept; disagreements are counted.
-  for (const auto& r : raws) {
-    const auto& given = r.is_tensor ? trace.tensor_ids[r.target] : trace.alloc_ids[r.target];
-    if (TensorId(id_of[r.aid]) != given.id) ++stats.id_mismatches;
-  }
+  // Producer ids: they are kept; disagreements are counted (over the
+  // observations and allocations step 4 kept).
+  auto compare = [&](uint32_t aid, const ProducerIds& given) {
+    if (aid != 0 && tensor_aids[aid] && TensorId(id_of[aid]) != given.id) ++stats.id_mismatches;
+  };
+  for (size_t i = 0; i < tensor_aid.size(); ++i) compare(tensor_aid[i], trace.tensor_ids[i]);
+  for (size_t i = 0; i < alloc_aid.size(); ++i) compare(alloc_aid[i], trace.alloc_ids[i]);
   if (stats.id_mismatches > 0) {
     diag.Add("producer ids differ from memtl's",
              std::to_string(stats.id_mismatches) +
                  " tensor or allocation ids differ; the producer's are used");
   }
+  FreeArray(tensor_aid);
+  FreeArray(alloc_aid);
   BuildKeyTable(trace, trace.tensor_ids, trace.alloc_ids);
   return stats;
 }

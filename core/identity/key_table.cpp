@@ -8,6 +8,20 @@
 
 namespace memtl {
 
+namespace {
+
+// Tensor ids in key order are non-decreasing: number them as they change.
+void NumberIds(KeyTable& kt) {
+  kt.id_slot.resize(kt.keys.size());
+  kt.num_ids = 0;
+  for (size_t i = 0; i < kt.keys.size(); ++i) {
+    if (i == 0 || kt.keys[i].id != kt.keys[i - 1].id) ++kt.num_ids;
+    kt.id_slot[i] = kt.num_ids - 1;
+  }
+}
+
+}  // namespace
+
 KeyTableBuilder::KeyTableBuilder(Trace& trace)
     : trace_(trace),
       kt_(trace.key_table),
@@ -79,12 +93,40 @@ void KeyTableBuilder::Finish() {
   }
   FreeArray(rank);
   kt_.keys = std::move(found_);  // (its untouched reservation is address space only)
-  // Tensor ids in key order are non-decreasing: number them as they change.
-  kt_.id_slot.resize(kt_.keys.size());
-  for (size_t i = 0; i < kt_.keys.size(); ++i) {
-    if (i == 0 || kt_.keys[i].id != kt_.keys[i - 1].id) ++kt_.num_ids;
-    kt_.id_slot[i] = kt_.num_ids - 1;
-  }
+  NumberIds(kt_);
+}
+
+void BuildKeyTableFromAids(Trace& trace, std::vector<uint32_t> tensor_aid,
+                           std::vector<uint32_t> alloc_aid, const std::vector<int64_t>& id_of) {
+  KeyTable& kt = trace.key_table;
+  kt = KeyTable{};
+  // One key per allocation id that has a tensor id: its device is that of
+  // any target with the id (an allocation id is minted per storage pointer
+  // and device).
+  size_t num_keys = 0;
+  for (int64_t id : id_of) num_keys += id >= 0 ? 1 : 0;
+  kt.keys.reserve(num_keys);  // at most: one per allocation id with a tensor id
+  std::vector<uint32_t> slot_of_aid(id_of.size(), kNone32);
+  auto add = [&](uint32_t aid, DeviceIndex device) {
+    if (aid == 0 || aid >= id_of.size() || id_of[aid] < 0 || slot_of_aid[aid] != kNone32) return;
+    slot_of_aid[aid] = static_cast<uint32_t>(kt.keys.size());
+    kt.keys.push_back(trace.KeyOf(TensorId(id_of[aid]), AllocationId(aid), device));
+  };
+  for (size_t i = 0; i < tensor_aid.size(); ++i) add(tensor_aid[i], trace.tensors[i].device);
+  for (size_t i = 0; i < alloc_aid.size(); ++i) add(alloc_aid[i], trace.allocs[i].device);
+  // Slots in key order: each key names its allocation id, which is unique.
+  std::sort(kt.keys.begin(), kt.keys.end());
+  for (size_t s = 0; s < kt.keys.size(); ++s)
+    slot_of_aid[static_cast<size_t>(kt.keys[s].allocation.value())] = static_cast<uint32_t>(s);
+  auto to_slots = [&](std::vector<uint32_t>& v) {
+    for (auto& a : v) a = a == 0 || a >= slot_of_aid.size() ? kNone32 : slot_of_aid[a];
+  };
+  to_slots(tensor_aid);
+  to_slots(alloc_aid);
+  FreeArray(slot_of_aid);
+  kt.of_tensor = std::move(tensor_aid);
+  kt.of_alloc = std::move(alloc_aid);
+  NumberIds(kt);
 }
 
 void BuildKeyTable(Trace& trace, const std::vector<ProducerIds>& tensor_ids,

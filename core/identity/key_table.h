@@ -14,6 +14,14 @@
 
 namespace memtl {
 
+// Identity without producer ids gives every allocation id one key: (its
+// tensor id, itself, its device). `tensor_aid` and `alloc_aid` (per tensor
+// observation and allocation: its allocation id, 0 for none) are rewritten
+// in place into trace.key_table's slot arrays; `id_of` gives each
+// allocation id's tensor id (-1: no key).
+void BuildKeyTableFromAids(Trace& trace, std::vector<uint32_t> tensor_aid,
+                           std::vector<uint32_t> alloc_aid, const std::vector<int64_t>& id_of);
+
 class KeyTableBuilder {
  public:
   // Starts trace.key_table afresh: no observation or allocation has a slot.
