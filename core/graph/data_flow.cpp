@@ -148,7 +148,6 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree) {
 
     FlowNode node;
     node.event = leaf;
-    node.start = trace.events[leaf].t0;
     node.edges_begin = static_cast<uint32_t>(g.edges_.size());
     node.edges_count = static_cast<uint32_t>(pending.size());
     for (const auto& s : pending) {

@@ -9,7 +9,7 @@
 namespace memtl {
 
 OpTree::OpTree(const Trace& trace, const SchemaRegistry& schemas) : OpTree(trace) {
-  AddSchemaFacts(schemas);
+  AddFacts(schemas);
 }
 
 namespace {
@@ -62,22 +62,7 @@ OpTree::OpTree(const Trace& trace) : trace_(trace) {
       for (uint32_t c = child_begin[e + 1]; c != child_begin[e];) stack.push_back(child_list[--c]);
     }
   }
-  // Backward flags, parents before children (true of index order too).
-  in_backward_.assign(n, false);
-  for (uint32_t e = 0; e < n; ++e) {
-    const Event& ev = trace.events[e];
-    const bool self_bwd =
-        ev.kind == EventKind::kOp && trace.ops[ev.payload].scope == RecordScope::kBackwardFunction;
-    in_backward_[e] = self_bwd || (ev.parent != kNone32 && in_backward_[ev.parent]);
-  }
-  // Subtree sizes, children after parents in pre-order: accumulate backwards.
-  subtree_size_.assign(n, uint32_t{1});
   const EventOrder pre = preorder();
-  for (uint32_t p = n; p-- > 0;) {
-    const uint32_t e = pre[p];
-    if (trace.events[e].parent != kNone32)
-      subtree_size_[trace.events[e].parent] += subtree_size_[e];
-  }
   // Pre-order of a well-nested trace is nearly always sorted by start
   // time already; check before paying for the sort.
   auto by_start = [&](uint32_t a, uint32_t b) { return trace.events[a].t0 < trace.events[b].t0; };
@@ -98,9 +83,25 @@ void OpTree::ReleaseOpFacts() {
   std::vector<bool>().swap(in_backward_);
 }
 
-void OpTree::AddSchemaFacts(const SchemaRegistry& schemas) {
+void OpTree::AddFacts(const SchemaRegistry& schemas) {
   const Trace& trace = trace_;
-  const auto n = static_cast<uint32_t>(trace.events.size());
+  const uint32_t n = n_;
+  // Backward flags, parents before children (true of index order too).
+  in_backward_.assign(n, false);
+  for (uint32_t e = 0; e < n; ++e) {
+    const Event& ev = trace.events[e];
+    const bool self_bwd =
+        ev.kind == EventKind::kOp && trace.ops[ev.payload].scope == RecordScope::kBackwardFunction;
+    in_backward_[e] = self_bwd || (ev.parent != kNone32 && in_backward_[ev.parent]);
+  }
+  // Subtree sizes, children after parents in pre-order: accumulate backwards.
+  subtree_size_.assign(n, uint32_t{1});
+  const EventOrder pre = preorder();
+  for (uint32_t p = n; p-- > 0;) {
+    const uint32_t e = pre[p];
+    if (trace.events[e].parent != kNone32)
+      subtree_size_[trace.events[e].parent] += subtree_size_[e];
+  }
   // Schema facts, computed once per distinct (op name, argument kinds).
   facts_of_op_.assign(trace.ops.size(), uint32_t{0});
   facts_.clear();

@@ -52,11 +52,14 @@ class EventOrder {
 class OpTree {
  public:
   OpTree(const Trace& trace, const SchemaRegistry& schemas);
-  // The tree's shape only (orders, subtree sizes, backward flags): it needs
-  // no tensor identity, so it can be built while identity runs. The schema
-  // facts need the key table: AddSchemaFacts adds them afterwards.
+  // The orders only (pre-order and start-time order; no arrays when the
+  // events already are both): they need no tensor identity, so they can be
+  // built while identity runs, and they cost nothing at identity's memory
+  // peak. AddFacts adds the rest afterwards: subtree sizes and backward
+  // flags (4 bytes and a bit per event), and the schema facts, which need
+  // the key table.
   explicit OpTree(const Trace& trace);
-  void AddSchemaFacts(const SchemaRegistry& schemas);
+  void AddFacts(const SchemaRegistry& schemas);
   // Frees the schema facts and the backward flags (read by the graph and the
   // passes; nothing after them needs either).
   void ReleaseOpFacts();
@@ -68,7 +71,7 @@ class OpTree {
     return EventOrder(in_index_order_ ? nullptr : preorder_.data(), n_);
   }
   uint32_t position(uint32_t event) const { return in_index_order_ ? event : position_[event]; }
-  uint32_t subtree_size(uint32_t event) const { return subtree_size_[event]; }
+  uint32_t subtree_size(uint32_t event) const { return subtree_size_[event]; }  // AddFacts
   // The first child of an event (in index order), kNone32 when it has none.
   uint32_t first_child(uint32_t event) const {
     return subtree_size_[event] > 1 ? preorder()[position(event) + 1] : kNone32;

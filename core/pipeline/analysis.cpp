@@ -69,7 +69,7 @@ Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string&
                        a->trace.events_before_parent);
   }
   if (threaded) {
-    // The allocation checks and the op tree's shape read the events and
+    // The allocation checks and the op tree's orders read the events and
     // neither reads what identity writes (the key table and the tensor
     // records), so they are built on the second core while identity runs.
     // The checks count into their own diagnostics, merged in the
@@ -96,7 +96,7 @@ Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string&
     if (helper_error) std::rethrow_exception(helper_error);
     a->diagnostics.Merge(checks_diag);
     a->diagnostics.Merge(identity_diag);
-    a->timer.Mark("identity+checks+shape");
+    a->timer.Mark("identity+checks+orders");
   } else {
     a->allocations = CheckAllocations(a->trace, a->diagnostics);
     a->timer.Mark("checks");
@@ -106,12 +106,13 @@ Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string&
   }
   // The size map reads the tensor records for the last time (the graph and
   // every later stage read tensors through the key table and the size map),
-  // so it comes first and the records, a fifth of the trace's memory, go
-  // before the op tree's facts and the graph add theirs.
+  // so it comes first (it needs only the tree's start-time order) and the
+  // records, a fifth of the trace's memory, go before the op tree's
+  // nesting and facts and the graph add theirs.
   a->sizes = std::make_unique<SizeMap>(*a->tree);
   a->trace.ReleaseTensorRecords();
   a->timer.Mark("size map");
-  a->tree->AddSchemaFacts(a->schemas);
+  a->tree->AddFacts(a->schemas);
   a->timer.Mark("op tree");
   auto graph = DataFlowGraph::Build(*a->tree);
   if (!graph.ok()) return Status::Error(name + ": " + graph.status().message());

@@ -153,7 +153,7 @@ std::vector<TimelineEvent> BuildTimeline(const OpTree& tree, const DataFlowGraph
       if (e->is_allocation()) {
         push(alloc_time[e->key], Action::kCreate, e->key, 0);
       } else if (e->mutated == 1) {
-        push(node.start, Action::kIncrementVersion, e->key, e->input_version);
+        push(trace.events[node.event].t0, Action::kIncrementVersion, e->key, e->input_version);
       }
       if (e->is_deletion())
         push(free_time[e->key], Action::kDestroy, e->key, std::max(graph.last_version(e->key), 0));
