@@ -188,7 +188,7 @@ class Flattener {
   }
   // Per dense impl number (from 1, in order of first sighting), its
   // TensorImpl address; [0] is unused.
-  std::vector<uint64_t> TakeImplAddresses() { return std::move(impl_address_); }
+  std::vector<uint64_t> TakeImplAddresses() { return impls_.TakeKeys(); }
 
   void Event(uint32_t ei) {
     const auto& e = trace_.events[ei];
@@ -249,13 +249,7 @@ class Flattener {
     if (impl != 0) out_->push_back(Raw{impl, aid});
   }
 
-  uint32_t ImplNumber(uint64_t impl) {
-    if (impl == 0) return 0;
-    auto [n, inserted] =
-        impl_number_.try_emplace(impl, static_cast<uint32_t>(impl_address_.size()));
-    if (inserted) impl_address_.push_back(impl);
-    return *n;
-  }
+  uint32_t ImplNumber(uint64_t impl) { return impl == 0 ? 0 : impls_.Number(impl); }
 
   uint32_t Aid(uint64_t ptr, DeviceIndex device, bool is_free) {
     const PtrDev pd{ptr, device};
@@ -272,8 +266,7 @@ class Flattener {
   std::vector<uint32_t>& alloc_aid_;
   FlatMap<PtrDev, uint32_t, PtrDevHash> live_;
   uint32_t next_aid_ = 1;
-  FlatMap<uint64_t, uint32_t, U64Hash> impl_number_;
-  std::vector<uint64_t> impl_address_{0};
+  DenseNumbering impls_;
   std::vector<uint32_t> alloc_event_of_aid_;
   std::unordered_set<uint64_t> seen_modules_;
   std::unordered_set<uint64_t> seen_optimizers_;

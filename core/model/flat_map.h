@@ -120,6 +120,52 @@ struct U64Hash {
   size_t operator()(uint64_t v) const { return static_cast<size_t>(Mix64(v)); }
 };
 
+// Numbers distinct 64-bit keys densely, 1, 2, ... in order of first
+// sighting (0 is never a number). The table holds numbers only, 4 bytes a
+// slot, and a probe compares the key stored under the number: a third of a
+// FlatMap<uint64_t, uint32_t>'s 16-byte slots, and growing rebuilds the
+// table from the keys, so the old table is gone before the new one fills.
+class DenseNumbering {
+ public:
+  DenseNumbering() : keys_{0}, table_(16, 0), mask_(15) {}
+
+  uint32_t Number(uint64_t key) {
+    if (keys_.size() * 10 > table_.size() * 7) Grow();
+    size_t i = Mix64(key) & mask_;
+    while (table_[i] != 0) {
+      if (keys_[table_[i]] == key) return table_[i];
+      i = (i + 1) & mask_;
+    }
+    const auto n = static_cast<uint32_t>(keys_.size());
+    table_[i] = n;
+    keys_.push_back(key);
+    return n;
+  }
+  // Numbers given so far, plus one (the unused 0).
+  size_t size() const { return keys_.size(); }
+  // The key of each number; [0] is unused. Leaves the numbering empty.
+  std::vector<uint64_t> TakeKeys() {
+    std::vector<uint32_t>().swap(table_);
+    return std::move(keys_);
+  }
+
+ private:
+  void Grow() {
+    const size_t cap = table_.size() * 2;
+    std::vector<uint32_t>().swap(table_);
+    table_.assign(cap, 0);
+    mask_ = cap - 1;
+    for (uint32_t n = 1; n < keys_.size(); ++n) {
+      size_t i = Mix64(keys_[n]) & mask_;
+      while (table_[i] != 0) i = (i + 1) & mask_;
+      table_[i] = n;
+    }
+  }
+  std::vector<uint64_t> keys_;
+  std::vector<uint32_t> table_;
+  size_t mask_;
+};
+
 // A (pointer, device) pair: how untracked storage is told apart.
 struct PtrDev {
   uint64_t ptr = 0;

@@ -7,6 +7,7 @@
 
 #include "core/graph/op_tree.h"
 #include "core/identity/identity.h"
+#include "core/model/flat_map.h"
 #include "core/read/trace_reader.h"
 #include "trace_text.h"
 
@@ -163,4 +164,18 @@ TEST_CASE("identity: a trace that says ids:true but lacks the id tables gets no 
   CHECK(t.key_table.size() == 0);
   CHECK(SlotOfTensor(t, 0) == kNone32);
   CHECK(SlotOfAlloc(t, 0) == kNone32);
+}
+
+TEST_CASE("dense numbering: keys numbered from 1 in order of first sighting, through growth") {
+  DenseNumbering numbers;
+  std::vector<uint64_t> keys;
+  for (uint64_t i = 0; i < 5000; ++i) keys.push_back(Mix64(i) | 1);  // distinct, never 0
+  for (size_t i = 0; i < keys.size(); ++i) {
+    CHECK(numbers.Number(keys[i]) == i + 1);
+    CHECK(numbers.Number(keys[i / 2]) == i / 2 + 1);  // seen before: its number again
+  }
+  CHECK(numbers.size() == keys.size() + 1);
+  const std::vector<uint64_t> taken = numbers.TakeKeys();
+  REQUIRE(taken.size() == keys.size() + 1);
+  CHECK(std::equal(keys.begin(), keys.end(), taken.begin() + 1));
 }
