@@ -198,6 +198,7 @@ memtl::Expected<std::unique_ptr<Categorized>> Categorize(const Args& args) {
         "record with torch.profiler.profile(record_shapes=True, profile_memory=True, "
         "with_stack=True)");
   }
+  memtl::ReleaseAfterGraph(a);  // the passes read none of it
   const memtl::PassInput in{a.trace, *a.tree, *a.graph, *a.sizes};
   memtl::RunAllPasses(in, c->categories);
   memtl::ReleaseAfterPasses(a);  // the timeline reads none of it

@@ -76,10 +76,15 @@ OpTree::OpTree(const Trace& trace) : trace_(trace) {
   }
 }
 
-void OpTree::ReleaseOpFacts() {
+void OpTree::ReleaseGraphFacts() {
   std::vector<uint32_t>().swap(facts_of_op_);
   std::vector<SchemaFacts>().swap(facts_);
   std::vector<int8_t>().swap(mutability_pool_);
+  std::vector<uint32_t>().swap(subtree_size_);
+}
+
+void OpTree::ReleaseOpFacts() {
+  ReleaseGraphFacts();
   std::vector<bool>().swap(in_backward_);
 }
 

@@ -60,8 +60,11 @@ class OpTree {
   // the key table.
   explicit OpTree(const Trace& trace);
   void AddFacts(const SchemaRegistry& schemas);
-  // Frees the schema facts and the backward flags (read by the graph and the
-  // passes; nothing after them needs either).
+  // Frees what only the data-flow graph reads: the schema facts and the
+  // subtree sizes.
+  void ReleaseGraphFacts();
+  // Frees those and the backward flags (read by the passes; nothing after
+  // them needs either).
   void ReleaseOpFacts();
 
   const Trace& trace() const { return trace_; }
@@ -72,9 +75,13 @@ class OpTree {
   }
   uint32_t position(uint32_t event) const { return in_index_order_ ? event : position_[event]; }
   uint32_t subtree_size(uint32_t event) const { return subtree_size_[event]; }  // AddFacts
-  // The first child of an event (in index order), kNone32 when it has none.
+  // The first child of an event (in index order), kNone32 when it has none:
+  // the event after it in pre-order, if that is its child.
   uint32_t first_child(uint32_t event) const {
-    return subtree_size_[event] > 1 ? preorder()[position(event) + 1] : kNone32;
+    const uint32_t p = position(event) + 1;
+    if (p >= n_) return kNone32;
+    const uint32_t next = preorder()[p];
+    return trace_.events[next].parent == event ? next : kNone32;
   }
   // Every event, stably sorted by start time over pre-order (pre-order
   // itself when it is already in that order, as it nearly always is).

@@ -123,6 +123,10 @@ Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string&
 
 }  // namespace
 
+void ReleaseAfterGraph(Analysis& a) {
+  if (a.tree) a.tree->ReleaseGraphFacts();
+}
+
 void ReleaseAfterPasses(Analysis& a) {
   a.trace.ReleaseOpDetails();
   if (a.tree) a.tree->ReleaseOpFacts();

@@ -76,6 +76,9 @@ struct Analysis {
 
 // Each stage's data may go once its last reader is done (the CLI frees them;
 // tests and tools that inspect an analysis keep everything):
+// - after the graph: what only the graph reads (the op tree's schema facts
+//   and subtree sizes);
+void ReleaseAfterGraph(Analysis& a);
 // - after the passes: what only the graph and the passes read (op
 //   arguments, python calls, the op tree's schema facts and backward flags,
 //   the key slots of tensor observations); the timeline needs none of it;

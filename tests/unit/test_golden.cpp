@@ -132,6 +132,7 @@ TEST_CASE("pipeline: dropping data after its last reader changes no timeline or 
     Analysis& d = *dropped.value();
     CategoryDict kc, dc;
     RunAllPasses(PassInput{k.trace, *k.tree, *k.graph, *k.sizes}, kc);
+    ReleaseAfterGraph(d);
     RunAllPasses(PassInput{d.trace, *d.tree, *d.graph, *d.sizes}, dc);
     ReleaseAfterPasses(d);
     CHECK(d.trace.arg_kinds.empty());
