@@ -13,11 +13,15 @@
 
 namespace memtl {
 
+// 8 bytes (a trace has about one edge per tensor argument and allocation).
 struct FlowEdge {
   static constexpr int32_t kAllocated = -1;  // input_version of an allocation
-  uint32_t key = 0;  // slot in trace.key_table (slot order is TensorKey order)
+  // Slot in trace.key_table (slot order is TensorKey order). Fewer than 2^30:
+  // every key has a tensor observation, and identity gives keys to fewer
+  // than 2^30 of them.
+  uint32_t key : 30 = 0;
+  int32_t mutated : 2 = 0;  // 1 written, 0 read, -1 deleted (PyTorch's None)
   int32_t input_version = kAllocated;
-  int8_t mutated = 0;  // 1 written, 0 read, -1 deleted (PyTorch's None)
 
   bool is_allocation() const { return input_version == kAllocated; }
   bool is_deletion() const { return mutated == -1; }
@@ -26,6 +30,7 @@ struct FlowEdge {
   int32_t output_version() const { return is_allocation() ? 0 : input_version + 1; }
   bool is_intermediate() const { return is_allocation() && is_deletion(); }
 };
+static_assert(sizeof(FlowEdge) == 8);
 
 // 12 bytes (a trace has about one node per three events); its start time is
 // its event's.

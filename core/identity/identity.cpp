@@ -36,6 +36,9 @@ struct Raw {
   uint32_t aid = 0;   // allocation id, dense from 1
 };
 static_assert(sizeof(Raw) == 8);
+// Identity gives keys only to traces with fewer tensor observations and
+// allocations together: key slots then fit the graph's 30-bit edge field
+// (FlowEdge::key).
 constexpr size_t kMaxTargets = size_t{1} << 30;
 
 int Rank(EventKind k) {
@@ -386,11 +389,11 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
     trace.tensor_ids.resize(trace.tensors.size());
     trace.alloc_ids.resize(trace.allocs.size());
   }
-  if (trace.tensors.size() >= kMaxTargets || trace.allocs.size() >= kMaxTargets) {
-    // Far beyond any machine this runs on (2^30 tensors would be 48 GiB).
+  if (trace.tensors.size() + trace.allocs.size() >= kMaxTargets) {
+    // Far beyond any machine this runs on (2^30 tensors would be 24 GiB).
     diag.Add("trace too large for tensor identity",
-             "2^30 or more tensor observations or allocations; no tensor ids assigned");
-    BuildKeyTable(trace, trace.tensor_ids, trace.alloc_ids);  // the producer's, if any
+             "2^30 or more tensor observations and allocations; no tensor ids assigned");
+    BuildKeyTable(trace, {}, {});  // no keys
     return stats;
   }
   if (legacy) ResolvePartialTensors(trace, stats);

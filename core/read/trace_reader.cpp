@@ -77,13 +77,20 @@ class Builder {
  public:
   explicit Builder(Trace* trace) : t_(trace) {}
 
-  // Reserves the event arrays for `factor` times what they hold now, so
-  // that a large trace's arrays are allocated once instead of regrown (each
-  // regrowth copies the array into fresh memory). Untouched reserved memory
-  // costs address space, not resident memory.
+  // Keeps each event array reserved for `factor` times what it holds now
+  // (the whole file, at the rate read so far), so that a large trace's
+  // arrays are not regrown near the end: a regrowth copies the array into
+  // fresh memory twice its size, and at the end of a read that copy is the
+  // read's memory peak. An array whose projection comes within 2% of its
+  // capacity is reserved again with a 10% margin: early in the file, when
+  // copies are small and the rates still move; later only if the file's
+  // mix of records changes. Untouched reserved memory costs address
+  // space, not resident memory.
   void ReserveFor(double factor) {
     auto grow = [factor](auto& v) {
-      v.reserve(static_cast<size_t>(static_cast<double>(v.size()) * factor * 1.03) + 256);
+      const double need = static_cast<double>(v.size()) * factor;
+      if (need * 1.02 > static_cast<double>(v.capacity()))
+        v.reserve(static_cast<size_t>(need * 1.10) + 256);
     };
     grow(t_->events);
     grow(t_->ops);
@@ -885,7 +892,7 @@ Expected<Trace> ReadFrom(LineSource& src, const ReadOptions& options, ReadInfo* 
   Block block;
   bool stopped = false;
   bool reserved = false;
-  uint64_t consumed = 0;
+  uint64_t consumed = 0, estimate = 0;
   while (!stopped && next_block(&block)) {
     size_t pos = 0;
     while (pos < block.text.size()) {
@@ -927,13 +934,13 @@ Expected<Trace> ReadFrom(LineSource& src, const ReadOptions& options, ReadInfo* 
       }
     }
     consumed += block.text.size();
+    // After each block, keep the arrays sized for the whole file.
     if (!reserved) {
-      // After the first block, size the arrays for the whole file.
       reserved = true;
-      const uint64_t estimate = src.EstimatedSize();
-      if (estimate > 2 * consumed && consumed > 0)
-        builder.ReserveFor(static_cast<double>(estimate) / static_cast<double>(consumed));
+      estimate = src.EstimatedSize();
     }
+    if (estimate > consumed && consumed > 0)
+      builder.ReserveFor(static_cast<double>(estimate) / static_cast<double>(consumed));
     if (threaded) queue.Recycle(std::move(block.text));
   }
   queue.Cancel();
