@@ -27,10 +27,10 @@ namespace {
 
 // A tensor observation with a TensorImpl, in record order, in 8 bytes: the
 // pairs of steps 3 and 5 read nothing else. The allocation id is assigned
-// while flattening (step 2 needs nothing else of the storage pointer), and
-// the TensorImpl address is numbered densely (Flattener::TakeImplAddresses
-// gives the address of each number). Which observation or allocation has
-// which allocation id is kept per target (Flattener's aid arrays), not here.
+// while flattening (step 2 needs nothing else of the storage pointer); the
+// impl is the reader's dense number (Tensor::impl). Which observation or
+// allocation has which allocation id is kept per target (Flattener's aid
+// arrays), not here.
 struct Raw {
   uint32_t impl = 0;  // dense impl number from 1
   uint32_t aid = 0;   // allocation id, dense from 1
@@ -189,9 +189,6 @@ class Flattener {
     alloc_event_of_aid_.resize(next_aid_, kNone32);
     return std::move(alloc_event_of_aid_);
   }
-  // Per dense impl number (from 1, in order of first sighting), its
-  // TensorImpl address; [0] is unused.
-  std::vector<uint64_t> TakeImplAddresses() { return impls_.TakeKeys(); }
 
   void Event(uint32_t ei) {
     const auto& e = trace_.events[ei];
@@ -246,13 +243,11 @@ class Flattener {
     if (ti == kNone32) return;
     const auto& t = trace_.tensors[ti];
     if (t.partial) return;  // never seen as an op input: no identity
-    const uint32_t impl = ImplNumber(t.impl);
+    const uint32_t impl = t.impl;
     const uint32_t aid = Aid(t.ptr, t.device, false);
     tensor_aid_[ti] = aid;
     if (impl != 0) out_->push_back(Raw{impl, aid});
   }
-
-  uint32_t ImplNumber(uint64_t impl) { return impl == 0 ? 0 : impls_.Number(impl); }
 
   uint32_t Aid(uint64_t ptr, DeviceIndex device, bool is_free) {
     const PtrDev pd{ptr, device};
@@ -269,7 +264,6 @@ class Flattener {
   std::vector<uint32_t>& alloc_aid_;
   FlatMap<PtrDev, uint32_t, PtrDevHash> live_;
   uint32_t next_aid_ = 1;
-  DenseNumbering impls_;
   std::vector<uint32_t> alloc_event_of_aid_;
   std::unordered_set<uint64_t> seen_modules_;
   std::unordered_set<uint64_t> seen_optimizers_;
@@ -281,14 +275,12 @@ class Flattener {
 // was allocated inside an op (or a descendant of one) that received this impl
 // with the old storage at an argument some overload of that op writes.
 // Returns the number of identities (impls are renumbered 1..n).
-// `impl_address`: per dense impl number, its address; `alloc_event_of_aid`:
-// per allocation id, the event that allocated it; `tensor_aid`: per tensor
-// observation, its allocation id (0: none).
+// `alloc_event_of_aid`: per allocation id, the event that allocated it;
+// `tensor_aid`: per tensor observation, its allocation id (0: none).
 uint64_t DealiasImpls(const Trace& trace, const SchemaRegistry& schemas, std::vector<Raw>& raws,
-                      const std::vector<uint64_t>& impl_address,
                       const std::vector<uint32_t>& alloc_event_of_aid,
                       const std::vector<uint32_t>& tensor_aid, IdentityStats& stats) {
-  auto op_wrote_impl = [&](uint32_t op_event, uint64_t impl, int64_t old_aid) {
+  auto op_wrote_impl = [&](uint32_t op_event, uint32_t impl, int64_t old_aid) {
     const Event& e = trace.events[op_event];
     const OpInfo& op = trace.ops[e.payload];
     const std::string& name = trace.Name(e);
@@ -312,7 +304,7 @@ uint64_t DealiasImpls(const Trace& trace, const SchemaRegistry& schemas, std::ve
     uint32_t virtual_impl = 0;
     uint32_t last_aid = 0;
   };
-  std::vector<ImplState> states(impl_address.size());
+  std::vector<ImplState> states(trace.num_impls);
   uint32_t next_virtual = 1;
   for (auto& r : raws) {
     if (r.impl == 0) continue;
@@ -325,7 +317,7 @@ uint64_t DealiasImpls(const Trace& trace, const SchemaRegistry& schemas, std::ve
         for (uint32_t p = trace.events[alloc_event_of_aid[r.aid]].parent; p != kNone32 && !genuine;
              p = trace.events[p].parent) {
           if (trace.events[p].kind == EventKind::kOp)
-            genuine = op_wrote_impl(p, impl_address[r.impl], st.last_aid);
+            genuine = op_wrote_impl(p, r.impl, st.last_aid);
         }
       }
       if (!genuine) {
@@ -406,13 +398,11 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
   std::vector<uint32_t> alloc_aid(trace.allocs.size(), 0);
   uint32_t num_aids = 0;
   std::vector<uint32_t> alloc_event_of_aid;
-  std::vector<uint64_t> impl_address;
   {
     Flattener flat(trace, &raws, &tensor_aid, &alloc_aid);
     ForEachInRecordOrder(trace, [&](uint32_t ei) { flat.Event(ei); });
     num_aids = flat.num_aids();
     alloc_event_of_aid = flat.TakeAllocEvents();
-    impl_address = flat.TakeImplAddresses();
   }
   for (uint32_t aid : tensor_aid) stats.raw_tensors += aid != 0 ? 1 : 0;
   stats.raw_tensors += trace.allocs.size();
@@ -432,14 +422,12 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
   // 1.13 split reads each op argument's allocation id.
   uint64_t num_impls = 0;
   if (legacy) {
-    num_impls =
-        DealiasImpls(trace, schemas, raws, impl_address, alloc_event_of_aid, tensor_aid, stats);
+    num_impls = DealiasImpls(trace, schemas, raws, alloc_event_of_aid, tensor_aid, stats);
   } else {
-    // With producer ids no impl is split: the flattener's numbers (in order
-    // of first sighting) are the ones to use.
-    num_impls = impl_address.size();
+    // With producer ids no impl is split: the reader's numbers are the ones
+    // to use.
+    num_impls = trace.num_impls;
   }
-  FreeArray(impl_address);
   FreeArray(alloc_event_of_aid);
 
   // Step 4: allocations never seen with a tensor (that has a TensorImpl)

@@ -136,12 +136,15 @@ bool ParseLayout(std::string_view s, Layout* out);
 // Element sizes by PyTorch dtype name; 0 when the name is unknown.
 uint32_t ElementSize(std::string_view dtype);
 
-// One observation of a tensor (PyTorch's TensorMetadata), in 24 bytes (about
+// One observation of a tensor (PyTorch's TensorMetadata), in 20 bytes (about
 // 0.5 per event). Its ids are not here: the producer's, when it states them,
 // are in Trace::tensor_ids, and identity's result is the key table. Shapes,
-// dtype and layout are not kept either: only the size they give.
-struct Tensor {
-  uint64_t impl = 0;  // TensorImpl address, 0 if none
+// dtype and layout are not kept either: only the size they give. Nor is the
+// TensorImpl address: identity only compares impls, so the reader numbers
+// the distinct addresses densely (Trace::num_impls), as it interns names.
+// Packed to 4-byte alignment: fields are read and written by value.
+struct __attribute__((packed, aligned(4))) Tensor {
+  uint32_t impl = 0;  // dense TensorImpl number from 1; 0: none
   uint64_t ptr = 0;   // storage data pointer
   DeviceIndex device : 16 = 0;
   bool partial : 1 = false;  // only `ptr` is known (torch 1.13 python tracer)
@@ -150,7 +153,7 @@ struct Tensor {
   // the size map skips). 47 bits: at most kMaxTensorBytes.
   int64_t bytes : 47 = 0;
 };
-static_assert(sizeof(Tensor) == 24);
+static_assert(sizeof(Tensor) == 20);
 inline constexpr int64_t kUnsized = -1;
 inline constexpr int64_t kMaxTensorBytes = (int64_t{1} << 46) - 1;  // 64 TiB
 
@@ -327,6 +330,9 @@ struct Trace {
   std::vector<uint32_t> arg_refs;
   std::vector<uint32_t> list_items;
   std::vector<Tensor> tensors;
+  // Distinct TensorImpl addresses the tensors name, plus one: impl numbers
+  // are 1 .. num_impls - 1.
+  uint32_t num_impls = 1;
   // The producer's ids, per tensor and per allocation (parallel to `tensors`
   // and `allocs`); filled only when header.has_ids, empty otherwise.
   std::vector<ProducerIds> tensor_ids;

@@ -8,6 +8,8 @@
 // order, so the result does not depend on the thread count.
 #include "core/read/trace_reader.h"
 
+#include "core/model/flat_map.h"
+
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -72,6 +74,8 @@ JsonCursor::Kind NextKind(JsonCursor& c) {
 
 // No record line may be longer.
 constexpr size_t kMaxLineBytes = size_t{64} << 20;
+// Tensor indices and impl numbers are 32-bit (kNone32 means none).
+constexpr size_t kMaxTensors = size_t{1} << 31;
 
 class Builder {
  public:
@@ -545,7 +549,8 @@ class Builder {
     strides_.clear();
     do {
       if (Is(key, "impl")) {
-        t.impl = Address(c, "impl");
+        const uint64_t impl = Address(c, "impl");
+        t.impl = impl == 0 ? 0 : impls_.Number(impl);
         has_impl = true;
       } else if (Is(key, "ptr")) {
         t.ptr = Address(c, "ptr");
@@ -596,7 +601,9 @@ class Builder {
                     : SizeOfObservation(sizes_.data(), sizes_.size(), strides_.data(),
                                         strides_.size(), element_size);
     }
+    if (t_->tensors.size() >= kMaxTensors) Fail("more than 2^31 tensor observations");
     t_->tensors.push_back(t);
+    t_->num_impls = static_cast<uint32_t>(impls_.size());
     if (t_->header.has_ids) t_->tensor_ids.push_back(ids);
     return static_cast<uint32_t>(t_->tensors.size() - 1);
   }
@@ -764,6 +771,8 @@ class Builder {
   }
 
   Trace* t_;
+  // TensorImpl address -> dense number (Tensor::impl); gone with the reader.
+  DenseNumbering impls_;
   std::string scratch_;
   // The last device and dtype names read, and what they gave.
   static constexpr DeviceIndex kNoDevice = 0xffff;

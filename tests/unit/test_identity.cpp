@@ -105,7 +105,9 @@ TEST_CASE("identity: 1.13 python-tracer storage addresses resolve to the nearest
   const Trace t = Identify(Header() + Op(0, -1, "aten::relu", 1, 2, T(1, 100)) +
                            Op(1, -1, "aten::relu", 55, 58, T(7, 100)) + py);
   const ParamInfo& w = t.params[0];
-  CHECK(t.tensors[w.tensor].impl == 7);  // nearest in time: the op at 55
+  // Nearest in time: the input of the op at 55 (impl address 7), not 1's.
+  CHECK(t.tensors[w.tensor].impl == t.tensors[1].impl);
+  CHECK(t.tensors[w.tensor].impl != t.tensors[0].impl);
   CHECK(Id(t, w.tensor) >= 0);
   CHECK(Id(t, w.tensor) == Id(t, 1));
   CHECK(SlotOfTensor(t, t.params[1].tensor) == kNone32);  // never an op input: dropped

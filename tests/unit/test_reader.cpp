@@ -232,6 +232,24 @@ TEST_CASE("reader: names and scopes live in each kind's record; allocation bytes
   CHECK(over.status().message().find("\"bytes\" is out of range") != std::string::npos);
 }
 
+TEST_CASE("reader: TensorImpl addresses are numbered densely, in order of first sighting") {
+  const std::string text =
+      Header() +
+      Op(0, -1, "aten::add", 1, 9,
+         T(0x7f00deadbeef, 100) + "," + T(42, 200) + "," + T(0x7f00deadbeef, 300)) +
+      Op(1, -1, "aten::mul", 10, 19, T(42, 400) + "," + T(0, 500));
+  auto r = ReadTraceString(text, "t.trace");
+  REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.status().message()));
+  const Trace& t = r.value();
+  REQUIRE(t.tensors.size() == 5);
+  CHECK(t.tensors[0].impl == 1);
+  CHECK(t.tensors[1].impl == 2);
+  CHECK(t.tensors[2].impl == 1);
+  CHECK(t.tensors[3].impl == 2);
+  CHECK(t.tensors[4].impl == 0);  // address 0: no TensorImpl
+  CHECK(t.num_impls == 3);
+}
+
 TEST_CASE("large arrays: FreeArray gives the storage back, where `v = {}` keeps it") {
   std::vector<uint32_t> v(1000, 7);
   v = {};
