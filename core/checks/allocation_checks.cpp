@@ -19,7 +19,7 @@ std::string Hex(uint64_t v) {
 AllocationSummary CheckAllocations(const Trace& trace, Diagnostics& diag) {
   AllocationSummary s;
   // Per (pointer, device): > 0 live with this size; 0 freed.
-  FlatMap<PtrDev, int64_t, PtrDevHash> state;
+  PtrDevMap<int64_t> state;
   for (const auto& e : trace.events) {
     if (e.kind != EventKind::kAlloc) continue;
     const AllocInfo& a = trace.allocs[e.payload];
@@ -27,10 +27,9 @@ AllocationSummary CheckAllocations(const Trace& trace, Diagnostics& diag) {
     auto where = [&] {
       return Hex(a.ptr) + " on " + trace.devices[a.device].name + " at t=" + std::to_string(e.t0);
     };
-    const PtrDev pd{a.ptr, a.device};
     if (a.bytes > 0) {
       ++s.allocations;
-      *state.try_emplace(pd, 0).first = a.bytes;
+      *state.try_emplace(a.ptr, a.device, 0).first = a.bytes;
       continue;
     }
     if (a.bytes == 0) {
@@ -38,7 +37,7 @@ AllocationSummary CheckAllocations(const Trace& trace, Diagnostics& diag) {
       continue;
     }
     ++s.frees;
-    auto [live, inserted] = state.try_emplace(pd, 0);
+    auto [live, inserted] = state.try_emplace(a.ptr, a.device, 0);
     if (inserted) {
       ++s.preexisting_frees;  // allocated before profiling began
       continue;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include "core/model/flat_map.h"
+#include "core/model/large_array.h"
 
 namespace memtl {
 
@@ -76,7 +77,7 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree) {
     return pending.back();
   };
 
-  const auto leaves = LeafEvents(tree);
+  auto leaves = LeafEvents(tree);
   g.nodes_.reserve(leaves.size());
   // An upper bound (every tensor argument and allocation event an edge): the
   // untouched part is address space only, and the array is never regrown.
@@ -166,6 +167,11 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree) {
     g.nodes_.push_back(node);
   }
 
+  // What only the build read goes before validation adds its own array.
+  FreeArray(leaves);
+  FreeArray(position);
+  FreeArray(pending);
+
   // Validation, as PyTorch's DataFlowGraph.validate: each (tensor, version)
   // is created once, inputs read the latest version, versions never go
   // back. Versions of a key are created in increasing order, so the latest
@@ -193,6 +199,8 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree) {
       v = e->output_version();
     }
   }
+
+  FreeArray(latest);
 
   // Number every (key, version): versions 0..max(last, 0) of each slot.
   g.value_begin_.resize(static_cast<size_t>(num_keys) + 1);

@@ -250,11 +250,10 @@ class Flattener {
   }
 
   uint32_t Aid(uint64_t ptr, DeviceIndex device, bool is_free) {
-    const PtrDev pd{ptr, device};
-    auto [aid, inserted] = live_.try_emplace(pd, next_aid_);
+    auto [aid, inserted] = live_.try_emplace(ptr, device, next_aid_);
     next_aid_ += inserted ? 1 : 0;
     const uint32_t result = *aid;
-    if (is_free) live_.erase(pd);
+    if (is_free) live_.erase(ptr, device);
     return result;
   }
 
@@ -262,7 +261,7 @@ class Flattener {
   std::vector<Raw>* out_;
   std::vector<uint32_t>& tensor_aid_;
   std::vector<uint32_t>& alloc_aid_;
-  FlatMap<PtrDev, uint32_t, PtrDevHash> live_;
+  PtrDevMap<uint32_t> live_;
   uint32_t next_aid_ = 1;
   std::vector<uint32_t> alloc_event_of_aid_;
   std::unordered_set<uint64_t> seen_modules_;

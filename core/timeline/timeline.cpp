@@ -94,7 +94,7 @@ std::vector<TimelineEvent> BuildTimeline(const OpTree& tree, const DataFlowGraph
   // keyed by (pointer, device).
   constexpr int64_t kNever = INT64_MIN;
   std::vector<int64_t> alloc_time(table.size(), kNever), free_time(table.size(), kNever);
-  FlatMap<PtrDev, char, PtrDevHash> live_unknown;
+  PtrDevMap<char> live_unknown;
   for (uint32_t e : tree.preorder()) {
     const Event& ev = trace.events[e];
     if (ev.kind != EventKind::kAlloc) continue;
@@ -107,17 +107,16 @@ std::vector<TimelineEvent> BuildTimeline(const OpTree& tree, const DataFlowGraph
     TimelineEvent te;
     te.device = a.device;
     te.time = ev.t0;
-    const PtrDev pd{a.ptr, a.device};
     if (is_allocation) {
-      te.action =
-          live_unknown.try_emplace(pd, 1).second ? Action::kCreate : Action::kIncrementVersion;
+      te.action = live_unknown.try_emplace(a.ptr, a.device, 1).second ? Action::kCreate
+                                                                      : Action::kIncrementVersion;
       te.bytes = a.bytes;
       unknown.push_back(te);
     } else {
       te.action = Action::kDestroy;
       te.bytes = -a.bytes;
       unknown.push_back(te);
-      if (!live_unknown.erase(pd)) {
+      if (!live_unknown.erase(a.ptr, a.device)) {
         te.time = -1;
         te.action = Action::kPreexisting;
         unknown.push_back(te);
