@@ -2,7 +2,10 @@
 #include "export/cairo_api.h"
 
 #include <dlfcn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 
 namespace memtl {
@@ -50,6 +53,49 @@ const CairoApi* LoadCairo(std::string* error) {
     return nullptr;
   }
   return &loaded.api;
+}
+
+bool CairoLoadable(std::string* error) {
+  // In a child process: the parent stays without cairo until it draws.
+  int fds[2];
+  if (pipe(fds) != 0) return LoadCairo(error) != nullptr;
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return LoadCairo(error) != nullptr;  // no child to be had: load it here
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    std::string why;
+    const bool ok = LoadCairo(&why) != nullptr;
+    for (size_t done = 0; done < why.size();) {
+      const ssize_t n = write(fds[1], why.data() + done, why.size() - done);
+      if (n <= 0) break;
+      done += static_cast<size_t>(n);
+    }
+    _exit(ok ? 0 : 1);  // no exit handlers: nothing of the parent's runs twice
+  }
+  close(fds[1]);
+  std::string why;
+  char buf[512];
+  for (;;) {
+    const ssize_t n = read(fds[0], buf, sizeof buf);
+    if (n > 0) {
+      why.append(buf, static_cast<size_t>(n));
+    } else if (n == 0 || errno != EINTR) {
+      break;
+    }
+  }
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return true;
+  if (error != nullptr) {
+    *error = !why.empty() ? why : "cannot load cairo for the plot (the check exited abnormally)";
+  }
+  return false;
 }
 
 }  // namespace memtl

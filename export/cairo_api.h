@@ -65,4 +65,11 @@ struct CairoApi {
 // cannot be found; then *error says which, in a phrase for a message.
 const CairoApi* LoadCairo(std::string* error = nullptr);
 
+// Whether LoadCairo would succeed, found without loading cairo into this
+// process: a child process loads it and reports (an HTML export checks
+// before the analysis, and cairo's memory stays out of the analysis' peak;
+// loading and unloading it here instead would leak what its libraries
+// allocate when loaded). Without a child process to be had, loads it here.
+bool CairoLoadable(std::string* error);
+
 }  // namespace memtl
