@@ -92,30 +92,42 @@ void ResolvePartialTensors(Trace& trace, IdentityStats& stats) {
   // pointer, the second puts them in place (in record order within a
   // pointer), so no array grows; each pointer's sightings are then sorted by
   // time, stably (the later record wins a tie below).
-  auto for_each_sighting = [&](auto&& fn) {
-    auto seen = [&](uint32_t ti, int64_t t0) {
+  auto for_each_sighting = [&](const OpInfo& op, auto&& fn) {
+    auto seen = [&](uint32_t ti) {
       if (ti == kNone32 || trace.tensors[ti].partial) return;
       const uint32_t list = list_of_ptr(trace.tensors[ti].ptr);
-      if (list != kNone32) fn(list, Seen{t0, ti});
+      if (list != kNone32) fn(list, ti);
     };
-    for (const auto& e : trace.events) {
-      if (e.kind != EventKind::kOp) continue;
-      for (const Arg arg : trace.Args(trace.ops[e.payload])) {
-        if (arg.kind == ArgKind::kTensor) seen(arg.begin, e.t0);
-        for (uint32_t k = 0; arg.kind == ArgKind::kTensorList && k < arg.count; ++k) {
-          seen(trace.list_items[arg.begin + k], e.t0);
-        }
+    for (const Arg arg : trace.Args(op)) {
+      if (arg.kind == ArgKind::kTensor) seen(arg.begin);
+      for (uint32_t k = 0; arg.kind == ArgKind::kTensorList && k < arg.count; ++k) {
+        seen(trace.list_items[arg.begin + k]);
       }
     }
   };
+  // The counting scan reads the op records only, and marks the ops with a
+  // sighting; the filling scan walks the events (for their times) and
+  // reads the arguments of the marked ops only.
   std::vector<uint32_t> list_begin(ptrs.size() + 1, 0);
-  for_each_sighting([&](uint32_t list, const Seen&) { ++list_begin[list + 1]; });
+  std::vector<bool> op_sees(trace.ops.size(), false);
+  for (uint32_t o = 0; o < trace.ops.size(); ++o) {
+    for_each_sighting(trace.ops[o], [&](uint32_t list, uint32_t) {
+      ++list_begin[list + 1];
+      op_sees[o] = true;
+    });
+  }
   for (size_t l = 0; l < ptrs.size(); ++l) list_begin[l + 1] += list_begin[l];
   std::vector<Seen> all(list_begin.back());
   {
     std::vector<uint32_t> next(list_begin.begin(), list_begin.end() - 1);
-    for_each_sighting([&](uint32_t list, const Seen& seen) { all[next[list]++] = seen; });
+    for (const auto& e : trace.events) {
+      if (e.kind != EventKind::kOp || !op_sees[e.payload]) continue;
+      for_each_sighting(trace.ops[e.payload], [&](uint32_t list, uint32_t ti) {
+        all[next[list]++] = Seen{e.t0, ti};
+      });
+    }
   }
+  FreeArray(op_sees);
   for (size_t l = 0; l < ptrs.size(); ++l) {
     std::stable_sort(all.begin() + list_begin[l], all.begin() + list_begin[l + 1],
                      [](const Seen& a, const Seen& b) { return a.t < b.t; });
