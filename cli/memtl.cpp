@@ -41,8 +41,9 @@ constexpr const char* kUsage =
     "  --partial             read a truncated trace up to its last complete record\n"
     "  --strict              treat trace inconsistencies (double frees, free sizes that\n"
     "                        differ from the allocation, ops with no end) as errors\n"
-    "  --timings             print the wall time, peak memory and page faults (first\n"
-    "                        touches of memory) of each stage on stderr\n"
+    "  --timings             print the wall time, peak memory, page faults (first\n"
+    "                        touches of memory) and the memory still resident after\n"
+    "                        each stage on stderr\n"
     "  --threads N           1: read and write on the calling thread only; 2 (default):\n"
     "                        inflate and write on a second thread (same output bytes)\n"
     "  -h, --help            show this help\n";

@@ -90,7 +90,8 @@ git diff --quiet HEAD -- 2>/dev/null || commit="$commit+dirty"
 echo "Machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), $(free -g | awk '/Mem:/{print $2}') GiB RAM, $(uname -sr), $(gzip --version | head -1); CPU ${busy}% busy just before the run."
 echo "memtl: \`$shown_bin\` built $built (measured from a copy), tree at $commit. Source: \`$source_trace\`."
 echo
-echo "Commands (F = input, best of 3 runs at <= 200000 events, else 1; wall time from \`date +%s%N\` around \`/usr/bin/time -f '%e %M'\`, which gives the peak RSS):"
+if [ -n "${RUNS:-}" ]; then runs_text="best of $RUNS runs at every size"; else runs_text="best of 3 runs at <= 200000 events, else 1"; fi
+echo "Commands (F = input, $runs_text; wall time from \`date +%s%N\` around \`/usr/bin/time -f '%e %M'\`, which gives the peak RSS):"
 echo
 echo '```'
 echo "$py $gen --source $source_trace --events N --out F"
@@ -136,7 +137,7 @@ for n in "${sizes[@]}"; do
     row="$row $(awk -v n="$n" -v s="$s" -v g="$g" -v rss="$rss" 'BEGIN{
       printf "%.2f | %.2f | %.0f | %.0f | %.2f |", s, s/g, rss/1024, rss*1024/n, n/s/1e6}')"
   done
-  row="$row $(awk -v m="$maxrss" -v raw="$raw_bytes" 'BEGIN{if (m > 0) printf "%.2f |", m*1024/raw; else printf " |"}')"
+  row="$row $(awk -v m="$maxrss" -v raw="$raw_bytes" 'BEGIN{if (m > 0) printf "%.3f |", m*1024/raw; else printf " |"}')"
   echo "$row"
   # the outputs of the timed runs against a single-threaded run (--threads 1)
   log "$n events: single-threaded run for the byte-identity check"
@@ -180,31 +181,32 @@ if "$bin" export "$probe" -o "$tmp/o.json" --timings >/dev/null 2>"$tmp/err" && 
       { log "--timings run failed for $n"; : >"$tmp/t$n"; }
   done
   echo
-  echo "Stages of \`memtl export F -o OUT.json --timings\` (one extra run per size; seconds, peak RSS MiB so far, page faults in the stage, i.e. first touches of memory, each mapping 4 KiB):"
+  echo "Stages of \`memtl export F -o OUT.json --timings\` (one extra run per size; seconds, peak RSS MiB so far, page faults in the stage, i.e. first touches of memory, each mapping 4 KiB, and the MiB still resident when the stage ended):"
   echo
   header="| stage |"
   sep="|---|"
-  for n in "${sizes[@]}"; do header="$header $n s | RSS MiB | faults |"; sep="$sep---:|---:|---:|"; done
+  for n in "${sizes[@]}"; do header="$header $n s | RSS MiB | faults | kept MiB |"; sep="$sep---:|---:|---:|---:|"; done
   echo "$header"
   echo "$sep"
-  # lines: "memtl: timing: PHASE SECONDS [s] [peak RSS MIB MiB] [page faults N]"
-  # (PHASE may have spaces)
+  # lines: "memtl: timing: PHASE SECONDS [s] [peak RSS MIB MiB] [page faults N]
+  # [resident after MIB MiB]" (PHASE may have spaces)
   for n in "${sizes[@]}"; do
     awk '/^memtl: timing:/ {
-      name = ""; sec = ""; rss = ""; fresh = ""
+      name = ""; sec = ""; rss = ""; fresh = ""; kept = ""
       for (i = 3; i <= NF; i++) {
         if (sec == "" && $i ~ /^[0-9.]+s?$/) { sec = $i; sub(/s$/, "", sec) }
         else if (sec == "") name = name (name == "" ? "" : " ") $i
         else if ($i == "RSS" && i < NF) rss = $(i + 1)
         else if ($i == "faults" && i < NF) fresh = $(i + 1)
+        else if ($i == "after" && i < NF) kept = $(i + 1)
       }
-      if (sec != "") printf "%s\t%s\t%s\t%s\n", name, sec, rss, fresh
+      if (sec != "") printf "%s\t%s\t%s\t%s\t%s\n", name, sec, rss, fresh, kept
     }' "$tmp/t$n" >"$tmp/p$n"
   done
   cut -f1 "$tmp/p${sizes[0]}" | while IFS= read -r stage; do
     line="| $stage |"
     for n in "${sizes[@]}"; do
-      v=$(awk -F'\t' -v s="$stage" '$1 == s {print $2 " | " $3 " | " $4; found=1} END {if (!found) print " |  | "}' "$tmp/p$n")
+      v=$(awk -F'\t' -v s="$stage" '$1 == s {print $2 " | " $3 " | " $4 " | " $5; found=1} END {if (!found) print " |  |  | "}' "$tmp/p$n")
       line="$line $v |"
     done
     echo "$line"
