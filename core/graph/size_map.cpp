@@ -9,7 +9,7 @@ namespace memtl {
 void SizeMap::Observe(const Trace& trace, uint32_t tensor) {
   const uint32_t key = SlotOfTensor(trace, tensor);
   if (key == kNone32) return;
-  const int64_t bytes = trace.tensors[tensor].bytes;
+  const int64_t bytes = trace.tensors[tensor].bytes();
   if (bytes == kUnsized) return;  // not strided
   values_[key] = std::max<int64_t>(values_[key], bytes);
 }

@@ -72,8 +72,8 @@ void ResolvePartialTensors(Trace& trace, IdentityStats& stats) {
   FlatMap<uint64_t, uint32_t, U64Hash> list_of;
   std::vector<uint64_t> ptrs;  // by list
   for (const auto& t : trace.tensors) {
-    if (t.partial && list_of.try_emplace(t.ptr, static_cast<uint32_t>(ptrs.size())).second) {
-      ptrs.push_back(t.ptr);
+    if (t.partial && list_of.try_emplace(t.ptr(), static_cast<uint32_t>(ptrs.size())).second) {
+      ptrs.push_back(t.ptr());
     }
   }
   if (ptrs.empty()) return;
@@ -95,7 +95,7 @@ void ResolvePartialTensors(Trace& trace, IdentityStats& stats) {
   auto for_each_sighting = [&](const OpInfo& op, auto&& fn) {
     auto seen = [&](uint32_t ti) {
       if (ti == kNone32 || trace.tensors[ti].partial) return;
-      const uint32_t list = list_of_ptr(trace.tensors[ti].ptr);
+      const uint32_t list = list_of_ptr(trace.tensors[ti].ptr());
       if (list != kNone32) fn(list, ti);
     };
     for (const Arg arg : trace.Args(op)) {
@@ -134,7 +134,7 @@ void ResolvePartialTensors(Trace& trace, IdentityStats& stats) {
   }
   auto resolve = [&](uint32_t ti, int64_t when) {
     if (ti == kNone32 || !trace.tensors[ti].partial) return;
-    const uint32_t l = list_of_ptr(trace.tensors[ti].ptr);
+    const uint32_t l = list_of_ptr(trace.tensors[ti].ptr());
     if (l == kNone32 || list_begin[l] == list_begin[l + 1]) {
       ++stats.dropped_python;
       return;
@@ -256,7 +256,7 @@ class Flattener {
     const auto& t = trace_.tensors[ti];
     if (t.partial) return;  // never seen as an op input: no identity
     const uint32_t impl = t.impl;
-    const uint32_t aid = Aid(t.ptr, t.device, false);
+    const uint32_t aid = Aid(t.ptr(), t.device, false);
     tensor_aid_[ti] = aid;
     if (impl != 0) out_->push_back(Raw{impl, aid});
   }

@@ -142,16 +142,38 @@ uint32_t ElementSize(std::string_view dtype);
 // dtype and layout are not kept either: only the size they give. Nor is the
 // TensorImpl address: identity only compares impls, so the reader numbers
 // the distinct addresses densely (Trace::num_impls), as it interns names.
-// Packed to 4-byte alignment: fields are read and written by value.
-struct __attribute__((packed, aligned(4))) Tensor {
+// Every field is 4-byte aligned (the 64-bit values are kept in halves), so
+// the array packs at 20 bytes a record with no misaligned member.
+struct Tensor {
   uint32_t impl = 0;  // dense TensorImpl number from 1; 0: none
-  uint64_t ptr = 0;   // storage data pointer
-  DeviceIndex device : 16 = 0;
-  bool partial : 1 = false;  // only `ptr` is known (torch 1.13 python tracer)
+
+  // Storage data pointer.
+  uint64_t ptr() const { return uint64_t{ptr_hi_} << 32 | ptr_lo_; }
+  void set_ptr(uint64_t p) {
+    ptr_lo_ = static_cast<uint32_t>(p);
+    ptr_hi_ = static_cast<uint32_t>(p >> 32);
+  }
   // What PyTorch's SizeMap takes from this observation, in bytes:
   // SizeOfObservation(), or kUnsized for a layout other than strided (which
-  // the size map skips). 47 bits: at most kMaxTensorBytes.
-  int64_t bytes : 47 = 0;
+  // the size map skips); at most kMaxTensorBytes, kept in 47 bits.
+  int64_t bytes() const {
+    const uint64_t raw = uint64_t{bytes_hi_} << 32 | bytes_lo_;
+    return static_cast<int64_t>(raw << 17) >> 17;  // sign-extends bit 46
+  }
+  void set_bytes(int64_t b) {
+    const auto raw = static_cast<uint64_t>(b);
+    bytes_lo_ = static_cast<uint32_t>(raw);
+    bytes_hi_ = static_cast<uint32_t>(raw >> 32) & 0x7fff;
+  }
+
+ private:
+  uint32_t ptr_lo_ = 0, ptr_hi_ = 0;
+  uint32_t bytes_lo_ = 0;
+  uint32_t bytes_hi_ : 15 = 0;
+
+ public:
+  uint32_t partial : 1 = 0;  // only ptr() is known (torch 1.13 python tracer)
+  uint32_t device : 16 = 0;  // a DeviceIndex
 };
 static_assert(sizeof(Tensor) == 20);
 inline constexpr int64_t kUnsized = -1;

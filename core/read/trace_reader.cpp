@@ -553,7 +553,7 @@ class Builder {
         t.impl = impl == 0 ? 0 : impls_.Number(impl);
         has_impl = true;
       } else if (Is(key, "ptr")) {
-        t.ptr = Address(c, "ptr");
+        t.set_ptr(Address(c, "ptr"));
         has_ptr = true;
       } else if (Is(key, "id")) {
         const int64_t id = OptInt(c, "id", -1);
@@ -596,10 +596,10 @@ class Builder {
       Require(has_ptr, "ptr");
       Require(has_dev, "dev");
       Require(has_dtype, "dtype");
-      t.bytes = layout != Layout::kStrided
-                    ? kUnsized
-                    : SizeOfObservation(sizes_.data(), sizes_.size(), strides_.data(),
-                                        strides_.size(), element_size);
+      t.set_bytes(layout != Layout::kStrided
+                      ? kUnsized
+                      : SizeOfObservation(sizes_.data(), sizes_.size(), strides_.data(),
+                                          strides_.size(), element_size));
     }
     if (t_->tensors.size() >= kMaxTensors) Fail("more than 2^31 tensor observations");
     t_->tensors.push_back(t);

@@ -176,7 +176,7 @@ TEST_CASE("reader: argument kinds and python-tracer records") {
   CHECK(args[6].kind == ArgKind::kNone);
   REQUIRE(t.modules.size() == 1);
   CHECK(t.tensors[t.params[0].tensor].partial);
-  CHECK(t.tensors[t.params[0].tensor].ptr == 77);
+  CHECK(t.tensors[t.params[0].tensor].ptr() == 77);
   REQUIRE(t.schemas.size() == 1);
   CHECK(ErrorOf(text + R"({"k":"schema","op":"aten::cat","schemas":[]})"
                        "\n")
@@ -250,6 +250,25 @@ TEST_CASE("reader: TensorImpl addresses are numbered densely, in order of first 
   CHECK(t.num_impls == 3);
 }
 
+TEST_CASE("tensors: 20-byte records keep 64-bit pointers and 47-bit sizes whole") {
+  static_assert(sizeof(Tensor) == 20 && alignof(Tensor) == 4);
+  std::vector<Tensor> ts(3);  // odd and even positions: no member is misaligned
+  const uint64_t ptrs[] = {0xffffffffffffffffull, 0x00007f00deadbeefull, 1};
+  const int64_t sizes[] = {kMaxTensorBytes, kUnsized, 0};
+  for (size_t i = 0; i < ts.size(); ++i) {
+    ts[i].set_ptr(ptrs[i]);
+    ts[i].set_bytes(sizes[i]);
+    ts[i].device = 0xffff;
+    ts[i].partial = i == 1;
+  }
+  for (size_t i = 0; i < ts.size(); ++i) {
+    CHECK(ts[i].ptr() == ptrs[i]);
+    CHECK(ts[i].bytes() == sizes[i]);
+    CHECK(uint32_t{ts[i].device} == 0xffff);
+    CHECK(bool(ts[i].partial) == (i == 1));
+  }
+}
+
 TEST_CASE("large arrays: FreeArray gives the storage back, where `v = {}` keeps it") {
   std::vector<uint32_t> v(1000, 7);
   v = {};
@@ -278,6 +297,6 @@ TEST_CASE("tensors: the size map's bytes, as PyTorch's SizeMap computes them") {
   auto r = ReadTraceString(text, "t.trace");
   REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.status().message()));
   REQUIRE(r.value().tensors.size() == 2);
-  CHECK(int64_t{r.value().tensors[0].bytes} == 20);  // 5 float32
-  CHECK(int64_t{r.value().tensors[1].bytes} == kUnsized);
+  CHECK(r.value().tensors[0].bytes() == 20);  // 5 float32
+  CHECK(r.value().tensors[1].bytes() == kUnsized);
 }
