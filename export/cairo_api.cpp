@@ -89,9 +89,14 @@ bool CairoLoadable(std::string* error) {
   }
   close(fds[0]);
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  pid_t waited;
+  while ((waited = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
   }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return true;
+  if (waited != pid) {
+    // No status to be had (SIGCHLD ignored, say): load it here instead.
+    return LoadCairo(error) != nullptr;
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && why.empty()) return true;
   if (error != nullptr) {
     *error = !why.empty() ? why : "cannot load cairo for the plot (the check exited abnormally)";
   }

@@ -70,6 +70,8 @@ const CairoApi* LoadCairo(std::string* error = nullptr);
 // before the analysis, and cairo's memory stays out of the analysis' peak;
 // loading and unloading it here instead would leak what its libraries
 // allocate when loaded). Without a child process to be had, loads it here.
+// Call it before the process starts any thread: the child runs the dynamic
+// linker and malloc, which a fork of a threaded process may find locked.
 bool CairoLoadable(std::string* error);
 
 }  // namespace memtl

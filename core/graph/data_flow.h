@@ -17,8 +17,8 @@ namespace memtl {
 struct FlowEdge {
   static constexpr int32_t kAllocated = -1;  // input_version of an allocation
   // Slot in trace.key_table (slot order is TensorKey order). Fewer than 2^30:
-  // every key has a tensor observation, and identity gives keys to fewer
-  // than 2^30 of them.
+  // every key belongs to a tensor observation or an allocation, and identity
+  // gives keys only to traces with fewer than 2^30 of them together.
   uint32_t key : 30 = 0;
   int32_t mutated : 2 = 0;  // 1 written, 0 read, -1 deleted (PyTorch's None)
   int32_t input_version = kAllocated;

@@ -196,6 +196,9 @@ class Flattener {
     alloc_event_of_aid_.reserve(trace.tensors.size() + trace.allocs.size() + 1);  // never regrown
   }
   uint32_t num_aids() const { return next_aid_; }
+  // One more than the largest impl number seen: Trace::num_impls, unless a
+  // trace not built by the reader left that short.
+  uint64_t impl_bound() const { return impl_bound_; }
   // Per allocation id, the event that allocated it (kNone32: only freed).
   std::vector<uint32_t> TakeAllocEvents() {
     alloc_event_of_aid_.resize(next_aid_, kNone32);
@@ -256,6 +259,7 @@ class Flattener {
     const auto& t = trace_.tensors[ti];
     if (t.partial) return;  // never seen as an op input: no identity
     const uint32_t impl = t.impl;
+    impl_bound_ = std::max<uint64_t>(impl_bound_, uint64_t{impl} + 1);
     const uint32_t aid = Aid(t.ptr(), t.device, false);
     tensor_aid_[ti] = aid;
     if (impl != 0) out_->push_back(Raw{impl, aid});
@@ -275,6 +279,7 @@ class Flattener {
   std::vector<uint32_t>& alloc_aid_;
   PtrDevMap<uint32_t> live_;
   uint32_t next_aid_ = 1;
+  uint64_t impl_bound_ = 1;
   std::vector<uint32_t> alloc_event_of_aid_;
   std::unordered_set<uint64_t> seen_modules_;
   std::unordered_set<uint64_t> seen_optimizers_;
@@ -289,7 +294,7 @@ class Flattener {
 // `alloc_event_of_aid`: per allocation id, the event that allocated it;
 // `tensor_aid`: per tensor observation, its allocation id (0: none).
 uint64_t DealiasImpls(const Trace& trace, const SchemaRegistry& schemas, std::vector<Raw>& raws,
-                      const std::vector<uint32_t>& alloc_event_of_aid,
+                      uint64_t impl_bound, const std::vector<uint32_t>& alloc_event_of_aid,
                       const std::vector<uint32_t>& tensor_aid, IdentityStats& stats) {
   auto op_wrote_impl = [&](uint32_t op_event, uint32_t impl, int64_t old_aid) {
     const Event& e = trace.events[op_event];
@@ -315,7 +320,7 @@ uint64_t DealiasImpls(const Trace& trace, const SchemaRegistry& schemas, std::ve
     uint32_t virtual_impl = 0;
     uint32_t last_aid = 0;
   };
-  std::vector<ImplState> states(trace.num_impls);
+  std::vector<ImplState> states(impl_bound);
   uint32_t next_virtual = 1;
   for (auto& r : raws) {
     if (r.impl == 0) continue;
@@ -408,11 +413,13 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
   std::vector<uint32_t> tensor_aid(trace.tensors.size(), 0);
   std::vector<uint32_t> alloc_aid(trace.allocs.size(), 0);
   uint32_t num_aids = 0;
+  uint64_t impl_bound = 1;
   std::vector<uint32_t> alloc_event_of_aid;
   {
     Flattener flat(trace, &raws, &tensor_aid, &alloc_aid);
     ForEachInRecordOrder(trace, [&](uint32_t ei) { flat.Event(ei); });
     num_aids = flat.num_aids();
+    impl_bound = std::max<uint64_t>(trace.num_impls, flat.impl_bound());
     alloc_event_of_aid = flat.TakeAllocEvents();
   }
   for (uint32_t aid : tensor_aid) stats.raw_tensors += aid != 0 ? 1 : 0;
@@ -433,11 +440,12 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
   // 1.13 split reads each op argument's allocation id.
   uint64_t num_impls = 0;
   if (legacy) {
-    num_impls = DealiasImpls(trace, schemas, raws, alloc_event_of_aid, tensor_aid, stats);
+    num_impls =
+        DealiasImpls(trace, schemas, raws, impl_bound, alloc_event_of_aid, tensor_aid, stats);
   } else {
     // With producer ids no impl is split: the reader's numbers are the ones
     // to use.
-    num_impls = trace.num_impls;
+    num_impls = impl_bound;
   }
   FreeArray(alloc_event_of_aid);
 

@@ -157,6 +157,7 @@ void Trace::ReleaseTensorRecords() {
 void Trace::ReleaseOpDetails() {
   FreeArray(ops);
   FreeArray(pys);
+  FreeArray(other_names);
   FreeArray(modules);
   FreeArray(optimizers);
   FreeArray(params);

@@ -89,7 +89,7 @@ void ReleaseAfterPasses(Analysis& a);
 void ReleaseAfterTimeline(Analysis& a);
 
 // Runs the core stages on a trace already read. Errors name `name`.
-// `threaded`: the allocation checks and the op tree's shape are built on a
+// `threaded`: the allocation checks and the op tree's orders are built on a
 // second thread beside identity (the result is the same either way);
 // AnalyzeFile follows ReadOptions::threaded.
 Expected<std::unique_ptr<Analysis>> Analyze(Trace trace, const std::string& name,

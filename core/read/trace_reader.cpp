@@ -100,6 +100,7 @@ class Builder {
     grow(t_->ops);
     grow(t_->allocs);
     grow(t_->pys);
+    grow(t_->other_names);
     grow(t_->arg_kinds);
     grow(t_->arg_refs);
     grow(t_->list_items);
@@ -724,6 +725,7 @@ class Builder {
     }
     Require(has_cls, "cls");
     Require(has_params, "params");
+    if (t_->modules.size() >= PyInfo::kNone31) Fail("more than 2^31-2 modules");
     t_->modules.push_back(mod);
     return static_cast<uint32_t>(t_->modules.size() - 1);
   }
@@ -747,6 +749,7 @@ class Builder {
       }
     }
     Require(has_params, "params");
+    if (t_->optimizers.size() >= PyInfo::kNone31) Fail("more than 2^31-2 optimizers");
     t_->optimizers.push_back(opt);
     return static_cast<uint32_t>(t_->optimizers.size() - 1);
   }
@@ -761,7 +764,7 @@ class Builder {
     PyInfo py;
     py.name = f.name;
     if (f.module != kNone32) {
-      py.index = f.module & PyInfo::kNone31;  // modules and optimizers < events
+      py.index = f.module & PyInfo::kNone31;  // < kNone31: Module() checks
     } else if (f.optimizer != kNone32) {
       py.index = f.optimizer & PyInfo::kNone31;
       py.is_optimizer = 1;

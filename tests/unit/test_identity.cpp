@@ -181,3 +181,22 @@ TEST_CASE("dense numbering: keys numbered from 1 in order of first sighting, thr
   REQUIRE(taken.size() == keys.size() + 1);
   CHECK(std::equal(keys.begin(), keys.end(), taken.begin() + 1));
 }
+
+TEST_CASE("identity: a trace built elsewhere that understates num_impls gets the same keys") {
+  // Analyze() takes any Trace; only the reader keeps num_impls right, so
+  // identity bounds its impl arrays by what it sees.
+  const std::string text = Header() + Op(0, -1, "aten::add_", 1, 9, T(5, 100) + "," + T(6, 200)) +
+                           Alloc(1, 0, 2, 300, 16) + Op(2, -1, "aten::mul", 10, 19, T(5, 300)) +
+                           Op(3, -1, "aten::relu", 20, 29, T(7, 200));
+  const Trace expected = Identify(text);
+  auto r = ReadTraceString(text, "t.trace");
+  REQUIRE(r.ok());
+  Trace t = std::move(r.value());
+  REQUIRE(t.num_impls == 4);
+  t.num_impls = 1;
+  Diagnostics diag;
+  AssignIdentity(t, SchemaRegistry::Builtin(), diag);
+  CHECK(t.key_table.keys == expected.key_table.keys);
+  CHECK(t.key_table.of_tensor == expected.key_table.of_tensor);
+  CHECK(t.key_table.of_alloc == expected.key_table.of_alloc);
+}
