@@ -16,6 +16,13 @@ Works with PyTorch 1.13 (Debian's; no tensor or
 allocation ids, tensor lists not captured) and PyTorch >= 2.0 (`typed`
 events with ids); the 2.x path is tested with stand-in objects.
 Depends on nothing but torch.
+
+With PyTorch 1.13 the walk runs in C++ when the optional extension
+`_memtl_torch_native` is built (collect/CMakeLists.txt; the build puts it in
+build/collect/torch/): it reads the profiler's records directly instead of
+through PyTorch's Python bindings, and writes the same bytes. The
+environment variable MEMTL_TORCH_NATIVE names the directory holding it, or
+turns it off with 0; native_walk() says whether it is in use.
 """
 
 import gzip
@@ -55,6 +62,56 @@ _dumps = json.dumps
 # json.dumps(str) without the encoder object's per-call overhead (the same
 # C function json.dumps uses with its default ensure_ascii=True).
 _jstr = json.encoder.encode_basestring_ascii
+
+
+# The native walk: unset until first needed, then the module or False.
+_native = None
+# Why the native walk is not in use ("" when it is, or before the first save).
+NATIVE_ERROR = ""
+_NATIVE_NAME = "_memtl_torch_native"
+
+
+def native_walk():
+    """The native walk's module (collect/torch/native), or None when the
+    Python walk is used: MEMTL_TORCH_NATIVE=0, a torch other than 1.13, or
+    no built extension that loads (NATIVE_ERROR says why). Loaded once."""
+    global _native, NATIVE_ERROR
+    if _native is None:
+        _native = False
+        setting = os.environ.get("MEMTL_TORCH_NATIVE", "")
+        if setting.lower() in ("0", "off", "no", "false"):
+            NATIVE_ERROR = "turned off by MEMTL_TORCH_NATIVE=%s" % setting
+            return None
+        try:
+            import torch
+
+            if not str(torch.__version__).startswith("1.13"):
+                raise ImportError("torch %s: the native walk reads 1.13's records" % torch.__version__)
+            if setting:
+                directories = [setting]
+            else:
+                here = os.path.dirname(os.path.abspath(__file__))
+                directories = [os.path.normpath(os.path.join(here, "..", "..", "build", "collect", "torch"))]
+            _native = _load_extension(directories)
+        except ImportError as e:
+            NATIVE_ERROR = str(e)
+    return _native or None
+
+
+def _load_extension(directories):
+    import importlib.machinery
+    import importlib.util
+
+    for directory in directories:
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            path = os.path.join(directory, _NATIVE_NAME + suffix)
+            if os.path.exists(path):
+                spec = importlib.util.spec_from_file_location(_NATIVE_NAME, path)
+                module = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(module)
+                return module
+    raise ImportError("%s not found in %s (built by CMake with libtorch-dev and pybind11-dev)"
+                      % (_NATIVE_NAME, ", ".join(directories)))
 
 
 class RecorderError(ValueError):
@@ -442,12 +499,31 @@ def _walk(roots, write, v2, ids, schema_lookup=None, check_inputs=False):
                 break
             it, parent = pop()
     if schema_lookup is not None:
-        for name in sorted(op_names):
-            append('{"k":"schema","op":%s,"schemas":[%s]}\n'
-                   % (jstr(name), ",".join(jstr(s) for s in schema_lookup(name))))
+        lines.extend(_schema_records(sorted(op_names), schema_lookup))
     if lines:
         write("".join(lines))
     return _Facts(index, allocations, sorted({str(d) for d in devices}), aten_ops, ops_with_inputs)
+
+
+def _schema_records(op_names, schema_lookup):
+    """The schema record of each name of the sorted `op_names`."""
+    return ['{"k":"schema","op":%s,"schemas":[%s]}\n'
+            % (_jstr(name), ",".join(_jstr(s) for s in schema_lookup(name))) for name in op_names]
+
+
+def _walk_native(native, roots, trace, schema_lookup):
+    """_walk for PyTorch 1.13 events, in C++ (same records, same bytes);
+    None when `roots` are not PyTorch's own event objects (a test's
+    stand-ins), which the Python walk then takes."""
+    try:
+        events, allocations, devices, aten_ops, ops_with_inputs, op_names = native.walk_v1(
+            roots, trace.write_bytes)
+    except TypeError:
+        trace.reset()
+        return None
+    if schema_lookup is not None and op_names:
+        trace.write("".join(_schema_records(op_names, schema_lookup)))
+    return _Facts(events, allocations, devices, aten_ops, ops_with_inputs)
 
 
 def write_events(roots, out, torch_version="", schema_lookup=None, settings=None):
@@ -469,10 +545,11 @@ def write_events(roots, out, torch_version="", schema_lookup=None, settings=None
     trace = out if isinstance(out, _TraceFile) else _SpooledTrace(out)
     try:
         ids = v2
-        while True:
+        native = None if v2 else native_walk()
+        facts = _walk_native(native, roots, trace, schema_lookup) if native is not None else None
+        while facts is None:
             try:
                 facts = _walk(roots, trace.write, v2, ids, schema_lookup, "record_shapes" not in settings)
-                break
             except _IdsIncomplete:
                 ids = False  # a 2.x run whose ids were not computed: none are written
                 trace.reset()
@@ -552,6 +629,9 @@ class _SpooledTrace:
         self.body.seek(0)
         self.body.truncate()
 
+    def write_bytes(self, data):
+        self.write(data.decode("utf-8"))
+
     def finish(self, header):
         self.out.write(header)
         self.body.seek(0)
@@ -585,7 +665,9 @@ class _TraceFile:
             self.deflate = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
 
     def write(self, s):
-        data = s.encode("utf-8")
+        self.write_bytes(s.encode("utf-8"))
+
+    def write_bytes(self, data):
         if self.deflate is not None:
             data = self.deflate.compress(data)
         self.body.write(data)

@@ -29,7 +29,11 @@ Each repetition records a fresh profile and times, on it:
 - `save s`: `memtl_torch.save(prof, DIR/NAME.trace.jsonl.gz)` end to end.
   Its own `experimental_event_tree()` call is timed through a proxy and
   subtracted: `save-minus-tree s`. (It is microseconds: the tree is not
-  built twice.)
+  built twice.) It uses the native walk when it loads (collect/torch/native,
+  built by CMake into build/collect/torch); `walk` says which ran.
+- `python save s`: the same save with the Python walk forced, on the same
+  profile, when the native walk is in use (so both are measured in one run);
+  `python ratio` is its save-minus-tree over the tree time.
 
 Every time is the best of --reps repetitions. Then one more save runs under
 tracemalloc: its peak of Python allocations during save (the event tree
@@ -146,6 +150,16 @@ def timed_save(prof, path):
     return total, proxy.seconds
 
 
+def timed_python_save(prof, path):
+    """timed_save with memtl_torch's Python walk forced."""
+    saved = memtl_torch._native
+    memtl_torch._native = False
+    try:
+        return timed_save(prof, path)
+    finally:
+        memtl_torch._native = saved
+
+
 def trace_stats(path):
     """(events, uncompressed bytes) of a written trace."""
     events = size = 0
@@ -208,6 +222,7 @@ def main():
         spec = importlib.util.spec_from_file_location("memtl_torch_old", args.compare)
         old = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(old)
+    native = memtl_torch.native_walk() is not None
     rows = []
     mem_rows = []
     same = []
@@ -229,14 +244,18 @@ def main():
             save_s, own_tree_s = timed_save(prof, path)
             sample = {"tree": tree_s, "call": call_s, "walk": walk_s, "save": save_s,
                       "net": save_s - own_tree_s}
+            if native:
+                py_save_s, py_own_tree_s = timed_python_save(prof, path + ".py.gz")
+                sample["py_net"] = py_save_s - py_own_tree_s
             for k, v in sample.items():
                 best[k] = min(best.get(k, v), v)
             print("%s rep %d: tree %.4f call %.6f walk %.4f save %.4f (own tree call %.6f) s, %d events"
                   % (name, rep, tree_s, call_s, walk_s, save_s, own_tree_s, walked), file=sys.stderr)
         events, raw = trace_stats(path)
         ratio = best["net"] / best["tree"]
+        py_ratio = best["py_net"] / best["tree"] if native else None
         rows.append((name, events, best["tree"], best["call"], best["walk"], best["save"], best["net"],
-                     ratio, best["net"] / best["walk"]))
+                     ratio, best["net"] / best["walk"], py_ratio))
 
         # Memory, on the last profile (tracemalloc slows the save; not timed).
         tracemalloc.start()
@@ -268,14 +287,16 @@ def main():
             print("cProfile of save, %s:\n%s" % (name, s.getvalue()), file=sys.stderr)
         del prof
 
-    print("torch %s, Python %s, %d step(s) per profile, best of %d, 1 intra-op thread\n"
-          % (torch.__version__, sys.version.split()[0], args.steps, args.reps))
-    print("| workload | events | tree s | save s | save-minus-tree s | ratio (save-minus-tree)/tree "
-          "| target <= 2x met | call s | walk s | (save-minus-tree)/walk |")
-    print("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|")
-    for name, events, tree_s, call_s, walk_s, save_s, net_s, ratio, walk_ratio in rows:
-        print("| %s | %d | %.4f | %.4f | %.4f | %.2f | %s | %.6f | %.4f | %.1f |"
-              % (name, events, tree_s, save_s, net_s, ratio, "yes" if ratio <= 2 else "no",
+    print("torch %s, Python %s, %d step(s) per profile, best of %d, 1 intra-op thread, %s walk%s\n"
+          % (torch.__version__, sys.version.split()[0], args.steps, args.reps, "native" if native else "Python",
+             "" if native else " (native: %s)" % memtl_torch.NATIVE_ERROR))
+    print("| workload | events | walk | tree s | save s | save-minus-tree s | ratio (save-minus-tree)/tree "
+          "| target <= 2x met | python ratio | call s | walk s | (save-minus-tree)/walk |")
+    print("|---|---:|---|---:|---:|---:|---:|---|---:|---:|---:|---:|")
+    for name, events, tree_s, call_s, walk_s, save_s, net_s, ratio, walk_ratio, py_ratio in rows:
+        print("| %s | %d | %s | %.4f | %.4f | %.4f | %.2f | %s | %s | %.6f | %.4f | %.1f |"
+              % (name, events, "native" if native else "Python", tree_s, save_s, net_s, ratio,
+                 "yes" if ratio <= 2 else "no", "-" if py_ratio is None else "%.2f" % py_ratio,
                  call_s, walk_s, walk_ratio))
     print()
     print("| workload | events | uncompressed trace MiB | tracemalloc peak during save MiB | peak/trace "

@@ -523,6 +523,102 @@ class V1Test(unittest.TestCase):
         self.assertEqual((lines[3]["k"], lines[3]["id"], lines[3]["dev"]), ("alloc", None, "cpu"))
 
 
+# ---- The native walk (collect/torch/native) --------------------------------------
+
+# CTest sets this when the build made the extension: the tests then fail,
+# instead of skipping, when it does not load.
+NATIVE_EXPECTED = os.environ.get("MEMTL_TORCH_NATIVE_EXPECTED") == "1"
+
+
+def odd_values_step():
+    """A profile with what the formatting has to get right: names with quotes,
+    backslashes, control and non-ASCII characters (a user scope), floats at
+    the edges of repr's fixed and exponent forms, non-finite and complex
+    scalars, every dtype, a sparse layout, tensor lists, modules and an
+    optimizer with state."""
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+    opt = torch.optim.Adam(model.parameters())
+    x = torch.ones(3, 4)
+    c = torch.ones(2, dtype=torch.complex64)
+    model(x).sum().backward()
+    opt.step()  # Adam's state exists before the profiled step
+    with profile() as prof:
+        with torch.profiler.record_function('u\u00fcn "q" \\ \t\x01 \U0001d11e \x7f'):
+            for v in (1e-20, 2.5e17, -0.0, 1e16, 1e15, 0.1, 123456.789, float("nan"), float("inf"), 5e-324,
+                      1.7976931348623157e308, 1e-5, 0.0001, -1.5e-300):
+                torch.full((1,), v, dtype=torch.float64)  # a Scalar (a method's float becomes a tensor)
+            torch.full((1,), complex(1.5, -2e-7))
+            c.mul(2)
+            torch.cat([x, x])
+            for d in (torch.float16, torch.bfloat16, torch.float64, torch.int8, torch.uint8, torch.int16,
+                      torch.int32, torch.int64, torch.bool, torch.complex128):
+                torch.zeros(2, dtype=d).clone()
+            torch.eye(3).to_sparse().coalesce()
+            x.clamp(min=-0.5, max=0.5)
+        model(x).sum().backward()
+        opt.step()
+    return prof
+
+
+class python_walk:
+    """Within the block, memtl_torch walks in Python."""
+
+    def __enter__(self):
+        self.saved = memtl_torch._native
+        memtl_torch._native = False
+
+    def __exit__(self, *exc):
+        memtl_torch._native = self.saved
+
+
+class NativeWalkTest(unittest.TestCase):
+    def setUp(self):
+        if memtl_torch.native_walk() is None:
+            if NATIVE_EXPECTED:
+                self.fail("the native walk was built but does not load: " + memtl_torch.NATIVE_ERROR)
+            self.skipTest("native walk not available: " + memtl_torch.NATIVE_ERROR)
+        self.dir = tempfile.TemporaryDirectory()
+        self.addCleanup(self.dir.cleanup)
+
+    def assertSameTrace(self, prof, name):
+        native = os.path.join(self.dir.name, "native." + name)
+        python = os.path.join(self.dir.name, "python." + name)
+        memtl_torch.save(prof, native)
+        with python_walk():
+            memtl_torch.save(prof, python)
+        opener = gzip.open if name.endswith(".gz") else open
+        with opener(native, "rb") as f:
+            a = f.read()
+        with opener(python, "rb") as f:
+            b = f.read()
+        self.assertGreater(a.count(b"\n"), 10)
+        for k, (x, y) in enumerate(zip(a.split(b"\n"), b.split(b"\n"))):
+            self.assertEqual(x, y, "line %d" % k)
+        self.assertEqual(a, b)
+        return a
+
+    def test_same_bytes_as_the_python_walk(self):
+        text = self.assertSameTrace(small_step(), "t.trace.jsonl.gz")
+        self.assertIn(b'"k":"py"', text)
+        self.assertIn(b'"k":"schema"', text)
+
+    def test_same_bytes_on_odd_values(self):
+        prof = odd_values_step()
+        text = self.assertSameTrace(prof, "t.trace.jsonl.gz")
+        self.assertSameTrace(prof, "t.trace.jsonl")  # the plain-text sink
+        for needle in (b'\\u00fcn \\"q\\" \\\\ \\t\\u0001 \\ud834\\udd1e \\u007f', b'{"float":1e-20}',
+                       b'{"float":2.5e+17}', b'{"float":-0.0}', b'{"float":1e+16}',
+                       b'{"float":1000000000000000.0}', b'{"float":"nan"}', b'{"float":5e-324}',
+                       b'{"float":0.0001}', b'{"float":-1.5e-300}', b'{"float":1.7976931348623157e+308}',
+                       b'{"complex":[1.5,-2e-07]}', b'"layout":"sparse_coo"', b'"dtype":"bfloat16"',
+                       b'"dtype":"complex128"', b'{"list":[]}', b'"optimizer":{"self":'):
+            self.assertTrue(needle in text, needle)
+
+    def test_a_stand_in_takes_the_python_walk(self):
+        with self.assertRaises(TypeError):
+            memtl_torch.native_walk().walk_v1([object()], lambda b: None)
+
+
 # ---- End to end with the memtl binary ----------------------------------------------
 
 @unittest.skipUnless(os.path.exists(MEMTL), "memtl binary not built")

@@ -1,0 +1,690 @@
+// The recorder's native walk for PyTorch 1.13 (Debian's torch): writes the
+// body of a memtl trace (docs/trace-format.md) from the profiler's event tree
+// by reading torch::profiler::impl::Result in C++, instead of through about
+// twenty Python binding calls per op. Its output is byte-identical to the
+// Python walk of collect/torch/memtl_torch.py (`_walk` with PyTorch 1.13
+// events), which stays the reference and the fallback; tests/python compares
+// the two on real profiles.
+//
+// The module shares pybind11's internals with torch._C (the same pybind11
+// internals version, compiler and C++ ABI), so the profiler's Python objects
+// cast to the C++ objects behind them. Import fails (and memtl_torch falls
+// back to Python) when torch._C did not register those types under the same
+// internals, e.g. with a torch built by another compiler.
+//
+// Python interface (used by memtl_torch.write_events only):
+//   walk_v1(roots, write) -> (events, allocations, devices, aten_ops,
+//                             ops_with_inputs, op_names)
+// roots: the list experimental_event_tree() returned; write: a callable that
+// takes bytes (chunks of whole records). devices and op_names are sorted.
+
+#include <pybind11/pybind11.h>
+#include <torch/csrc/profiler/collection.h>
+#include <torch/version.h>
+
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+namespace py = pybind11;
+namespace tpi = torch::profiler::impl;
+
+namespace {
+
+// Bytes of records gathered before they are handed to `write` (the Python
+// walk writes 256 records at a time, about 70 KB).
+constexpr size_t kFlushBytes = 64 * 1024;
+
+// Text of the records, handed to the Python writer in chunks of whole
+// records: the trace is never held whole.
+class Sink {
+ public:
+  explicit Sink(py::object write) : write_(std::move(write)) { buf_.reserve(kFlushBytes + 4096); }
+
+  void Put(std::string_view s) { buf_.append(s); }
+  void Put(char c) { buf_.push_back(c); }
+
+  void Int(int64_t v) {
+    char tmp[24];
+    auto r = std::to_chars(tmp, tmp + sizeof tmp, v);
+    buf_.append(tmp, r.ptr);
+  }
+
+  void UInt(uint64_t v) {
+    char tmp[24];
+    auto r = std::to_chars(tmp, tmp + sizeof tmp, v);
+    buf_.append(tmp, r.ptr);
+  }
+
+  void Addr(const void* p) { UInt(reinterpret_cast<uintptr_t>(p)); }
+
+  // A JSON string as Python's json.encoder.encode_basestring_ascii writes
+  // it: printable ASCII as is (but " and \), the five short escapes, and
+  // every other code point as \uXXXX in lower-case hex (a surrogate pair
+  // above U+FFFF). Bytes that are not UTF-8 (which the Python bindings
+  // would refuse to decode) are written as U+FFFD.
+  void JsonString(std::string_view s) {
+    buf_.push_back('"');
+    size_t i = 0;
+    while (i < s.size()) {
+      const auto c = static_cast<unsigned char>(s[i]);
+      if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+        buf_.push_back(static_cast<char>(c));
+        ++i;
+        continue;
+      }
+      uint32_t cp = 0;
+      size_t len = 1;
+      if (c < 0x80) {
+        cp = c;
+      } else {
+        len = DecodeUtf8(s, i, &cp);
+      }
+      i += len;
+      switch (cp) {
+        case '"':
+          buf_.append("\\\"");
+          break;
+        case '\\':
+          buf_.append("\\\\");
+          break;
+        case '\b':
+          buf_.append("\\b");
+          break;
+        case '\f':
+          buf_.append("\\f");
+          break;
+        case '\n':
+          buf_.append("\\n");
+          break;
+        case '\r':
+          buf_.append("\\r");
+          break;
+        case '\t':
+          buf_.append("\\t");
+          break;
+        default:
+          if (cp >= 0x10000) {
+            cp -= 0x10000;
+            Hex4(0xd800 | ((cp >> 10) & 0x3ff));
+            Hex4(0xdc00 | (cp & 0x3ff));
+          } else {
+            Hex4(cp);
+          }
+      }
+    }
+    buf_.push_back('"');
+  }
+
+  // A float as Python's repr(float) writes it (the shortest digits that
+  // round-trip; exponent form when the decimal point would fall more than
+  // 16 digits right or 4 left of the first digit), for finite x.
+  void PyFloatRepr(double x) {
+    char sci[40];
+    auto r = std::to_chars(sci, sci + sizeof sci, x, std::chars_format::scientific);
+    std::string_view text(sci, static_cast<size_t>(r.ptr - sci));
+    if (!text.empty() && text[0] == '-') {
+      buf_.push_back('-');
+      text.remove_prefix(1);
+    }
+    const size_t e = text.find('e');
+    std::string digits;
+    for (char ch : text.substr(0, e)) {
+      if (ch != '.') digits.push_back(ch);
+    }
+    int exp10 = 0;
+    std::from_chars(text.data() + e + (text[e + 1] == '+' ? 2 : 1), text.data() + text.size(),
+                    exp10);
+    const int decpt = exp10 + 1;  // digits d1 d2 ... mean 0.d1d2... x 10^decpt
+    const int n = static_cast<int>(digits.size());
+    if (decpt > -4 && decpt <= 16) {
+      if (decpt <= 0) {
+        buf_.append("0.");
+        buf_.append(static_cast<size_t>(-decpt), '0');
+        buf_.append(digits);
+      } else if (decpt >= n) {
+        buf_.append(digits);
+        buf_.append(static_cast<size_t>(decpt - n), '0');
+        buf_.append(".0");
+      } else {
+        buf_.append(digits, 0, static_cast<size_t>(decpt));
+        buf_.push_back('.');
+        buf_.append(digits, static_cast<size_t>(decpt), std::string::npos);
+      }
+      return;
+    }
+    buf_.push_back(digits[0]);
+    if (n > 1) {
+      buf_.push_back('.');
+      buf_.append(digits, 1, std::string::npos);
+    }
+    const int shown = decpt - 1;
+    buf_.append(shown < 0 ? "e-" : "e+");
+    const int mag = shown < 0 ? -shown : shown;
+    if (mag < 10) buf_.push_back('0');
+    Int(mag);
+  }
+
+  // memtl_torch._float: non-finite values as the format's strings.
+  void Float(double x) {
+    if (std::isnan(x)) {
+      buf_.append("\"nan\"");
+    } else if (std::isinf(x)) {
+      buf_.append(x > 0 ? "\"inf\"" : "\"-inf\"");
+    } else {
+      PyFloatRepr(x);
+    }
+  }
+
+  // Called after each record: hands the text over once enough is gathered.
+  void EndRecord() {
+    if (buf_.size() >= kFlushBytes) Flush();
+  }
+
+  void Flush() {
+    if (buf_.empty()) return;
+    write_(py::bytes(buf_.data(), buf_.size()));
+    buf_.clear();
+  }
+
+ private:
+  void Hex4(uint32_t v) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    char out[6] = {'\\',        'u', kHex[(v >> 12) & 15], kHex[(v >> 8) & 15], kHex[(v >> 4) & 15],
+                   kHex[v & 15]};
+    buf_.append(out, sizeof out);
+  }
+
+  // Decodes the UTF-8 sequence at s[i] (whose first byte is >= 0x80) into
+  // *cp; returns its length. An invalid sequence gives U+FFFD for one byte.
+  static size_t DecodeUtf8(std::string_view s, size_t i, uint32_t* cp) {
+    const auto b0 = static_cast<unsigned char>(s[i]);
+    size_t len = 0;
+    uint32_t v = 0;
+    uint32_t min = 0;
+    if (b0 >= 0xc2 && b0 <= 0xdf) {
+      len = 2, v = b0 & 0x1f, min = 0x80;
+    } else if (b0 >= 0xe0 && b0 <= 0xef) {
+      len = 3, v = b0 & 0x0f, min = 0x800;
+    } else if (b0 >= 0xf0 && b0 <= 0xf4) {
+      len = 4, v = b0 & 0x07, min = 0x10000;
+    }
+    if (len == 0 || i + len > s.size()) {
+      *cp = 0xfffd;
+      return 1;
+    }
+    for (size_t k = 1; k < len; ++k) {
+      const auto b = static_cast<unsigned char>(s[i + k]);
+      if ((b & 0xc0) != 0x80) {
+        *cp = 0xfffd;
+        return 1;
+      }
+      v = (v << 6) | (b & 0x3f);
+    }
+    if (v < min || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff)) {
+      *cp = 0xfffd;
+      return 1;
+    }
+    *cp = v;
+    return len;
+  }
+
+  py::object write_;
+  std::string buf_;
+};
+
+// str(torch.<dtype>) less its "torch." prefix, as the Python walk writes it.
+const char* DtypeName(c10::ScalarType t) {
+  switch (t) {
+    case c10::ScalarType::Byte:
+      return "uint8";
+    case c10::ScalarType::Char:
+      return "int8";
+    case c10::ScalarType::Short:
+      return "int16";
+    case c10::ScalarType::Int:
+      return "int32";
+    case c10::ScalarType::Long:
+      return "int64";
+    case c10::ScalarType::Half:
+      return "float16";
+    case c10::ScalarType::Float:
+      return "float32";
+    case c10::ScalarType::Double:
+      return "float64";
+    case c10::ScalarType::ComplexHalf:
+      return "complex32";
+    case c10::ScalarType::ComplexFloat:
+      return "complex64";
+    case c10::ScalarType::ComplexDouble:
+      return "complex128";
+    case c10::ScalarType::Bool:
+      return "bool";
+    case c10::ScalarType::QInt8:
+      return "qint8";
+    case c10::ScalarType::QUInt8:
+      return "quint8";
+    case c10::ScalarType::QInt32:
+      return "qint32";
+    case c10::ScalarType::BFloat16:
+      return "bfloat16";
+    case c10::ScalarType::QUInt4x2:
+      return "quint4x2";
+    case c10::ScalarType::QUInt2x4:
+      return "quint2x4";
+    default:
+      return "undefined";
+  }
+}
+
+// str(torch.<layout>) less its "torch." prefix.
+const char* LayoutName(c10::Layout l) {
+  switch (l) {
+    case c10::Layout::Strided:
+      return "strided";
+    case c10::Layout::Sparse:
+      return "sparse_coo";
+    case c10::Layout::SparseCsr:
+      return "sparse_csr";
+    case c10::Layout::Mkldnn:
+      return "_mkldnn";
+    case c10::Layout::SparseCsc:
+      return "sparse_csc";
+    case c10::Layout::SparseBsr:
+      return "sparse_bsr";
+    case c10::Layout::SparseBsc:
+      return "sparse_bsc";
+    default:
+      return "unknown";
+  }
+}
+
+// The format's scope names: RecordScope's member names in lower case.
+const char* ScopeName(at::RecordScope s) {
+  switch (s) {
+    case at::RecordScope::FUNCTION:
+      return "function";
+    case at::RecordScope::BACKWARD_FUNCTION:
+      return "backward_function";
+    case at::RecordScope::TORCHSCRIPT_FUNCTION:
+      return "torchscript_function";
+    case at::RecordScope::KERNEL_FUNCTION_DTYPE:
+      return "kernel_function_dtype";
+    case at::RecordScope::CUSTOM_CLASS:
+      return "custom_class";
+    case at::RecordScope::BUILD_FEATURE:
+      return "build_feature";
+    case at::RecordScope::LITE_INTERPRETER:
+      return "lite_interpreter";
+    case at::RecordScope::USER_SCOPE:
+      return "user_scope";
+    case at::RecordScope::STATIC_RUNTIME_OP:
+      return "static_runtime_op";
+    case at::RecordScope::STATIC_RUNTIME_MODEL:
+      return "static_runtime_model";
+    default:
+      return "num_scopes";
+  }
+}
+
+struct Facts {
+  int64_t events = 0;
+  int64_t allocations = 0;
+  std::set<std::string> devices;
+  int64_t aten_ops = 0;
+  int64_t ops_with_inputs = 0;
+  std::set<std::string> op_names;
+};
+
+class Walker {
+ public:
+  explicit Walker(py::object write) : out_(std::move(write)) {}
+
+  Facts Run(const std::vector<std::shared_ptr<tpi::Result>>& roots) {
+    // Pre-order, iteratively (trees can be deep): each frame is a children
+    // list, the next child to visit and the index of their parent.
+    struct Frame {
+      const std::vector<std::shared_ptr<tpi::Result>>* list;
+      size_t next;
+      int64_t parent;
+    };
+    std::vector<Frame> stack;
+    stack.push_back({&roots, 0, -1});
+    while (!stack.empty()) {
+      Frame& top = stack.back();
+      if (top.next == top.list->size()) {
+        stack.pop_back();
+        continue;
+      }
+      const tpi::Result& e = *(*top.list)[top.next++];
+      const int64_t index = facts_.events++;
+      Record(e, index, top.parent);
+      out_.EndRecord();
+      if (!e.children_.empty()) stack.push_back({&e.children_, 0, index});
+    }
+    out_.Flush();
+    return std::move(facts_);
+  }
+
+ private:
+  void Record(const tpi::Result& e, int64_t index, int64_t parent) {
+    c10::visit(
+        [&](const auto& f) {
+          using F = std::decay_t<decltype(f)>;
+          if constexpr (std::is_same_v<F, tpi::ExtraFields<tpi::EventType::TorchOp>>) {
+            Op(e, f, index, parent);
+          } else if constexpr (std::is_same_v<F, tpi::ExtraFields<tpi::EventType::Allocation>>) {
+            Alloc(e, f, index, parent);
+          } else if constexpr (std::is_same_v<F, tpi::ExtraFields<tpi::EventType::PyCall>>) {
+            Py(e, index, parent, &f);
+          } else if constexpr (std::is_same_v<F, tpi::ExtraFields<tpi::EventType::PyCCall>>) {
+            Py(e, index, parent, nullptr);
+          } else if constexpr (std::is_same_v<F, tpi::ExtraFields<tpi::EventType::Backend>>) {
+            Other(e, index, parent, "backend");
+          } else if constexpr (std::is_same_v<F, tpi::ExtraFields<tpi::EventType::OutOfMemory>>) {
+            Other(e, index, parent, "outofmemory");
+          } else {
+            Other(e, index, parent, "kineto");
+          }
+        },
+        e.extra_fields_);
+  }
+
+  void Head(const char* kind, int64_t index, int64_t parent) {
+    out_.Put("{\"k\":\"");
+    out_.Put(kind);
+    out_.Put("\",\"i\":");
+    out_.Int(index);
+    out_.Put(",\"p\":");
+    out_.Int(parent);
+  }
+
+  void Op(const tpi::Result& e, const tpi::ExtraFields<tpi::EventType::TorchOp>& f, int64_t index,
+          int64_t parent) {
+    const std::string& name = f.name_;
+    const tpi::Inputs& in = f.inputs_;
+    const size_t n = in.dtypes_.size();
+    if (name.find("::") != std::string::npos) {
+      op_names_insert(name);
+      ++facts_.aten_ops;
+      if (n != 0) ++facts_.ops_with_inputs;
+    }
+    Head("op", index, parent);
+    out_.Put(",\"name\":");
+    out_.JsonString(name);
+    out_.Put(",\"t0\":");
+    out_.Int(e.start_time_ns_);
+    out_.Put(",\"t1\":");
+    out_.Int(e.endTimeNS());
+    out_.Put(",\"tid\":");
+    out_.UInt(e.start_tid_);
+    out_.Put(",\"scope\":\"");
+    out_.Put(ScopeName(f.scope_));
+    out_.Put("\",\"seq\":");
+    out_.Int(f.sequence_number_);
+    out_.Put(",\"args\":[");
+    for (size_t k = 0; k < n; ++k) {
+      if (k != 0) out_.Put(',');
+      Arg(in, k);
+    }
+    out_.Put("]}\n");
+  }
+
+  // Argument k of a 1.13 op, as memtl_torch's _Writer.args_v1 writes it
+  // (lists shorter than the dtypes are padded: no shape is "[]", no value
+  // "null").
+  void Arg(const tpi::Inputs& in, size_t k) {
+    if (k < in.tensor_metadata_.size() && in.tensor_metadata_[k].has_value()) {
+      const tpi::TensorMetadata& md = *in.tensor_metadata_[k];
+      out_.Put("{\"impl\":");
+      out_.Addr(md.impl_.value_of());
+      out_.Put(",\"ptr\":");
+      out_.Addr(md.data_.value_of());
+      out_.Put(",\"id\":null,\"aid\":null,");
+      Meta(md);
+      out_.Put(",\"sizes\":");
+      Ints(k < in.shapes_.size() ? &in.shapes_[k] : nullptr);
+      out_.Put(",\"strides\":");
+      Ints(k < in.strides_.size() ? &in.strides_[k] : nullptr);
+      out_.Put('}');
+      return;
+    }
+    const std::string& dtype = in.dtypes_[k];
+    if (dtype == "Scalar") {
+      if (k < in.ivalues_.size()) {
+        Scalar(in.ivalues_[k]);
+      } else {
+        out_.Put("null");
+      }
+    } else if (dtype == "TensorList") {
+      out_.Put("{\"list\":[]}");  // 1.13 does not capture the elements
+    } else {
+      out_.Put("null");  // None, or a value 1.13 did not capture
+    }
+  }
+
+  // '"dev":..,"dtype":..,"layout":..', formatted once per combination.
+  void Meta(const tpi::TensorMetadata& md) {
+    const auto key =
+        std::make_tuple(static_cast<int>(md.device_type_), static_cast<int>(md.device_index_),
+                        static_cast<int>(md.dtype_), static_cast<int>(md.layout_));
+    auto it = meta_.find(key);
+    if (it == meta_.end()) {
+      std::string s = "\"dev\":" + Quoted(md.device().str()) + ",\"dtype\":\"" +
+                      DtypeName(md.dtype_) + "\",\"layout\":\"" + LayoutName(md.layout_) + "\"";
+      it = meta_.emplace(key, std::move(s)).first;
+    }
+    out_.Put(it->second);
+  }
+
+  static std::string Quoted(const std::string& s) {
+    std::string q = "\"";
+    for (char c : s) {
+      if (c == '"' || c == '\\') q.push_back('\\');
+      q.push_back(c);
+    }
+    q.push_back('"');
+    return q;
+  }
+
+  void Ints(const std::vector<int64_t>* v) {
+    out_.Put('[');
+    if (v != nullptr) {
+      for (size_t i = 0; i < v->size(); ++i) {
+        if (i != 0) out_.Put(',');
+        out_.Int((*v)[i]);
+      }
+    }
+    out_.Put(']');
+  }
+
+  // memtl_torch._scalar of the Python value PyTorch's bindings make of it.
+  void Scalar(const c10::IValue& v) {
+    if (v.isBool()) {
+      out_.Put(v.toBool() ? "{\"bool\":true}" : "{\"bool\":false}");
+    } else if (v.isInt()) {
+      out_.Put("{\"int\":");
+      out_.Int(v.toInt());
+      out_.Put('}');
+    } else if (v.isDouble()) {
+      out_.Put("{\"float\":");
+      out_.Float(v.toDouble());
+      out_.Put('}');
+    } else if (v.isComplexDouble()) {
+      const c10::complex<double> c = v.toComplexDouble();
+      out_.Put("{\"complex\":[");
+      out_.Float(c.real());
+      out_.Put(',');
+      out_.Float(c.imag());
+      out_.Put("]}");
+    } else if (v.isString()) {
+      out_.Put("{\"str\":");
+      out_.JsonString(v.toStringRef());
+      out_.Put('}');
+    } else {
+      out_.Put("null");  // None, or a type the format does not carry
+    }
+  }
+
+  void Alloc(const tpi::Result& e, const tpi::ExtraFields<tpi::EventType::Allocation>& f,
+             int64_t index, int64_t parent) {
+    ++facts_.allocations;
+    const auto key =
+        std::make_pair(static_cast<int>(f.device_type_), static_cast<int>(f.device_index_));
+    auto it = devices_.find(key);
+    if (it == devices_.end()) {
+      const std::string dev = f.device().str();
+      facts_.devices.insert(dev);
+      it = devices_.emplace(key, Quoted(dev)).first;
+    }
+    Head("alloc", index, parent);
+    out_.Put(",\"t\":");
+    out_.Int(e.start_time_ns_);
+    out_.Put(",\"tid\":");
+    out_.UInt(e.start_tid_);
+    out_.Put(",\"ptr\":");
+    out_.Addr(f.ptr_);
+    out_.Put(",\"bytes\":");
+    out_.Int(f.alloc_size_);
+    out_.Put(",\"dev\":");
+    out_.Put(it->second);
+    out_.Put(",\"total_allocated\":");
+    out_.Int(f.total_allocated_);
+    out_.Put(",\"total_reserved\":");
+    out_.Int(f.total_reserved_);
+    out_.Put(",\"id\":null,\"aid\":null}\n");
+  }
+
+  void Py(const tpi::Result& e, int64_t index, int64_t parent,
+          const tpi::ExtraFields<tpi::EventType::PyCall>* call) {
+    Head("py", index, parent);
+    out_.Put(",\"name\":");
+    out_.JsonString(e.name());
+    out_.Put(",\"t0\":");
+    out_.Int(e.start_time_ns_);
+    out_.Put(",\"t1\":");
+    out_.Int(e.endTimeNS());
+    out_.Put(",\"tid\":");
+    out_.UInt(e.start_tid_);
+    if (call != nullptr && call->module_.has_value()) {
+      // 1.13's module record: the class name and (name, storage address)
+      // per parameter; no module address, no gradients.
+      const tpi::NNModuleInfo& m = *call->module_;
+      out_.Put(",\"module\":{\"self\":null,\"cls\":");
+      out_.JsonString(m.cls_name_.str());
+      out_.Put(",\"params\":[");
+      for (size_t i = 0; i < m.params_.size(); ++i) {
+        if (i != 0) out_.Put(',');
+        out_.Put("{\"name\":");
+        out_.JsonString(m.params_[i].first);
+        out_.Put(",\"t\":{\"ptr\":");
+        out_.Addr(m.params_[i].second);
+        out_.Put("},\"grad\":null}");
+      }
+      out_.Put("]}");
+    } else if (call != nullptr && call->opt_.has_value()) {
+      // 1.13's optimizer record: parameter addresses, and the state flat
+      // (not attributed to parameters), which goes to the optimizer level.
+      const tpi::OptimizerInfo& o = *call->opt_;
+      out_.Put(",\"optimizer\":{\"self\":");
+      out_.Addr(static_cast<PyObject*>(o.self_));
+      out_.Put(",\"params\":[");
+      for (size_t i = 0; i < o.params_addr_.size(); ++i) {
+        if (i != 0) out_.Put(',');
+        out_.Put("{\"t\":{\"ptr\":");
+        out_.Addr(o.params_addr_[i]);
+        out_.Put("},\"grad\":null,\"state\":[]}");
+      }
+      out_.Put("],\"state\":[");
+      for (size_t i = 0; i < o.opt_state_.size(); ++i) {
+        if (i != 0) out_.Put(',');
+        out_.Put('[');
+        out_.JsonString(o.opt_state_[i].first);
+        out_.Put(",{\"ptr\":");
+        out_.Addr(o.opt_state_[i].second);
+        out_.Put("}]");
+      }
+      out_.Put("]}");
+    }
+    out_.Put("}\n");
+  }
+
+  void Other(const tpi::Result& e, int64_t index, int64_t parent, const char* type) {
+    Head("other", index, parent);
+    out_.Put(",\"name\":");
+    out_.JsonString(e.name());
+    out_.Put(",\"t0\":");
+    out_.Int(e.start_time_ns_);
+    out_.Put(",\"t1\":");
+    out_.Int(e.endTimeNS());
+    out_.Put(",\"type\":\"");
+    out_.Put(type);
+    out_.Put("\"}\n");
+  }
+
+  void op_names_insert(const std::string& name) { facts_.op_names.insert(name); }
+
+  Sink out_;
+  Facts facts_;
+  std::map<std::tuple<int, int, int, int>, std::string> meta_;
+  std::map<std::pair<int, int>, std::string> devices_;
+};
+
+py::tuple WalkV1(const py::iterable& roots_obj, const py::object& write) {
+  std::vector<std::shared_ptr<tpi::Result>> roots;
+  for (py::handle h : roots_obj) {
+    // Raises TypeError for anything but a profiler event (a test's
+    // stand-in): memtl_torch then walks in Python.
+    if (!py::isinstance<tpi::Result>(h)) {
+      throw py::type_error("walk_v1: a root is not a PyTorch profiler event");
+    }
+    roots.push_back(h.cast<std::shared_ptr<tpi::Result>>());
+  }
+  Facts facts = Walker(write).Run(roots);
+  py::list devices;
+  for (const std::string& d : facts.devices) devices.append(py::str(d));
+  py::list op_names;
+  for (const std::string& n : facts.op_names) {
+    // Names the Python bindings could not decode are left out of the
+    // schema records, as the Python walk could not have read them.
+    PyObject* s = PyUnicode_DecodeUTF8(n.data(), static_cast<Py_ssize_t>(n.size()), nullptr);
+    if (s == nullptr) {
+      PyErr_Clear();
+      continue;
+    }
+    op_names.append(py::reinterpret_steal<py::str>(s));
+  }
+  return py::make_tuple(facts.events, facts.allocations, devices, facts.aten_ops,
+                        facts.ops_with_inputs, op_names);
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_memtl_torch_native, m) {
+  m.doc() = "memtl's native walk of a PyTorch 1.13 profile (see memtl_torch.py)";
+  py::module_::import("torch");
+  const py::detail::type_info* event_type = py::detail::get_type_info(typeid(tpi::Result));
+  if (event_type == nullptr) {
+    throw py::import_error(
+        "torch._C's profiler events are not visible to this module (torch built with another "
+        "pybind11 or compiler, or not torch 1.13)");
+  }
+  // torch._C registered the record with its own sizeof: a different size
+  // means headers that do not describe the library's records.
+  if (event_type->type_size != sizeof(tpi::Result)) {
+    throw py::import_error("torch's profiler records are " + std::to_string(event_type->type_size) +
+                           " bytes, this module was built for " +
+                           std::to_string(sizeof(tpi::Result)));
+  }
+  m.attr("TORCH_VERSION") =
+      py::str(std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR));
+  m.def("walk_v1", &WalkV1, py::arg("roots"), py::arg("write"));
+}
