@@ -25,6 +25,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <set>
@@ -89,36 +90,22 @@ class Sink {
         len = DecodeUtf8(s, i, &cp);
       }
       i += len;
-      switch (cp) {
-        case '"':
-          buf_.append("\\\"");
-          break;
-        case '\\':
-          buf_.append("\\\\");
-          break;
-        case '\b':
-          buf_.append("\\b");
-          break;
-        case '\f':
-          buf_.append("\\f");
-          break;
-        case '\n':
-          buf_.append("\\n");
-          break;
-        case '\r':
-          buf_.append("\\r");
-          break;
-        case '\t':
-          buf_.append("\\t");
-          break;
-        default:
-          if (cp >= 0x10000) {
-            cp -= 0x10000;
-            Hex4(0xd800 | ((cp >> 10) & 0x3ff));
-            Hex4(0xdc00 | (cp & 0x3ff));
-          } else {
-            Hex4(cp);
-          }
+      // The five short escapes (and those of " and \), then \uXXXX.
+      static constexpr std::string_view kEscaped = "\"\\\b\f\n\r\t";
+      static constexpr std::string_view kEscapes = "\"\\bfnrt";
+      if (const size_t e =
+              cp < 0x80 ? kEscaped.find(static_cast<char>(cp)) : std::string_view::npos;
+          e != std::string_view::npos) {
+        buf_.push_back('\\');
+        buf_.push_back(kEscapes[e]);
+        continue;
+      }
+      if (cp >= 0x10000) {
+        cp -= 0x10000;
+        Hex4(0xd800 | ((cp >> 10) & 0x3ff));
+        Hex4(0xdc00 | (cp & 0x3ff));
+      } else {
+        Hex4(cp);
       }
     }
     buf_.push_back('"');
@@ -241,98 +228,28 @@ class Sink {
   std::string buf_;
 };
 
-// str(torch.<dtype>) less its "torch." prefix, as the Python walk writes it.
-const char* DtypeName(c10::ScalarType t) {
-  switch (t) {
-    case c10::ScalarType::Byte:
-      return "uint8";
-    case c10::ScalarType::Char:
-      return "int8";
-    case c10::ScalarType::Short:
-      return "int16";
-    case c10::ScalarType::Int:
-      return "int32";
-    case c10::ScalarType::Long:
-      return "int64";
-    case c10::ScalarType::Half:
-      return "float16";
-    case c10::ScalarType::Float:
-      return "float32";
-    case c10::ScalarType::Double:
-      return "float64";
-    case c10::ScalarType::ComplexHalf:
-      return "complex32";
-    case c10::ScalarType::ComplexFloat:
-      return "complex64";
-    case c10::ScalarType::ComplexDouble:
-      return "complex128";
-    case c10::ScalarType::Bool:
-      return "bool";
-    case c10::ScalarType::QInt8:
-      return "qint8";
-    case c10::ScalarType::QUInt8:
-      return "quint8";
-    case c10::ScalarType::QInt32:
-      return "qint32";
-    case c10::ScalarType::BFloat16:
-      return "bfloat16";
-    case c10::ScalarType::QUInt4x2:
-      return "quint4x2";
-    case c10::ScalarType::QUInt2x4:
-      return "quint2x4";
-    default:
-      return "undefined";
-  }
-}
+// Name tables indexed by the enum's value, in the enum's order (c10/core/
+// ScalarType.h, c10/core/Layout.h, ATen/record_function.h of torch 1.13).
+// Dtypes and layouts: str(torch.<x>) less its "torch." prefix, as the Python
+// walk writes them; scopes: RecordScope's member names in lower case.
+constexpr const char* kDtypeNames[] = {
+    "uint8",   "int8",    "int16",     "int32",     "int64",      "float16",
+    "float32", "float64", "complex32", "complex64", "complex128", "bool",
+    "qint8",   "quint8",  "qint32",    "bfloat16",  "quint4x2",   "quint2x4"};
+constexpr const char* kLayoutNames[] = {"strided",    "sparse_coo", "sparse_csr", "_mkldnn",
+                                        "sparse_csc", "sparse_bsr", "sparse_bsc"};
+constexpr const char* kScopeNames[] = {
+    "function",          "backward_function",   "torchscript_function", "kernel_function_dtype",
+    "custom_class",      "build_feature",       "lite_interpreter",     "user_scope",
+    "static_runtime_op", "static_runtime_model"};
+static_assert(std::size(kDtypeNames) == static_cast<size_t>(c10::ScalarType::QUInt2x4) + 1);
+static_assert(std::size(kLayoutNames) == static_cast<size_t>(c10::Layout::NumOptions));
+static_assert(std::size(kScopeNames) == static_cast<size_t>(at::RecordScope::NUM_SCOPES));
 
-// str(torch.<layout>) less its "torch." prefix.
-const char* LayoutName(c10::Layout l) {
-  switch (l) {
-    case c10::Layout::Strided:
-      return "strided";
-    case c10::Layout::Sparse:
-      return "sparse_coo";
-    case c10::Layout::SparseCsr:
-      return "sparse_csr";
-    case c10::Layout::Mkldnn:
-      return "_mkldnn";
-    case c10::Layout::SparseCsc:
-      return "sparse_csc";
-    case c10::Layout::SparseBsr:
-      return "sparse_bsr";
-    case c10::Layout::SparseBsc:
-      return "sparse_bsc";
-    default:
-      return "unknown";
-  }
-}
-
-// The format's scope names: RecordScope's member names in lower case.
-const char* ScopeName(at::RecordScope s) {
-  switch (s) {
-    case at::RecordScope::FUNCTION:
-      return "function";
-    case at::RecordScope::BACKWARD_FUNCTION:
-      return "backward_function";
-    case at::RecordScope::TORCHSCRIPT_FUNCTION:
-      return "torchscript_function";
-    case at::RecordScope::KERNEL_FUNCTION_DTYPE:
-      return "kernel_function_dtype";
-    case at::RecordScope::CUSTOM_CLASS:
-      return "custom_class";
-    case at::RecordScope::BUILD_FEATURE:
-      return "build_feature";
-    case at::RecordScope::LITE_INTERPRETER:
-      return "lite_interpreter";
-    case at::RecordScope::USER_SCOPE:
-      return "user_scope";
-    case at::RecordScope::STATIC_RUNTIME_OP:
-      return "static_runtime_op";
-    case at::RecordScope::STATIC_RUNTIME_MODEL:
-      return "static_runtime_model";
-    default:
-      return "num_scopes";
-  }
+template <size_t N, typename Enum>
+const char* NameOf(const char* const (&names)[N], Enum value, const char* otherwise) {
+  const auto i = static_cast<size_t>(value);
+  return i < N ? names[i] : otherwise;
 }
 
 struct Facts {
@@ -398,6 +315,17 @@ class Walker {
         e.extra_fields_);
   }
 
+  // Writes each item of `items` with `write_one`, commas between.
+  template <typename Items, typename Fn>
+  void Each(const Items& items, Fn&& write_one) {
+    bool first = true;
+    for (const auto& item : items) {
+      if (!first) out_.Put(',');
+      first = false;
+      write_one(item);
+    }
+  }
+
   void Head(const char* kind, int64_t index, int64_t parent) {
     out_.Put("{\"k\":\"");
     out_.Put(kind);
@@ -405,6 +333,16 @@ class Walker {
     out_.Int(index);
     out_.Put(",\"p\":");
     out_.Int(parent);
+  }
+
+  // ,"name":..,"t0":..,"t1":.. of an event that has a span.
+  void NameAndTimes(std::string_view name, const tpi::Result& e) {
+    out_.Put(",\"name\":");
+    out_.JsonString(name);
+    out_.Put(",\"t0\":");
+    out_.Int(e.start_time_ns_);
+    out_.Put(",\"t1\":");
+    out_.Int(e.endTimeNS());
   }
 
   void Op(const tpi::Result& e, const tpi::ExtraFields<tpi::EventType::TorchOp>& f, int64_t index,
@@ -418,16 +356,11 @@ class Walker {
       if (n != 0) ++facts_.ops_with_inputs;
     }
     Head("op", index, parent);
-    out_.Put(",\"name\":");
-    out_.JsonString(name);
-    out_.Put(",\"t0\":");
-    out_.Int(e.start_time_ns_);
-    out_.Put(",\"t1\":");
-    out_.Int(e.endTimeNS());
+    NameAndTimes(name, e);
     out_.Put(",\"tid\":");
     out_.UInt(e.start_tid_);
     out_.Put(",\"scope\":\"");
-    out_.Put(ScopeName(f.scope_));
+    out_.Put(NameOf(kScopeNames, f.scope_, "num_scopes"));
     out_.Put("\",\"seq\":");
     out_.Int(f.sequence_number_);
     out_.Put(",\"args\":[");
@@ -479,7 +412,8 @@ class Walker {
     auto it = meta_.find(key);
     if (it == meta_.end()) {
       std::string s = "\"dev\":" + Quoted(md.device().str()) + ",\"dtype\":\"" +
-                      DtypeName(md.dtype_) + "\",\"layout\":\"" + LayoutName(md.layout_) + "\"";
+                      NameOf(kDtypeNames, md.dtype_, "undefined") + "\",\"layout\":\"" +
+                      NameOf(kLayoutNames, md.layout_, "unknown") + "\"";
       it = meta_.emplace(key, std::move(s)).first;
     }
     out_.Put(it->second);
@@ -497,12 +431,7 @@ class Walker {
 
   void Ints(const std::vector<int64_t>* v) {
     out_.Put('[');
-    if (v != nullptr) {
-      for (size_t i = 0; i < v->size(); ++i) {
-        if (i != 0) out_.Put(',');
-        out_.Int((*v)[i]);
-      }
-    }
+    if (v != nullptr) Each(*v, [&](int64_t x) { out_.Int(x); });
     out_.Put(']');
   }
 
@@ -566,12 +495,7 @@ class Walker {
   void Py(const tpi::Result& e, int64_t index, int64_t parent,
           const tpi::ExtraFields<tpi::EventType::PyCall>* call) {
     Head("py", index, parent);
-    out_.Put(",\"name\":");
-    out_.JsonString(e.name());
-    out_.Put(",\"t0\":");
-    out_.Int(e.start_time_ns_);
-    out_.Put(",\"t1\":");
-    out_.Int(e.endTimeNS());
+    NameAndTimes(e.name(), e);
     out_.Put(",\"tid\":");
     out_.UInt(e.start_tid_);
     if (call != nullptr && call->module_.has_value()) {
@@ -581,14 +505,13 @@ class Walker {
       out_.Put(",\"module\":{\"self\":null,\"cls\":");
       out_.JsonString(m.cls_name_.str());
       out_.Put(",\"params\":[");
-      for (size_t i = 0; i < m.params_.size(); ++i) {
-        if (i != 0) out_.Put(',');
+      Each(m.params_, [&](const auto& param) {
         out_.Put("{\"name\":");
-        out_.JsonString(m.params_[i].first);
+        out_.JsonString(param.first);
         out_.Put(",\"t\":{\"ptr\":");
-        out_.Addr(m.params_[i].second);
+        out_.Addr(param.second);
         out_.Put("},\"grad\":null}");
-      }
+      });
       out_.Put("]}");
     } else if (call != nullptr && call->opt_.has_value()) {
       // 1.13's optimizer record: parameter addresses, and the state flat
@@ -597,21 +520,19 @@ class Walker {
       out_.Put(",\"optimizer\":{\"self\":");
       out_.Addr(static_cast<PyObject*>(o.self_));
       out_.Put(",\"params\":[");
-      for (size_t i = 0; i < o.params_addr_.size(); ++i) {
-        if (i != 0) out_.Put(',');
+      Each(o.params_addr_, [&](const void* addr) {
         out_.Put("{\"t\":{\"ptr\":");
-        out_.Addr(o.params_addr_[i]);
+        out_.Addr(addr);
         out_.Put("},\"grad\":null,\"state\":[]}");
-      }
+      });
       out_.Put("],\"state\":[");
-      for (size_t i = 0; i < o.opt_state_.size(); ++i) {
-        if (i != 0) out_.Put(',');
+      Each(o.opt_state_, [&](const auto& state) {
         out_.Put('[');
-        out_.JsonString(o.opt_state_[i].first);
+        out_.JsonString(state.first);
         out_.Put(",{\"ptr\":");
-        out_.Addr(o.opt_state_[i].second);
+        out_.Addr(state.second);
         out_.Put("}]");
-      }
+      });
       out_.Put("]}");
     }
     out_.Put("}\n");
@@ -619,12 +540,7 @@ class Walker {
 
   void Other(const tpi::Result& e, int64_t index, int64_t parent, const char* type) {
     Head("other", index, parent);
-    out_.Put(",\"name\":");
-    out_.JsonString(e.name());
-    out_.Put(",\"t0\":");
-    out_.Int(e.start_time_ns_);
-    out_.Put(",\"t1\":");
-    out_.Int(e.endTimeNS());
+    NameAndTimes(e.name(), e);
     out_.Put(",\"type\":\"");
     out_.Put(type);
     out_.Put("\"}\n");
