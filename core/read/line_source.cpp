@@ -11,8 +11,11 @@
 namespace memtl {
 
 namespace {
-constexpr size_t kChunk = 1 << 20;
-}
+// Compressed (or plain) bytes read from the file at a time. Small: the
+// buffer is resident while the file is read, and reading more at once is
+// no faster (a 64 KiB gzip chunk inflates to about 640 KiB of JSON).
+constexpr size_t kChunk = 64 << 10;
+}  // namespace
 
 struct LineSource::Inflater {
   z_stream zs{};

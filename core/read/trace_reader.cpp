@@ -847,7 +847,11 @@ class BlockQueue {
   }
 
  private:
-  static constexpr size_t kMax = 4;
+  // Blocks waiting for the parser. One is enough to keep both threads busy
+  // (the parser takes the next block as soon as it finishes one, and
+  // inflating a block takes about as long as parsing it); each one more
+  // keeps a block's memory resident for no gain in speed.
+  static constexpr size_t kMax = 1;
   const bool bounded_;
   std::mutex mu_;
   std::condition_variable not_empty_, not_full_;
@@ -858,12 +862,23 @@ class BlockQueue {
   Status status_;
 };
 
-constexpr size_t kBlock = 512 << 10;  // bytes of whole lines per block
+// Bytes of whole lines per block. Three blocks are alive at a time (one
+// parsed, one queued, one being filled), so this sets the read's buffer
+// memory; blocks of 512 KiB, four queued, were 3.4 MB of a 10^5-event
+// read's 12 MB peak, and 128 KiB blocks read as fast (docs/performance.md).
+constexpr size_t kBlock = 128 << 10;
+// A block's buffer is reserved once for a block plus what one inflate step
+// appends past kBlock (LineSource decodes 64 KiB at a time), so that it is
+// not regrown by doubling, and is at least malloc's mmap threshold
+// (cli/memtl.cpp) so that it is unmapped when freed instead of staying in
+// the reader thread's arena.
+constexpr size_t kBlockCapacity = kBlock + (128 << 10);
 
 void Produce(LineSource& src, BlockQueue& queue) {
   for (;;) {
     Block block;
     block.text = queue.Spare();
+    block.text.reserve(kBlockCapacity);
     if (!src.ReadLines(&block.text, kBlock)) break;
     block.last_unterminated = src.last_line_unterminated();
     queue.Push(std::move(block));
@@ -885,6 +900,7 @@ Expected<Trace> ReadFrom(LineSource& src, const ReadOptions& options, ReadInfo* 
   auto next_block = [&](Block* b) -> bool {
     if (threaded) return queue.Pop(b);
     b->text.clear();
+    b->text.reserve(kBlockCapacity);
     if (!src.ReadLines(&b->text, kBlock)) return false;
     b->last_unterminated = src.last_line_unterminated();
     return true;
