@@ -1,6 +1,8 @@
 // The schema registry (built-in table plus a trace's own schema records) and
 // the matcher that ports PyTorch's SchemaMatcher rules.
+#include <algorithm>
 #include <string>
+#include <utility>
 
 #include "core/schema/schema.h"
 
@@ -15,23 +17,35 @@ SchemaRegistry::SchemaRegistry() = default;
 
 SchemaRegistry SchemaRegistry::Builtin() {
   SchemaRegistry reg;
-  std::string text;
-  for (size_t i = 0; i < kBuiltinSchemaChunkCount; ++i) text += kBuiltinSchemaChunks[i];
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string::npos) end = text.size();
-    std::string_view line(text.data() + pos, end - pos);
-    pos = end + 1;
-    if (line.empty() || line.front() == '#') continue;
-    const size_t paren = line.find('(');
-    if (paren == std::string_view::npos) continue;
-    std::string_view full = line.substr(0, paren);
-    const size_t ns = full.find("::");
-    const size_t dot =
-        ns == std::string_view::npos ? std::string_view::npos : full.find('.', ns + 2);
-    reg.entries_[std::string(full.substr(0, dot))].texts.emplace_back(line);
+  size_t lines = 0;
+  for (size_t i = 0; i < kBuiltinSchemaChunkCount; ++i) {
+    const std::string_view chunk(kBuiltinSchemaChunks[i]);
+    lines += static_cast<size_t>(std::count(chunk.begin(), chunk.end(), '\n')) + 1;
   }
+  reg.builtin_.reserve(lines);
+  // The generator cuts chunks after a '\n', so no line spans two chunks.
+  for (size_t i = 0; i < kBuiltinSchemaChunkCount; ++i) {
+    const std::string_view text(kBuiltinSchemaChunks[i]);
+    size_t pos = 0;
+    while (pos < text.size()) {
+      size_t end = text.find('\n', pos);
+      if (end == std::string_view::npos) end = text.size();
+      std::string_view line = text.substr(pos, end - pos);
+      pos = end + 1;
+      if (line.empty() || line.front() == '#') continue;
+      const size_t paren = line.find('(');
+      if (paren == std::string_view::npos) continue;
+      std::string_view full = line.substr(0, paren);
+      const size_t ns = full.find("::");
+      const size_t dot =
+          ns == std::string_view::npos ? std::string_view::npos : full.find('.', ns + 2);
+      const std::string_view name = full.substr(0, dot);
+      reg.builtin_.push_back(
+          {line.data(), static_cast<uint32_t>(name.size()), static_cast<uint32_t>(line.size())});
+    }
+  }
+  std::stable_sort(reg.builtin_.begin(), reg.builtin_.end(),
+                   [](const BuiltinLine& a, const BuiltinLine& b) { return a.name() < b.name(); });
   return reg;
 }
 
@@ -49,34 +63,51 @@ Status SchemaRegistry::Override(const std::string& op, const std::vector<std::st
     entry.texts.push_back(s);
   }
   entry.parsed = std::move(parsed);
-  entries_[op] = std::move(entry);
+  overrides_[op] = std::move(entry);
   return Status();
+}
+
+std::pair<SchemaRegistry::LineIt, SchemaRegistry::LineIt> SchemaRegistry::BuiltinRange(
+    std::string_view name) const {
+  return std::equal_range(builtin_.begin(), builtin_.end(), name, NameLess());
 }
 
 const std::vector<FunctionSchema>* SchemaRegistry::Lookup(std::string_view name) const {
   if (name.find("::") == std::string_view::npos) return nullptr;
-  auto it = entries_.find(name);
-  if (it == entries_.end()) return &empty_;
-  const Entry& e = it->second;
-  if (!e.parsed) {
-    std::vector<FunctionSchema> parsed;
-    for (const auto& t : e.texts) {
-      auto fs = ParseSchema(t);
-      // The built-in table is generated and tested; an entry that does not
-      // parse is skipped rather than failing every trace.
-      if (fs.ok()) parsed.push_back(std::move(fs.value()));
-    }
-    e.parsed = std::move(parsed);
+  if (auto it = overrides_.find(name); it != overrides_.end()) return &it->second.parsed;
+  if (auto it = parsed_.find(name); it != parsed_.end()) return &it->second;
+  const auto [first, last] = BuiltinRange(name);
+  if (first == last) return &empty_;
+  std::vector<FunctionSchema> parsed;
+  for (auto l = first; l != last; ++l) {
+    auto fs = ParseSchema(std::string_view(l->text, l->len));
+    // The built-in table is generated and tested; an entry that does not
+    // parse is skipped rather than failing every trace.
+    if (fs.ok()) parsed.push_back(std::move(fs.value()));
   }
-  return &*e.parsed;
+  return &parsed_.emplace(std::string(name), std::move(parsed)).first->second;
 }
 
 Status SchemaRegistry::CheckAll() const {
-  for (const auto& [name, entry] : entries_) {
-    for (const auto& t : entry.texts) {
+  // In name order, each name's schemas in file order; an override replaces
+  // the built-in lines of its name.
+  auto b = builtin_.begin();
+  auto o = overrides_.begin();
+  while (b != builtin_.end() || o != overrides_.end()) {
+    if (o == overrides_.end() || (b != builtin_.end() && b->name() < o->first)) {
+      for (; b != builtin_.end() && (o == overrides_.end() || b->name() < o->first); ++b) {
+        auto fs = ParseSchema(std::string_view(b->text, b->len));
+        if (!fs.ok()) return fs.status();
+      }
+      continue;
+    }
+    for (; b != builtin_.end() && b->name() == o->first; ++b) {
+    }
+    for (const auto& t : o->second.texts) {
       auto fs = ParseSchema(t);
       if (!fs.ok()) return fs.status();
     }
+    ++o;
   }
   return Status();
 }

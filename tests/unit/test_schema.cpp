@@ -158,4 +158,15 @@ TEST_CASE("registry: a trace's schemas override the built-in ones") {
   CHECK(reg.AnyOverloadWrites("my::op", 0));
   CHECK_FALSE(reg.Override("my::op", {"other::op(Tensor self) -> Tensor"}).ok());
   CHECK_FALSE(reg.Override("my::op", {"my::op(Tensor self"}).ok());
+  // A built-in name: the override replaces every built-in overload, before
+  // and after the built-in ones were parsed.
+  auto reg2 = SchemaRegistry::Builtin();
+  REQUIRE(reg2.Lookup("aten::add")->size() >= 4);
+  REQUIRE(reg2.Override("aten::add", {"aten::add(Tensor(a!) self) -> Tensor(a!)"}).ok());
+  REQUIRE(reg2.Lookup("aten::add")->size() == 1);
+  CHECK(reg2.AnyOverloadWrites("aten::add", 0));
+  REQUIRE(reg.Override("aten::sin", {"aten::sin(Tensor self) -> Tensor"}).ok());
+  REQUIRE(reg.Lookup("aten::sin")->size() == 1);
+  CHECK(reg.Lookup("aten::sin_")->size() >= 1);  // a neighbouring name keeps its own
+  CHECK(reg.CheckAll().ok());
 }
