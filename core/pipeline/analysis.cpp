@@ -10,6 +10,10 @@
 
 #include <sys/resource.h>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 namespace memtl {
 
 namespace {
@@ -29,6 +33,20 @@ int64_t StatusBytes(const char* field) {
   }
   std::fclose(f);
   return kb * 1024;
+}
+
+// Gives the pages of freed heap memory back to the kernel. malloc returns
+// only the top of its heap by itself; arrays below its mmap threshold
+// (cli/memtl.cpp) that a stage frees leave holes that stay resident, and
+// the next stage's arrays do not always fit them. Called where a stage has
+// just freed its data: at 10^5 events these holes were 0.3 MB after the read
+// and 0.9 MB after the passes. It walks only malloc's
+// free lists (large arrays are mapped, not in them), so it costs well under
+// a millisecond.
+void ReturnFreedPages() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
 }
 
 }  // namespace
@@ -111,6 +129,7 @@ Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string&
   // nesting and facts and the graph add theirs.
   a->sizes = std::make_unique<SizeMap>(*a->tree);
   a->trace.ReleaseTensorRecords();
+  ReturnFreedPages();  // and identity's working arrays
   a->timer.Mark("size map");
   a->tree->AddFacts(a->schemas);
   a->timer.Mark("op tree");
@@ -130,6 +149,7 @@ void ReleaseAfterGraph(Analysis& a) {
 void ReleaseAfterPasses(Analysis& a) {
   a.trace.ReleaseOpDetails();
   if (a.tree) a.tree->ReleaseOpFacts();
+  ReturnFreedPages();
 }
 
 void ReleaseAfterTimeline(Analysis& a) {
@@ -137,6 +157,7 @@ void ReleaseAfterTimeline(Analysis& a) {
   a.graph.reset();
   a.sizes.reset();
   a.trace.ReleaseRecords();
+  ReturnFreedPages();
 }
 
 Expected<std::unique_ptr<Analysis>> Analyze(Trace trace, const std::string& name, bool threaded) {
@@ -150,6 +171,7 @@ Expected<std::unique_ptr<Analysis>> AnalyzeFile(const std::string& path,
   ReadInfo info;
   auto trace = ReadTraceFile(path, options, &info);
   if (!trace.ok()) return trace.status();
+  ReturnFreedPages();  // the reader's buffers and tables
   timer.Mark("read");
   auto a = AnalyzeTimed(std::move(trace.value()), path, std::move(timer), options.threaded);
   if (a.ok()) a.value()->read_info = info;
