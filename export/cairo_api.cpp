@@ -1,6 +1,8 @@
 // Loads cairo at run time (see cairo_api.h).
 #include "export/cairo_api.h"
 
+#include <cairo/cairo-ft.h>
+
 #include <dlfcn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,6 +18,32 @@ struct Loaded {
   CairoApi api;
   std::string error;  // empty: every function was found
 };
+
+// The plot's font from its file (cairo_api.h), or null. FreeType is
+// cairo's dependency, so it is loaded already; its functions are looked up
+// by name like cairo's, and nothing opened here is ever freed: cairo keeps
+// the font face, and the face the FreeType face, for the process's life.
+cairo_font_face_t* OpenPlotFont(void* cairo_lib, decltype(&::cairo_set_font_face)* set_font_face) {
+  if (access(kPlotFontFile, R_OK) != 0) return nullptr;
+  auto create = reinterpret_cast<decltype(&::cairo_ft_font_face_create_for_ft_face)>(
+      dlsym(cairo_lib, "cairo_ft_font_face_create_for_ft_face"));
+  auto status = reinterpret_cast<decltype(&::cairo_font_face_status)>(
+      dlsym(cairo_lib, "cairo_font_face_status"));
+  auto set =
+      reinterpret_cast<decltype(&::cairo_set_font_face)>(dlsym(cairo_lib, "cairo_set_font_face"));
+  void* ft = dlopen("libfreetype.so.6", RTLD_NOW | RTLD_LOCAL);
+  if (create == nullptr || status == nullptr || set == nullptr || ft == nullptr) return nullptr;
+  auto init = reinterpret_cast<decltype(&::FT_Init_FreeType)>(dlsym(ft, "FT_Init_FreeType"));
+  auto open = reinterpret_cast<decltype(&::FT_New_Face)>(dlsym(ft, "FT_New_Face"));
+  if (init == nullptr || open == nullptr) return nullptr;
+  FT_Library library = nullptr;
+  FT_Face face = nullptr;
+  if (init(&library) != 0 || open(library, kPlotFontFile, 0, &face) != 0) return nullptr;
+  cairo_font_face_t* font = create(face, 0);
+  if (status(font) != CAIRO_STATUS_SUCCESS) return nullptr;
+  *set_font_face = set;
+  return font;
+}
 
 Loaded Load() {
   Loaded out;
@@ -41,6 +69,7 @@ Loaded Load() {
   out.api.fn = reinterpret_cast<decltype(&::fn)>(dlsym(lib, #fn));
   MEMTL_CAIRO_OPTIONAL_FUNCTIONS(MEMTL_CAIRO_LOAD_OPTIONAL)
 #undef MEMTL_CAIRO_LOAD_OPTIONAL
+  if (out.error.empty()) out.api.plot_font = OpenPlotFont(lib, &out.api.cairo_set_font_face);
   return out;
 }
 

@@ -10,6 +10,7 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <vector>
 
 #include "export/cairo_api.h"
 #include "export/export.h"
@@ -56,15 +57,53 @@ std::string FormatTick(double v, double step) {
 }
 
 void Text(cairo_t* cr, const std::string& s, double x, double y, double size, double align_x,
-          double align_y, bool bold = false) {
+          double align_y) {
   const CairoApi* C = LoadCairo();  // loaded by RenderPlotPng
-  C->cairo_select_font_face(cr, "DejaVu Sans", CAIRO_FONT_SLANT_NORMAL,
-                            bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
+  if (C->plot_font != nullptr) {
+    C->cairo_set_font_face(cr, C->plot_font);
+  } else {
+    C->cairo_select_font_face(cr, "DejaVu Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+  }
   C->cairo_set_font_size(cr, size);
   cairo_text_extents_t ext;
   C->cairo_text_extents(cr, s.c_str(), &ext);
   C->cairo_move_to(cr, x - ext.x_advance * align_x, y + size * 0.35 - size * (align_y - 0.5) * 0.0);
   C->cairo_show_text(cr, s.c_str());
+}
+
+// Composites the stacked areas onto the opaque canvas rows [y0, y0 + rows)
+// (ARGB32, premultiplied, as cairo keeps it): category j of sample k covers
+// columns [col_x[k], col_x[k + 1]) and rows [edge_y[k][j + 1], edge_y[k][j])
+// in its colour at alpha 0.7, over what is there (the white background and
+// the grid), as cairo's OVER operator does.
+void FillSteps(unsigned char* data, size_t stride, int width, int y0, int rows,
+               const std::vector<int>& col_x, const std::vector<std::array<int, 9>>& edge_y) {
+  constexpr uint32_t kAlpha = 179;  // 0.7 of 255
+  auto div255 = [](uint32_t t) { return (t + 128 + ((t + 128) >> 8)) >> 8; };
+  std::array<std::array<uint32_t, 3>, 8> src{};  // premultiplied r, g, b
+  for (int j = 0; j < 8; ++j) {
+    src[j] = {static_cast<uint32_t>(std::lround(kColors[j].r * kAlpha)),
+              static_cast<uint32_t>(std::lround(kColors[j].g * kAlpha)),
+              static_cast<uint32_t>(std::lround(kColors[j].b * kAlpha))};
+  }
+  const int y_end = y0 + rows;
+  for (size_t k = 0; k + 1 < col_x.size(); ++k) {
+    const int xa = std::clamp(col_x[k], 0, width), xb = std::clamp(col_x[k + 1], 0, width);
+    if (xa >= xb) continue;
+    for (int j = 0; j < 8; ++j) {
+      const int ya = std::max(edge_y[k][j + 1], y0), yb = std::min(edge_y[k][j], y_end);
+      for (int y = ya; y < yb; ++y) {
+        auto* px = reinterpret_cast<uint32_t*>(data + static_cast<size_t>(y - y0) * stride);
+        for (int x = xa; x < xb; ++x) {
+          const uint32_t d = px[x];
+          const uint32_t r = src[j][0] + div255(((d >> 16) & 255) * (255 - kAlpha));
+          const uint32_t g = src[j][1] + div255(((d >> 8) & 255) * (255 - kAlpha));
+          const uint32_t b = src[j][2] + div255((d & 255) * (255 - kAlpha));
+          px[x] = 0xff000000u | (r << 16) | (g << 8) | b;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -119,17 +158,15 @@ std::string RenderPlotPng(const PlotRows& rows, const PlotOptions& o, PlotSummar
   auto Y = [&](double v) { return bottom - (bottom - top) * v / ylim; };
 
   // Second walk: one sample per pixel column, the one with the largest
-  // total (every sample when there are few).
+  // total, so that no peak is lost to a narrower-than-a-pixel step.
   std::vector<double> xs;
   std::vector<std::array<double, 9>> stacked;
-  const int columns = static_cast<int>(right - left);
-  const bool thin = n > static_cast<size_t>(columns) * 2;
   int current = -1;
   rows([&](int64_t t, const std::array<int64_t, 9>& sizes) {
     const double x = (static_cast<double>(t) - t0) / 1e3;
     const auto s = stack(sizes);
     const int col = static_cast<int>((X(x) - left));
-    if (!thin || col != current) {
+    if (col != current) {
       xs.push_back(x);
       stacked.push_back(s);
       current = col;
@@ -139,8 +176,23 @@ std::string RenderPlotPng(const PlotRows& rows, const PlotOptions& o, PlotSummar
     }
   });
 
-  // The whole figure, drawn on `cr` (once per band, below).
-  auto draw = [&](cairo_t* cr) {
+  // The areas' corners on whole pixels: sample k covers the columns from
+  // its own column's left edge to the next sample's (one sample per column,
+  // above, so none is zero pixels wide), and each boundary between two
+  // categories is rounded to a row. The areas are then rectangles of whole
+  // pixels, which FillSteps writes straight into the canvas: cairo's
+  // tessellation of the same steps took 6 to 9 ms of a 10^5-event plot's
+  // 20 (the transformer's sawtooth, which has a corner in every column).
+  std::vector<int> col_x(xs.size());
+  std::vector<std::array<int, 9>> edge_y(xs.size());
+  for (size_t k = 0; k < xs.size(); ++k) {
+    col_x[k] = static_cast<int>(left + std::floor(X(xs[k]) - left));
+    for (int j = 0; j < 9; ++j) edge_y[k][j] = static_cast<int>(std::round(Y(stacked[k][j])));
+  }
+
+  // The whole figure, drawn on `cr` (once per band, below): the band of
+  // `rows` rows from row y0 of `surface`, the canvas `cr` draws on.
+  auto draw = [&](cairo_t* cr, cairo_surface_t* surface, int y0, int rows) {
     C->cairo_set_source_rgb(cr, 1, 1, 1);
     C->cairo_paint(cr);
 
@@ -153,26 +205,14 @@ std::string RenderPlotPng(const PlotRows& rows, const PlotOptions& o, PlotSummar
     }
     C->cairo_stroke(cr);
 
-    // Stacked areas, bottom category first, drawn as steps: memory holds its
-    // value until the next event (matplotlib's fill_between in PyTorch's plot
-    // interpolates linearly, which draws slopes that never happened).
-    for (int cat = 0; cat < 8; ++cat) {
-      if (xs.empty()) break;
-      C->cairo_new_path(cr);
-      for (size_t k = 0; k < xs.size(); ++k) {
-        const double y = Y(stacked[k][cat + 1]);
-        C->cairo_line_to(cr, X(xs[k]), y);
-        if (k + 1 < xs.size()) C->cairo_line_to(cr, X(xs[k + 1]), y);
-      }
-      for (size_t k = xs.size(); k-- > 0;) {
-        const double y = Y(stacked[k][cat]);
-        if (k + 1 < xs.size()) C->cairo_line_to(cr, X(xs[k + 1]), y);
-        C->cairo_line_to(cr, X(xs[k]), y);
-      }
-      C->cairo_close_path(cr);
-      C->cairo_set_source_rgba(cr, kColors[cat].r, kColors[cat].g, kColors[cat].b, 0.7);
-      C->cairo_fill(cr);
-    }
+    // Stacked areas, drawn as steps: memory holds its value until the next
+    // event (matplotlib's fill_between in PyTorch's plot interpolates
+    // linearly, which draws slopes that never happened).
+    C->cairo_surface_flush(surface);
+    FillSteps(C->cairo_image_surface_get_data(surface),
+              static_cast<size_t>(C->cairo_image_surface_get_stride(surface)), o.width, y0, rows,
+              col_x, edge_y);
+    C->cairo_surface_mark_dirty(surface);
 
     C->cairo_set_source_rgb(cr, 0, 0, 0);
     C->cairo_set_line_width(cr, 1.2);
@@ -244,7 +284,7 @@ std::string RenderPlotPng(const PlotRows& rows, const PlotOptions& o, PlotSummar
   for (int y0 = 0; y0 < o.height; y0 += band) {
     cairo_t* cr = C->cairo_create(surface);
     C->cairo_translate(cr, 0, -y0);
-    draw(cr);
+    draw(cr, surface, y0, std::min(band, o.height - y0));
     C->cairo_destroy(cr);
     C->cairo_surface_flush(surface);
     const unsigned char* data = C->cairo_image_surface_get_data(surface);

@@ -12,6 +12,7 @@
 
 #include "core/timeline/timeline.h"
 #include "export/atomic_file.h"
+#include "export/cairo_api.h"
 #include "export/export.h"
 #include "export/png.h"
 
@@ -210,6 +211,16 @@ TEST_CASE("export: the plot is a PNG of the requested size and is not blank") {
   CHECK(Base64("Man") == "TWFu");
   CHECK(Base64("Ma") == "TWE=");
   CHECK(Base64("M") == "TQ==");
+}
+
+TEST_CASE("export: the plot's font is opened from its file") {
+  // scripts/deps.sh installs fonts-dejavu-core; with its file the plot's
+  // text does not go through fontconfig (cairo_api.h).
+  const CairoApi* C = LoadCairo();
+  REQUIRE(C != nullptr);
+  if (access(kPlotFontFile, R_OK) != 0) return;
+  REQUIRE(C->plot_font != nullptr);
+  CHECK((C->cairo_set_font_face != nullptr));
 }
 
 TEST_CASE("export: EncodePng gives back the surface's pixels, the same bytes every time") {
