@@ -72,7 +72,7 @@ void Text(cairo_t* cr, const std::string& s, double x, double y, double size, do
 }
 
 // Composites the stacked areas onto the opaque canvas rows [y0, y0 + rows)
-// (ARGB32, premultiplied, as cairo keeps it): category j of sample k covers
+// (ARGB32, premultiplied, as cairo keeps it): category j of run k covers
 // columns [col_x[k], col_x[k + 1]) and rows [edge_y[k][j + 1], edge_y[k][j])
 // in its colour at alpha 0.7, over what is there (the white background and
 // the grid), as cairo's OVER operator does.
@@ -87,7 +87,7 @@ void FillSteps(unsigned char* data, size_t stride, int width, int y0, int rows,
               static_cast<uint32_t>(std::lround(kColors[j].b * kAlpha))};
   }
   const int y_end = y0 + rows;
-  for (size_t k = 0; k + 1 < col_x.size(); ++k) {
+  for (size_t k = 0; k < edge_y.size(); ++k) {
     const int xa = std::clamp(col_x[k], 0, width), xb = std::clamp(col_x[k + 1], 0, width);
     if (xa >= xb) continue;
     for (int j = 0; j < 8; ++j) {
@@ -157,38 +157,51 @@ std::string RenderPlotPng(const PlotRows& rows, const PlotOptions& o, PlotSummar
   auto X = [&](double v) { return left + (right - left) * v / xlim; };
   auto Y = [&](double v) { return bottom - (bottom - top) * v / ylim; };
 
-  // Second walk: one sample per pixel column, the one with the largest
-  // total, so that no peak is lost to a narrower-than-a-pixel step.
-  std::vector<double> xs;
-  std::vector<std::array<double, 9>> stacked;
-  int current = -1;
+  // Second walk: per pixel column, the row with the largest total (so that
+  // no peak narrower than a pixel is lost) and the column's last row (what
+  // memory holds after it, until the next row).
+  struct Column {
+    int col;
+    std::array<double, 9> peak, last;
+  };
+  std::vector<Column> columns;
   rows([&](int64_t t, const std::array<int64_t, 9>& sizes) {
     const double x = (static_cast<double>(t) - t0) / 1e3;
     const auto s = stack(sizes);
     const int col = static_cast<int>((X(x) - left));
-    if (col != current) {
-      xs.push_back(x);
-      stacked.push_back(s);
-      current = col;
-    } else if (s[8] > stacked.back()[8]) {
-      xs.back() = x;
-      stacked.back() = s;
+    if (columns.empty() || col != columns.back().col) {
+      columns.push_back({col, s, s});
+      return;
     }
+    if (s[8] > columns.back().peak[8]) columns.back().peak = s;
+    columns.back().last = s;
   });
 
-  // The areas' corners on whole pixels: sample k covers the columns from
-  // its own column's left edge to the next sample's (one sample per column,
-  // above, so none is zero pixels wide), and each boundary between two
-  // categories is rounded to a row. The areas are then rectangles of whole
-  // pixels, which FillSteps writes straight into the canvas: cairo's
-  // tessellation of the same steps took 6 to 9 ms of a 10^5-event plot's
-  // 20 (the transformer's sawtooth, which has a corner in every column).
-  std::vector<int> col_x(xs.size());
-  std::vector<std::array<int, 9>> edge_y(xs.size());
-  for (size_t k = 0; k < xs.size(); ++k) {
-    col_x[k] = static_cast<int>(left + std::floor(X(xs[k]) - left));
-    for (int j = 0; j < 9; ++j) edge_y[k][j] = static_cast<int>(std::round(Y(stacked[k][j])));
+  // The areas as runs of whole pixels: each column with rows draws its peak
+  // over its own pixel column, then its last row from the next pixel
+  // column up to the next column with rows; each boundary between two
+  // categories is rounded to a pixel row. Run k covers the pixel columns
+  // [col_x[k], col_x[k + 1]). FillSteps writes these rectangles straight
+  // into the canvas: cairo's tessellation of the same steps took 6 to 9 ms
+  // of a 10^5-event plot's 20 (the transformer's sawtooth, which has a
+  // corner in every column).
+  std::vector<int> col_x;
+  std::vector<std::array<int, 9>> edge_y;
+  auto run = [&](int x, const std::array<double, 9>& v) {
+    col_x.push_back(x);
+    std::array<int, 9> e{};
+    for (int j = 0; j < 9; ++j) {
+      // Clamped before the conversion: only the totals are within the axes.
+      e[j] = static_cast<int>(std::clamp(std::round(Y(v[j])), -1.0, H + 1));
+    }
+    edge_y.push_back(e);
+  };
+  for (const Column& c : columns) {
+    const int x = static_cast<int>(left + c.col);
+    run(x, c.peak);
+    run(x + 1, c.last);
   }
+  if (!columns.empty()) col_x.push_back(static_cast<int>(left + columns.back().col) + 1);
 
   // The whole figure, drawn on `cr` (once per band, below): the band of
   // `rows` rows from row y0 of `surface`, the canvas `cr` draws on.

@@ -213,6 +213,45 @@ TEST_CASE("export: the plot is a PNG of the requested size and is not blank") {
   CHECK(Base64("M") == "TQ==");
 }
 
+TEST_CASE("export: a column's peak does not hold past its column, and the last row is drawn") {
+  // 0, a 1 GiB spike 1 us long, 0 for 0.95 s, then 0.5 GiB: the spike's
+  // pixel column shows it, the time between shows nothing (memory was
+  // freed within the spike's column), and the last row is drawn too.
+  CoalescedTimeline c;
+  for (auto [t, bytes] :
+       {std::pair<int64_t, int64_t>{0, 0}, {1, 1 << 30}, {2, 0}, {950000, 1 << 29}}) {
+    std::array<int64_t, 9> row{};
+    row[4] = bytes;
+    c.times.push_back(t);
+    c.sizes.push_back(row);
+  }
+  cairo_surface_t* img = DecodePng(RenderPlotPng(c, PlotOptions{}));
+  REQUIRE(cairo_surface_status(img) == CAIRO_STATUS_SUCCESS);
+  const int w = cairo_image_surface_get_width(img), h = cairo_image_surface_get_height(img);
+  const int stride = cairo_image_surface_get_stride(img);
+  const unsigned char* px = cairo_image_surface_get_data(img);
+  // Rows of the column that are coloured (not white or grey).
+  auto coloured_rows = [&](int x) {
+    int n = 0;
+    for (int y = 0; y < h; ++y) {
+      const uint32_t v = *reinterpret_cast<const uint32_t*>(px + y * stride + 4 * x);
+      const int r = (v >> 16) & 255, g = (v >> 8) & 255, b = v & 255;
+      if (std::abs(r - g) >= 12 || std::abs(g - b) >= 12) ++n;
+    }
+    return n;
+  };
+  const int left = static_cast<int>(0.08 * w), right = static_cast<int>(0.97 * w);
+  const int axes = static_cast<int>(0.76 * h);
+  CHECK(coloured_rows(left) > axes / 2);                            // the spike
+  CHECK(coloured_rows((left + right) / 2) == 0);                    // freed in between
+  const int last = left + static_cast<int>((right - left) * 0.95);  // 950 ms of an axis to 1 s
+  int last_coloured = 0;
+  for (int x = last - 3; x <= last + 3; ++x)
+    last_coloured = std::max(last_coloured, coloured_rows(x));
+  CHECK(last_coloured > axes / 5);  // the last row, 0.5 GiB
+  cairo_surface_destroy(img);
+}
+
 TEST_CASE("export: the plot's font is opened from its file") {
   // scripts/deps.sh installs fonts-dejavu-core; with its file the plot's
   // text does not go through fontconfig (cairo_api.h).
