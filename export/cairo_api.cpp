@@ -31,10 +31,11 @@ cairo_font_face_t* OpenPlotFont(void* cairo_lib, decltype(&::cairo_set_font_face
       dlsym(cairo_lib, "cairo_font_face_status"));
   auto set =
       reinterpret_cast<decltype(&::cairo_set_font_face)>(dlsym(cairo_lib, "cairo_set_font_face"));
-  void* ft = dlopen("libfreetype.so.6", RTLD_NOW | RTLD_LOCAL);
-  if (create == nullptr || status == nullptr || set == nullptr || ft == nullptr) return nullptr;
-  auto init = reinterpret_cast<decltype(&::FT_Init_FreeType)>(dlsym(ft, "FT_Init_FreeType"));
-  auto open = reinterpret_cast<decltype(&::FT_New_Face)>(dlsym(ft, "FT_New_Face"));
+  if (create == nullptr || status == nullptr || set == nullptr) return nullptr;
+  // Looked up through cairo's handle, which searches its dependencies: the
+  // FreeType that cairo itself uses.
+  auto init = reinterpret_cast<decltype(&::FT_Init_FreeType)>(dlsym(cairo_lib, "FT_Init_FreeType"));
+  auto open = reinterpret_cast<decltype(&::FT_New_Face)>(dlsym(cairo_lib, "FT_New_Face"));
   if (init == nullptr || open == nullptr) return nullptr;
   FT_Library library = nullptr;
   FT_Face face = nullptr;

@@ -87,15 +87,26 @@ def native_walk():
 
             if not str(torch.__version__).startswith("1.13"):
                 raise ImportError("torch %s: the native walk reads 1.13's records" % torch.__version__)
-            if setting:
+            if setting and setting.lower() not in ("1", "on", "yes", "true"):
                 directories = [setting]
             else:
                 here = os.path.dirname(os.path.abspath(__file__))
                 directories = [os.path.normpath(os.path.join(here, "..", "..", "build", "collect", "torch"))]
             _native = _load_extension(directories)
-        except ImportError as e:
-            NATIVE_ERROR = str(e)
+        except Exception as e:  # noqa: BLE001 -- any failure to load means the Python walk
+            NATIVE_ERROR = "%s: %s" % (type(e).__name__, e)
     return _native or None
+
+
+def _loaded_torch_libraries():
+    """Real paths of the libtorch_cpu libraries mapped in this process (None
+    when /proc/self/maps cannot be read)."""
+    try:
+        with open("/proc/self/maps") as f:
+            return {os.path.realpath(line.split(None, 5)[5].strip())
+                    for line in f if "libtorch_cpu" in line and len(line.split(None, 5)) == 6}
+    except OSError:
+        return None
 
 
 def _load_extension(directories):
@@ -106,6 +117,17 @@ def _load_extension(directories):
         for suffix in importlib.machinery.EXTENSION_SUFFIXES:
             path = os.path.join(directory, _NATIVE_NAME + suffix)
             if os.path.exists(path):
+                # Built against another torch than the process's (a pip
+                # wheel's 1.13, say): loading it would map a second libtorch.
+                try:
+                    with open(os.path.join(directory, _NATIVE_NAME + ".torch_lib")) as f:
+                        built_for = f.read().strip()
+                except OSError:
+                    built_for = ""
+                loaded = _loaded_torch_libraries()
+                if built_for and loaded is not None and os.path.realpath(built_for) not in loaded:
+                    raise ImportError("%s was built against %s; this process's torch is %s"
+                                      % (path, built_for, ", ".join(sorted(loaded)) or "not loaded"))
                 spec = importlib.util.spec_from_file_location(_NATIVE_NAME, path)
                 module = importlib.util.module_from_spec(spec)
                 spec.loader.exec_module(module)

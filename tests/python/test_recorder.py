@@ -614,6 +614,30 @@ class NativeWalkTest(unittest.TestCase):
                        b'"dtype":"complex128"', b'{"list":[]}', b'"optimizer":{"self":'):
             self.assertTrue(needle in text, needle)
 
+    def test_built_against_another_torch_is_not_loaded(self):
+        # A module whose build names another libtorch than the process's is
+        # refused before loading, and the Python walk is used.
+        import shutil
+
+        native = memtl_torch.native_walk()
+        d = os.path.join(self.dir.name, "other")
+        os.makedirs(d)
+        shutil.copy(native.__file__, d)
+        with open(os.path.join(d, "_memtl_torch_native.torch_lib"), "w") as f:
+            f.write("/nonexistent/libtorch_cpu.so.1.13.0\n")
+        saved, saved_env = memtl_torch._native, os.environ.get("MEMTL_TORCH_NATIVE")
+        try:
+            memtl_torch._native = None
+            os.environ["MEMTL_TORCH_NATIVE"] = d
+            self.assertIsNone(memtl_torch.native_walk())
+            self.assertIn("built against /nonexistent/libtorch_cpu.so.1.13.0", memtl_torch.NATIVE_ERROR)
+        finally:
+            memtl_torch._native = saved
+            if saved_env is None:
+                del os.environ["MEMTL_TORCH_NATIVE"]
+            else:
+                os.environ["MEMTL_TORCH_NATIVE"] = saved_env
+
     def test_a_stand_in_takes_the_python_walk(self):
         with self.assertRaises(TypeError):
             memtl_torch.native_walk().walk_v1([object()], lambda b: None)
