@@ -32,10 +32,8 @@ struct CairoApi {
   X(cairo_translate)                \
   X(cairo_rotate)                   \
   X(cairo_paint)                    \
-  X(cairo_new_path)                 \
   X(cairo_move_to)                  \
   X(cairo_line_to)                  \
-  X(cairo_close_path)               \
   X(cairo_rectangle)                \
   X(cairo_fill)                     \
   X(cairo_fill_preserve)            \
