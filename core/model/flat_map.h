@@ -44,6 +44,9 @@ class FlatMap {
     return {&slots_[i].value, true};
   }
   V& operator[](const K& key) { return *try_emplace(key, V{}).first; }
+  // Starts fetching the slot where a probe for `key` begins (a hint for a
+  // caller that knows its next keys ahead of time; changes nothing).
+  void prefetch(const K& key) const { __builtin_prefetch(&slots_[Hash()(key) & mask_]); }
 
   V* find(const K& key) {
     size_t i = Hash()(key) & mask_;
@@ -141,6 +144,15 @@ class DenseNumbering {
     keys_.push_back(key);
     return n;
   }
+  // Number(key) of a large numbering misses the cache twice, on its table
+  // slot and then on the key that slot names. A caller that knows a key
+  // early starts the first fetch with PrefetchSlot and, once that slot has
+  // arrived, the second with PrefetchKey; both are hints and change nothing.
+  void PrefetchSlot(uint64_t key) const { __builtin_prefetch(&table_[Mix64(key) & mask_]); }
+  void PrefetchKey(uint64_t key) const {
+    const uint32_t n = table_[Mix64(key) & mask_];
+    if (n != 0) __builtin_prefetch(&keys_[n]);
+  }
   // Numbers given so far, plus one (the unused 0).
   size_t size() const { return keys_.size(); }
   // The key of each number; [0] is unused. Leaves the numbering empty.
@@ -182,6 +194,9 @@ class PtrDevMap {
   }
   bool erase(uint64_t ptr, uint16_t device) {
     return device < maps_.size() && maps_[device].erase(ptr);
+  }
+  void prefetch(uint64_t ptr, uint16_t device) const {
+    if (device < maps_.size()) maps_[device].prefetch(ptr);
   }
   size_t size() const {
     size_t n = 0;

@@ -150,6 +150,13 @@ class Builder {
     t_->header.version = static_cast<int>(version);
   }
 
+  // Numbers the impls of the tensors read so far (Tensor::impl, and
+  // Trace::num_impls); called once the records end.
+  void FinishImpls() {
+    NumberPendingImpl();
+    t_->num_impls = static_cast<uint32_t>(impls_.size());
+  }
+
   void Record(JsonCursor& c) {
     if (NextKind(c) != JsonCursor::Kind::kObject) {
       c.SkipValue();
@@ -546,12 +553,13 @@ class Builder {
     Layout layout = Layout::kStrided;
     ProducerIds ids;
     bool has_impl = false, has_ptr = false, has_dev = false, has_dtype = false;
+    uint64_t impl = 0;
     sizes_.clear();
     strides_.clear();
     do {
       if (Is(key, "impl")) {
-        const uint64_t impl = Address(c, "impl");
-        t.impl = impl == 0 ? 0 : impls_.Number(impl);
+        impl = Address(c, "impl");
+        if (impl != 0) impls_.PrefetchSlot(impl);
         has_impl = true;
       } else if (Is(key, "ptr")) {
         t.set_ptr(Address(c, "ptr"));
@@ -603,10 +611,16 @@ class Builder {
                                           strides_.size(), element_size));
     }
     if (t_->tensors.size() >= kMaxTensors) Fail("more than 2^31 tensor observations");
+    NumberPendingImpl();
     t_->tensors.push_back(t);
-    t_->num_impls = static_cast<uint32_t>(impls_.size());
     if (t_->header.has_ids) t_->tensor_ids.push_back(ids);
-    return static_cast<uint32_t>(t_->tensors.size() - 1);
+    const auto index = static_cast<uint32_t>(t_->tensors.size() - 1);
+    if (impl != 0) {
+      impls_.PrefetchKey(impl);
+      pending_tensor_ = index;
+      pending_impl_ = impl;
+    }
+    return index;
   }
 
   void Dims(JsonCursor& c, const char* key, std::vector<int64_t>* out) {
@@ -776,6 +790,17 @@ class Builder {
   Trace* t_;
   // TensorImpl address -> dense number (Tensor::impl); gone with the reader.
   DenseNumbering impls_;
+  // A tensor's impl is numbered when the next tensor has been read, or
+  // when the records end, in the order the tensors were read: the two cache
+  // misses of a lookup in a large numbering (DenseNumbering::PrefetchSlot)
+  // then overlap the parsing in between instead of stalling it.
+  uint32_t pending_tensor_ = kNone32;
+  uint64_t pending_impl_ = 0;
+  void NumberPendingImpl() {
+    if (pending_tensor_ == kNone32) return;
+    t_->tensors[pending_tensor_].impl = impls_.Number(pending_impl_);
+    pending_tensor_ = kNone32;
+  }
   std::string scratch_;
   // The last device and dtype names read, and what they gave.
   static constexpr DeviceIndex kNoDevice = 0xffff;
@@ -983,6 +1008,7 @@ Expected<Trace> ReadFrom(LineSource& src, const ReadOptions& options, ReadInfo* 
     }
   }
   if (!saw_header) return Status::Error(src.name() + ": empty file (no memtl trace header)");
+  builder.FinishImpls();
   trace.Finish();
   local.lines = line_no;
   if (info != nullptr) *info = local;
