@@ -88,33 +88,15 @@ void ResolvePartialTensors(Trace& trace, IdentityStats& stats) {
     const uint32_t* i = list_of.find(ptr);
     return i == nullptr ? kNone32 : *i;
   };
-  // The filter is consulted once per tensor record, in index order, with
-  // its word for the record a few places on fetched ahead: the op inputs
-  // below then test one bit per tensor (in nearly sequential order) instead
-  // of waiting on a random filter word each, which in a large trace is out
-  // of the cache.
-  std::vector<uint64_t> may_see((trace.tensors.size() + 63) / 64, 0);
-  {
-    constexpr size_t kLookAhead = 16;
-    const size_t n = trace.tensors.size();
-    for (size_t ti = 0; ti < n; ++ti) {
-      if (ti + kLookAhead < n)
-        __builtin_prefetch(&filter[bit(trace.tensors[ti + kLookAhead].ptr()) >> 6]);
-      const auto& t = trace.tensors[ti];
-      const uint64_t b = bit(t.ptr());
-      if (!t.partial && (filter[b >> 6] >> (b & 63) & 1) != 0)
-        may_see[ti >> 6] |= uint64_t{1} << (ti & 63);
-    }
-  }
   // Two scans of the op inputs: the first counts the sightings of each
   // pointer, the second puts them in place (in record order within a
   // pointer), so no array grows; each pointer's sightings are then sorted by
   // time, stably (the later record wins a tie below).
   auto for_each_sighting = [&](const OpInfo& op, auto&& fn) {
     auto seen = [&](uint32_t ti) {
-      if (ti == kNone32 || (may_see[ti >> 6] >> (ti & 63) & 1) == 0) return;
-      const uint32_t* list = list_of.find(trace.tensors[ti].ptr());
-      if (list != nullptr) fn(*list, ti);
+      if (ti == kNone32 || trace.tensors[ti].partial) return;
+      const uint32_t list = list_of_ptr(trace.tensors[ti].ptr());
+      if (list != kNone32) fn(list, ti);
     };
     for (const Arg arg : trace.Args(op)) {
       if (arg.kind == ArgKind::kTensor) seen(arg.begin);
@@ -146,7 +128,6 @@ void ResolvePartialTensors(Trace& trace, IdentityStats& stats) {
     }
   }
   FreeArray(op_sees);
-  FreeArray(may_see);
   for (size_t l = 0; l < ptrs.size(); ++l) {
     std::stable_sort(all.begin() + list_begin[l], all.begin() + list_begin[l + 1],
                      [](const Seen& a, const Seen& b) { return a.t < b.t; });
@@ -234,10 +215,6 @@ class Flattener {
         }
       }
     } else if (e.kind == EventKind::kAlloc) {
-      if (e.payload + kLookAhead < trace_.allocs.size()) {
-        const AllocInfo& next = trace_.allocs[e.payload + kLookAhead];
-        live_.prefetch(next.ptr, next.device);
-      }
       const AllocInfo& a = trace_.allocs[e.payload];
       const uint32_t aid = Aid(a.ptr, a.device, a.bytes < 0);
       alloc_aid_[e.payload] = aid;
@@ -279,13 +256,6 @@ class Flattener {
  private:
   void Tensor(uint32_t ti) {
     if (ti == kNone32) return;
-    // Tensors are visited nearly in index order, so the map slot of one a
-    // few indices on is fetched now: in a large trace each lookup would
-    // otherwise wait on memory.
-    if (ti + kLookAhead < trace_.tensors.size()) {
-      const auto& next = trace_.tensors[ti + kLookAhead];
-      live_.prefetch(next.ptr(), next.device);
-    }
     const auto& t = trace_.tensors[ti];
     if (t.partial) return;  // never seen as an op input: no identity
     const uint32_t impl = t.impl;
@@ -303,7 +273,6 @@ class Flattener {
     return result;
   }
 
-  static constexpr uint32_t kLookAhead = 8;
   const Trace& trace_;
   std::vector<Raw>* out_;
   std::vector<uint32_t>& tensor_aid_;

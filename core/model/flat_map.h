@@ -44,9 +44,6 @@ class FlatMap {
     return {&slots_[i].value, true};
   }
   V& operator[](const K& key) { return *try_emplace(key, V{}).first; }
-  // Starts fetching the slot where a probe for `key` begins (a hint for a
-  // caller that knows its next keys ahead of time; changes nothing).
-  void prefetch(const K& key) const { __builtin_prefetch(&slots_[Hash()(key) & mask_]); }
 
   V* find(const K& key) {
     size_t i = Hash()(key) & mask_;
@@ -194,9 +191,6 @@ class PtrDevMap {
   }
   bool erase(uint64_t ptr, uint16_t device) {
     return device < maps_.size() && maps_[device].erase(ptr);
-  }
-  void prefetch(uint64_t ptr, uint16_t device) const {
-    if (device < maps_.size()) maps_[device].prefetch(ptr);
   }
   size_t size() const {
     size_t n = 0;
