@@ -152,7 +152,8 @@ class DenseNumbering {
   }
   // Numbers given so far, plus one (the unused 0).
   size_t size() const { return keys_.size(); }
-  // The key of each number; [0] is unused. Leaves the numbering empty.
+  // The key of each number; [0] is unused. Leaves the numbering unusable:
+  // nothing may be numbered or fetched after it.
   std::vector<uint64_t> TakeKeys() {
     std::vector<uint32_t>().swap(table_);
     return std::move(keys_);

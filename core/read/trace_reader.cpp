@@ -558,6 +558,12 @@ class Builder {
     strides_.clear();
     do {
       if (Is(key, "impl")) {
+        if (impl != 0) {
+          // A repeated "impl": the earlier address is numbered now, in its
+          // turn, as each parsed address always has been.
+          NumberPendingImpl();
+          impls_.Number(impl);
+        }
         impl = Address(c, "impl");
         if (impl != 0) impls_.PrefetchSlot(impl);
         has_impl = true;

@@ -250,6 +250,61 @@ TEST_CASE("reader: TensorImpl addresses are numbered densely, in order of first 
   CHECK(t.num_impls == 3);
 }
 
+TEST_CASE("reader: impls are numbered in order even though each is looked up a tensor late") {
+  // The reader numbers a tensor's impl once the next tensor has been read
+  // (or the records end); the numbers must be those of numbering each
+  // address as it is parsed. 40 distinct impls make the numbering grow
+  // between a slot's fetch and its lookup; the last tensor's impl is new.
+  std::string text = Header();
+  std::vector<uint32_t> expected;
+  for (int i = 0; i < 40; ++i) {
+    const unsigned long impl = 0x7f0000001000ul + 0x40ul * static_cast<unsigned long>(i);
+    text += Op(2 * i, -1, "aten::add", 10 * i + 1, 10 * i + 2,
+               T(impl, 100) + "," + T(0x7f0000001000ul, 200));
+    expected.push_back(static_cast<uint32_t>(i + 1));
+    expected.push_back(1);
+    text += Op(2 * i + 1, -1, "aten::mul", 10 * i + 3, 10 * i + 4, T(impl, 300));
+    expected.push_back(static_cast<uint32_t>(i + 1));
+  }
+  text += Op(80, -1, "aten::neg", 500, 501, T(0x7f00ffff0000ul, 400));
+  expected.push_back(41);
+  auto r = ReadTraceString(text, "t.trace");
+  REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.status().message()));
+  const Trace& t = r.value();
+  REQUIRE(t.tensors.size() == expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    CHECK_MESSAGE(t.tensors[i].impl == expected[i], "tensor " << i);
+  }
+  CHECK(t.num_impls == 42);
+
+  // A line cut off after a tensor with a new impl, read with --partial: the
+  // complete lines' tensors are numbered, the last of them included.
+  const std::string two = Header() + Op(0, -1, "aten::a", 1, 2, T(7, 100)) +
+                          Op(1, -1, "aten::b", 3, 4, T(8, 200) + "," + T(9, 300));
+  ReadOptions partial;
+  partial.partial = true;
+  auto cut = ReadTraceString(two.substr(0, two.size() - 40), "t.trace", partial);
+  REQUIRE(cut.ok());
+  // The cut line's first tensor was read whole (and stays, as before); the
+  // second stops after its "impl".
+  REQUIRE(cut.value().tensors.size() == 2);
+  CHECK(cut.value().tensors[0].impl == 1);
+  CHECK(cut.value().tensors[1].impl == 2);
+  CHECK(cut.value().num_impls == 3);
+
+  // A tensor object that repeats "impl": the first address is numbered too,
+  // before the second, as when each address was numbered on sight.
+  std::string repeated = T(5, 100);
+  repeated.insert(1, R"("impl":6,)");
+  auto rep =
+      ReadTraceString(Header() + Op(0, -1, "aten::a", 1, 2, repeated + "," + T(6, 200)), "t.trace");
+  REQUIRE_MESSAGE(rep.ok(), (rep.ok() ? "" : rep.status().message()));
+  REQUIRE(rep.value().tensors.size() == 2);
+  CHECK(rep.value().tensors[0].impl == 2);  // 6 took number 1, then 5 number 2
+  CHECK(rep.value().tensors[1].impl == 1);
+  CHECK(rep.value().num_impls == 3);
+}
+
 TEST_CASE("tensors: 20-byte records keep 64-bit pointers and 47-bit sizes whole") {
   static_assert(sizeof(Tensor) == 20 && alignof(Tensor) == 4);
   std::vector<Tensor> ts(3);  // odd and even positions: no member is misaligned
