@@ -277,8 +277,8 @@ TEST_CASE("reader: impls are numbered in order even though each is looked up a t
   }
   CHECK(t.num_impls == 42);
 
-  // A line cut off after a tensor with a new impl, read with --partial: the
-  // complete lines' tensors are numbered, the last of them included.
+  // A line cut off after a tensor with a new impl, read with --partial:
+  // every tensor read whole is numbered, the cut line's included.
   const std::string two = Header() + Op(0, -1, "aten::a", 1, 2, T(7, 100)) +
                           Op(1, -1, "aten::b", 3, 4, T(8, 200) + "," + T(9, 300));
   ReadOptions partial;
