@@ -13,7 +13,6 @@
 
 #include "core/pipeline/analysis.h"
 #include "core/timeline/timeline.h"
-#include "export/cairo_api.h"
 #include "export/export.h"
 #include "passes/pass.h"
 
@@ -240,12 +239,6 @@ int RunExport(const Args& args) {
   // Check the output name before the (possibly long) analysis.
   auto format = memtl::FormatForPath(args.output);
   if (!format.ok()) return Fail(format.status().message());
-  if (format.value() == memtl::ExportFormat::kHtml) {
-    // And cairo, which only the HTML export loads: checked in a child
-    // process, so that its 3.6 MB are not resident through the analysis.
-    std::string why;
-    if (!memtl::CairoLoadable(&why)) return Fail(args.output + ": " + why);
-  }
   auto c = Categorize(args);
   if (!c.ok()) return Fail(c.status().message());
   const memtl::Analysis& a = *c.value()->analysis;

@@ -74,7 +74,7 @@ Expected<std::string> HtmlReport(const ExportInput& in, DeviceIndex device) {
   };
   PlotSummary summary;
   const std::string png = RenderPlotPng(rows, options, &summary);
-  if (png.empty()) return Status::Error("the plot could not be drawn (cairo failed)");
+  if (png.empty()) return Status::Error("the plot could not be drawn");
 
   std::string html =
       "<html>\n<head><meta charset=\"utf-8\" /><title>GPU Memory Timeline HTML</title>\n"

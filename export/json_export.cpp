@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "export/atomic_file.h"
-#include "export/cairo_api.h"
 #include "export/export.h"
 
 namespace memtl {
@@ -274,8 +273,6 @@ Status ExportMemoryTimeline(const ExportInput& in, const std::string& path, Devi
   if (!format.ok()) return format.status();
   switch (format.value()) {
     case ExportFormat::kHtml: {
-      std::string why;
-      if (LoadCairo(&why) == nullptr) return Status::Error(path + ": " + why);
       auto html = HtmlReport(in, device);
       if (!html.ok()) return Status::Error(path + ": " + html.status().message());
       return WriteFileAtomically(path, html.value(), false);

@@ -1,5 +1,6 @@
-// The stacked-area memory plot, rendered with cairo (loaded on first use,
-// export/cairo_api.h) to a PNG in memory.
+// The stacked-area memory plot, drawn by memtl itself (export/raster.h: no
+// graphics library, text from a glyph table made at build time) to a PNG in
+// memory.
 //
 // Layout follows PyTorch's matplotlib figure (20 x 12 inches at 80 dpi,
 // PyTorch's colours at alpha 0.7, legend, title with the device's peaks), with
@@ -12,17 +13,14 @@
 #include <cstdio>
 #include <vector>
 
-#include "export/cairo_api.h"
 #include "export/export.h"
 #include "export/png.h"
+#include "export/raster.h"
 
 namespace memtl {
 
 namespace {
 
-struct Rgb {
-  double r, g, b;
-};
 // By export index: PARAMETER darkgreen, OPTIMIZER_STATE goldenrod, INPUT
 // black, TEMPORARY mediumpurple, ACTIVATION red, GRADIENT mediumblue,
 // AUTOGRAD_DETAIL royalblue, unknown grey.
@@ -56,28 +54,14 @@ std::string FormatTick(double v, double step) {
   return buf;
 }
 
-void Text(cairo_t* cr, const std::string& s, double x, double y, double size, double align_x,
-          double align_y) {
-  const CairoApi* C = LoadCairo();  // loaded by RenderPlotPng
-  if (C->plot_font != nullptr) {
-    C->cairo_set_font_face(cr, C->plot_font);
-  } else {
-    C->cairo_select_font_face(cr, "DejaVu Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
-  }
-  C->cairo_set_font_size(cr, size);
-  cairo_text_extents_t ext;
-  C->cairo_text_extents(cr, s.c_str(), &ext);
-  C->cairo_move_to(cr, x - ext.x_advance * align_x, y + size * 0.35 - size * (align_y - 0.5) * 0.0);
-  C->cairo_show_text(cr, s.c_str());
-}
-
 // Composites the stacked areas onto the opaque canvas rows [y0, y0 + rows)
-// (ARGB32, premultiplied, as cairo keeps it): category j of run k covers
-// columns [col_x[k], col_x[k + 1]) and rows [edge_y[k][j + 1], edge_y[k][j])
-// in its colour at alpha 0.7, over what is there (the white background and
-// the grid), as cairo's OVER operator does.
-void FillSteps(unsigned char* data, size_t stride, int width, int y0, int rows,
-               const std::vector<int>& col_x, const std::vector<std::array<int, 9>>& edge_y) {
+// (0xAARRGGBB words): category j of run k covers columns
+// [col_x[k], col_x[k + 1]) and rows [edge_y[k][j + 1], edge_y[k][j]) in its
+// colour at alpha 0.7, over what is there (the white background and the
+// grid), as cairo's OVER operator composites.
+void FillSteps(Band& band, const std::vector<int>& col_x,
+               const std::vector<std::array<int, 9>>& edge_y) {
+  const int width = band.width(), y0 = band.y0();
   constexpr uint32_t kAlpha = 179;  // 0.7 of 255
   auto div255 = [](uint32_t t) { return (t + 128 + ((t + 128) >> 8)) >> 8; };
   std::array<std::array<uint32_t, 3>, 8> src{};  // premultiplied r, g, b
@@ -86,14 +70,14 @@ void FillSteps(unsigned char* data, size_t stride, int width, int y0, int rows,
               static_cast<uint32_t>(std::lround(kColors[j].g * kAlpha)),
               static_cast<uint32_t>(std::lround(kColors[j].b * kAlpha))};
   }
-  const int y_end = y0 + rows;
+  const int y_end = y0 + band.rows();
   for (size_t k = 0; k < edge_y.size(); ++k) {
     const int xa = std::clamp(col_x[k], 0, width), xb = std::clamp(col_x[k + 1], 0, width);
     if (xa >= xb) continue;
     for (int j = 0; j < 8; ++j) {
       const int ya = std::max(edge_y[k][j + 1], y0), yb = std::min(edge_y[k][j], y_end);
       for (int y = ya; y < yb; ++y) {
-        auto* px = reinterpret_cast<uint32_t*>(data + static_cast<size_t>(y - y0) * stride);
+        uint32_t* px = band.Row(y);
         for (int x = xa; x < xb; ++x) {
           const uint32_t d = px[x];
           const uint32_t r = src[j][0] + div255(((d >> 16) & 255) * (255 - kAlpha));
@@ -117,8 +101,6 @@ std::string RenderPlotPng(const CoalescedTimeline& c, const PlotOptions& o) {
 }
 
 std::string RenderPlotPng(const PlotRows& rows, const PlotOptions& o, PlotSummary* summary) {
-  const CairoApi* C = LoadCairo();
-  if (C == nullptr) return {};
   const double W = o.width, H = o.height;
   const double left = 0.08 * W, right = 0.97 * W, top = 0.14 * H, bottom = 0.90 * H;
   if (o.width <= 0 || o.height <= 0) return {};
@@ -203,53 +185,33 @@ std::string RenderPlotPng(const PlotRows& rows, const PlotOptions& o, PlotSummar
   }
   if (!columns.empty()) col_x.push_back(static_cast<int>(left + columns.back().col) + 1);
 
-  // The whole figure, drawn on `cr` (once per band, below): the band of
-  // `rows` rows from row y0 of `surface`, the canvas `cr` draws on.
-  auto draw = [&](cairo_t* cr, cairo_surface_t* surface, int y0, int rows) {
-    C->cairo_set_source_rgb(cr, 1, 1, 1);
-    C->cairo_paint(cr);
+  // The whole figure, drawn on the band of rows it is given (below).
+  auto draw = [&](Band& b) {
+    constexpr Rgb kBlack{0, 0, 0};
+    b.Paint({1, 1, 1});
 
-    // Grid and axes.
-    C->cairo_set_line_width(cr, 1);
-    C->cairo_set_source_rgb(cr, 0.9, 0.9, 0.9);
-    for (double v = ystep; v <= ylim + 1e-12; v += ystep) {
-      C->cairo_move_to(cr, left, std::round(Y(v)) + 0.5);
-      C->cairo_line_to(cr, right, std::round(Y(v)) + 0.5);
-    }
-    C->cairo_stroke(cr);
+    // Grid.
+    for (double v = ystep; v <= ylim + 1e-12; v += ystep)
+      b.HLine(left, right, std::round(Y(v)) + 0.5, 1, {0.9, 0.9, 0.9});
 
     // Stacked areas, drawn as steps: memory holds its value until the next
     // event (matplotlib's fill_between in PyTorch's plot interpolates
     // linearly, which draws slopes that never happened).
-    C->cairo_surface_flush(surface);
-    FillSteps(C->cairo_image_surface_get_data(surface),
-              static_cast<size_t>(C->cairo_image_surface_get_stride(surface)), o.width, y0, rows,
-              col_x, edge_y);
-    C->cairo_surface_mark_dirty(surface);
+    FillSteps(b, col_x, edge_y);
 
-    C->cairo_set_source_rgb(cr, 0, 0, 0);
-    C->cairo_set_line_width(cr, 1.2);
-    C->cairo_rectangle(cr, left, top, right - left, bottom - top);
-    C->cairo_stroke(cr);
+    // Axes, ticks and their labels.
+    b.StrokeRect(left, top, right, bottom, 1.2, kBlack);
     const double font = H / 60;
     for (double v = 0; v <= xlim + 1e-12; v += xstep) {
-      C->cairo_move_to(cr, X(v), bottom);
-      C->cairo_line_to(cr, X(v), bottom + 6);
-      C->cairo_stroke(cr);
-      Text(cr, FormatTick(v, xstep), X(v), bottom + 6 + font, font, 0.5, 0.5);
+      b.VLine(X(v), bottom, bottom + 6, 1.2, kBlack);
+      b.Text(FormatTick(v, xstep), X(v), bottom + 6 + font, font, 0.5);
     }
     for (double v = 0; v <= ylim + 1e-12; v += ystep) {
-      C->cairo_move_to(cr, left - 6, Y(v));
-      C->cairo_line_to(cr, left, Y(v));
-      C->cairo_stroke(cr);
-      Text(cr, FormatTick(v, ystep), left - 10, Y(v), font, 1.0, 0.5);
+      b.HLine(left - 6, left, Y(v), 1.2, kBlack);
+      b.Text(FormatTick(v, ystep), left - 10, Y(v), font, 1.0);
     }
-    Text(cr, "Time (ms)", (left + right) / 2, bottom + 3.2 * font, font * 1.1, 0.5, 0.5);
-    C->cairo_save(cr);
-    C->cairo_translate(cr, left - 5.2 * font, (top + bottom) / 2);
-    C->cairo_rotate(cr, -M_PI / 2);
-    Text(cr, "Memory (GiB)", 0, 0, font * 1.1, 0.5, 0.5);
-    C->cairo_restore(cr);
+    b.Text("Time (ms)", (left + right) / 2, bottom + 3.2 * font, font * 1.1, 0.5);
+    b.TextUp("Memory (GiB)", left - 5.2 * font, (top + bottom) / 2, font * 1.1, 0.5);
 
     // Title: one or more lines.
     double ty = top - 0.09 * H;
@@ -257,55 +219,40 @@ std::string RenderPlotPng(const PlotRows& rows, const PlotOptions& o, PlotSummar
     while (start <= o.title.size()) {
       size_t nl = o.title.find('\n', start);
       if (nl == std::string::npos) nl = o.title.size();
-      Text(cr, o.title.substr(start, nl - start), (left + right) / 2, ty, font * 1.2, 0.5, 0.5);
+      b.Text(std::string_view(o.title).substr(start, nl - start), (left + right) / 2, ty,
+             font * 1.2, 0.5);
       ty += font * 1.6;
       start = nl + 1;
     }
 
     // Legend, top right inside the axes.
     const double lx = right - 15 * font, ly = top + font;
-    C->cairo_set_source_rgba(cr, 1, 1, 1, 0.85);
-    C->cairo_rectangle(cr, lx - font * 0.6, ly - font * 0.6, 14.4 * font,
-                       8 * font * 1.4 + font * 0.4);
-    C->cairo_fill_preserve(cr);
-    C->cairo_set_source_rgb(cr, 0.7, 0.7, 0.7);
-    C->cairo_stroke(cr);
+    const double bx = lx - font * 0.6, by = ly - font * 0.6;
+    const double bw = 14.4 * font, bh = 8 * font * 1.4 + font * 0.4;
+    b.FillRect(bx, by, bx + bw, by + bh, {1, 1, 1}, 0.85);
+    b.StrokeRect(bx, by, bx + bw, by + bh, 1.2, {0.7, 0.7, 0.7});
     for (int cat = 0; cat < 8; ++cat) {
       const double y = ly + cat * font * 1.4;
-      C->cairo_set_source_rgba(cr, kColors[cat].r, kColors[cat].g, kColors[cat].b, 0.7);
-      C->cairo_rectangle(cr, lx, y, font * 1.6, font * 0.9);
-      C->cairo_fill(cr);
-      C->cairo_set_source_rgb(cr, 0, 0, 0);
-      Text(cr, std::string(kExportIndexNames[cat]), lx + font * 2.2, y + font * 0.1, font, 0, 0.5);
+      b.FillRect(lx, y, lx + font * 1.6, y + font * 0.9, kColors[cat], 0.7);
+      b.Text(kExportIndexNames[cat], lx + font * 2.2, y + font * 0.1, font, 0);
     }
   };
 
   // The figure is drawn in bands of rows, each band encoded as soon as it
-  // is drawn (our encoder, not cairo's writer: a fifth of the time,
-  // png.cpp), so that the canvas is never whole in memory: 1600x960 ARGB32
-  // is 6 MB, a third of what a 10^5-event HTML export needs otherwise. Each
-  // band shifts the drawing by a whole number of rows, which leaves every
-  // pixel as drawing the figure at once gives it (a unit test compares).
-  // The white background makes every pixel opaque, so the PNG is RGB.
+  // is drawn (png.cpp), so that the canvas is never whole in memory:
+  // 1600x960 ARGB32 is 6 MB, a third of what a 10^5-event HTML export
+  // needs otherwise. Every pixel is computed from the figure's coordinates,
+  // so the bands' pixels are those of drawing the figure at once (a unit
+  // test compares). The white background makes every pixel opaque, so the
+  // PNG is RGB.
   const int band = std::clamp(o.band_rows, 1, o.height);
-  cairo_surface_t* surface = C->cairo_image_surface_create(CAIRO_FORMAT_ARGB32, o.width, band);
-  if (C->cairo_surface_status(surface) != CAIRO_STATUS_SUCCESS) {
-    C->cairo_surface_destroy(surface);
-    return {};
-  }
+  std::vector<uint32_t> canvas(static_cast<size_t>(o.width) * static_cast<size_t>(band));
   PngRowEncoder png(o.width, o.height, /*opaque=*/true);
   for (int y0 = 0; y0 < o.height; y0 += band) {
-    cairo_t* cr = C->cairo_create(surface);
-    C->cairo_translate(cr, 0, -y0);
-    draw(cr, surface, y0, std::min(band, o.height - y0));
-    C->cairo_destroy(cr);
-    C->cairo_surface_flush(surface);
-    const unsigned char* data = C->cairo_image_surface_get_data(surface);
-    const size_t stride = static_cast<size_t>(C->cairo_image_surface_get_stride(surface));
-    for (int y = 0; y < band && y0 + y < o.height; ++y)
-      png.AddRow(reinterpret_cast<const uint32_t*>(data + y * stride));
+    Band b(canvas.data(), o.width, y0, std::min(band, o.height - y0));
+    draw(b);
+    for (int y = y0; y < y0 + b.rows(); ++y) png.AddRow(b.Row(y));
   }
-  C->cairo_surface_destroy(surface);
   return png.Finish();
 }
 

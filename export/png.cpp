@@ -1,4 +1,4 @@
-// PNG encoding of cairo image surfaces (see png.h).
+// PNG encoding of 32-bit pixels (see png.h).
 //
 // Settings chosen by timing the 22 plots of fixtures/ and build/bench/
 // (1600x960, opaque) in a scratch harness, best of 7 to 21 encodes each, mean
@@ -20,8 +20,6 @@
 // matcher takes twice the time. memLevel 6 rather than 8: zlib rewrites its
 // hash table every 32 KiB of input, and a smaller one is quicker to rewrite.
 #include "export/png.h"
-
-#include "export/cairo_api.h"
 
 #include <zlib.h>
 
@@ -57,20 +55,6 @@ void PutChunk(std::string& out, const char* type, const char* data, size_t size)
   out.append(data, size);
   PutBe32(out, static_cast<uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(out.data() + start),
                                            static_cast<uInt>(out.size() - start))));
-}
-
-cairo_status_t AppendPng(void* closure, const unsigned char* data, unsigned int length) {
-  static_cast<std::string*>(closure)->append(reinterpret_cast<const char*>(data), length);
-  return CAIRO_STATUS_SUCCESS;
-}
-
-std::string CairoPng(cairo_surface_t* surface) {
-  const CairoApi* C = LoadCairo();
-  if (C == nullptr || C->cairo_surface_write_to_png_stream == nullptr) return {};
-  std::string png;
-  if (C->cairo_surface_write_to_png_stream(surface, AppendPng, &png) != CAIRO_STATUS_SUCCESS)
-    png.clear();
-  return png;
 }
 
 // Opaque ARGB32 or RGB24: R, G, B are the low three bytes of a native-endian
@@ -220,29 +204,15 @@ std::string PngRowEncoder::Finish() {
   return png;
 }
 
-std::string EncodePng(cairo_surface_t* surface) {
-  const CairoApi* C = LoadCairo();
-  if (C == nullptr || C->cairo_surface_get_type == nullptr ||
-      C->cairo_image_surface_get_format == nullptr || C->cairo_image_surface_get_width == nullptr ||
-      C->cairo_image_surface_get_height == nullptr)
-    return {};
-  if (C->cairo_surface_status(surface) != CAIRO_STATUS_SUCCESS) return {};
-  if (C->cairo_surface_get_type(surface) != CAIRO_SURFACE_TYPE_IMAGE) return CairoPng(surface);
-  C->cairo_surface_flush(surface);
-  const cairo_format_t format = C->cairo_image_surface_get_format(surface);
-  const unsigned char* data = C->cairo_image_surface_get_data(surface);
-  if (data == nullptr || (format != CAIRO_FORMAT_ARGB32 && format != CAIRO_FORMAT_RGB24))
-    return CairoPng(surface);
-  const int width = C->cairo_image_surface_get_width(surface);
-  const int height = C->cairo_image_surface_get_height(surface);
-  const size_t stride = static_cast<size_t>(C->cairo_image_surface_get_stride(surface));
+std::string EncodePng(const uint32_t* pixels, int width, int height, size_t stride,
+                      PixelFormat format) {
   if (width <= 0 || height <= 0) return {};  // PNG has no empty images
-  auto row = [&](int y) { return reinterpret_cast<const uint32_t*>(data + y * stride); };
+  auto row = [&](int y) { return pixels + static_cast<size_t>(y) * stride; };
 
-  // The plot paints a white background first, so its ARGB32 surface is
-  // opaque: RGB is 3/4 of the bytes to compress, and is what cairo writes too.
+  // An opaque image is written as RGB: 3/4 of the bytes to compress, and
+  // what cairo writes too.
   bool opaque = true;
-  if (format == CAIRO_FORMAT_ARGB32) {
+  if (format == PixelFormat::kArgb32) {
     for (int y = 0; y < height && opaque; ++y) {
       uint32_t all = ~uint32_t{0};
       for (int x = 0; x < width; ++x) all &= row(y)[x];

@@ -2,10 +2,12 @@
 # Installs the Debian packages memtl needs, only those that are missing.
 # usage: scripts/deps.sh build|test
 set -euo pipefail
-build_pkgs=(cmake g++ make pkg-config nlohmann-json3-dev zlib1g-dev libcairo2-dev fonts-dejavu-core)
+build_pkgs=(cmake g++ make nlohmann-json3-dev zlib1g-dev)
 # libtorch-dev and pybind11-dev build the recorder's native walk
 # (collect/CMakeLists.txt), which the Python tests compare with the Python walk.
-test_pkgs=(doctest-dev python3-torch python3-torchvision libtorch-dev pybind11-dev)
+# libpng-dev (found with pkg-config): the unit tests decode the plot's PNG with
+# libpng, not with our own code.
+test_pkgs=(doctest-dev pkg-config libpng-dev python3-torch python3-torchvision libtorch-dev pybind11-dev)
 case "${1:-build}" in
   build) want=("${build_pkgs[@]}") ;;
   test) want=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;

@@ -68,7 +68,6 @@ for t in "${targets[@]}"; do
   rm -f build-fuzz/crashes/"$t"-*
   set +e
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0" \
     build-fuzz/tests/fuzz/fuzz_$t "$corpus/$t" -dict=tests/fuzz/dict.txt -max_total_time="$seconds" \
     -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=build-fuzz/crashes/"$t"- \
     >"$log" 2>&1

@@ -12,7 +12,6 @@ if [ "${1:-}" = "--sanitize" ]; then
   cd build-asan
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-  export LSAN_OPTIONS="suppressions=$PWD/../tests/lsan.supp:print_suppressions=0"
   ctest --output-on-failure --no-tests=error -j2
 else
   scripts/build.sh

@@ -1,7 +1,7 @@
 // Timeline arithmetic and exports: PyTorch's time conversion, suffix
 // dispatch, JSON layout, atomic writes and the PNG plot.
-#include <cairo/cairo.h>
 #include <doctest/doctest.h>
+#include <png.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,35 +12,47 @@
 
 #include "core/timeline/timeline.h"
 #include "export/atomic_file.h"
-#include "export/cairo_api.h"
 #include "export/export.h"
 #include "export/png.h"
+#include "export/raster.h"
 
 using namespace memtl;
 
 namespace {
 
-// A PNG decoded by cairo's reader (libpng), which checks the CRCs and the
-// zlib checksum; the caller destroys the surface.
-cairo_surface_t* DecodePng(const std::string& png) {
-  struct Reader {
-    const std::string* data;
-    size_t pos = 0;
-  } reader{&png};
-  return cairo_image_surface_create_from_png_stream(
-      [](void* closure, unsigned char* out, unsigned int length) {
-        auto* r = static_cast<Reader*>(closure);
-        if (r->pos + length > r->data->size()) return CAIRO_STATUS_READ_ERROR;
-        std::memcpy(out, r->data->data() + r->pos, length);
-        r->pos += length;
-        return CAIRO_STATUS_SUCCESS;
-      },
-      &reader);
-}
+// Pixels as 0xAARRGGBB words, colour premultiplied by alpha (cairo's ARGB32).
+struct Image {
+  int width = 0, height = 0;
+  std::vector<uint32_t> px;
+  uint32_t& at(int x, int y) { return px[static_cast<size_t>(y) * width + x]; }
+  uint32_t at(int x, int y) const { return px[static_cast<size_t>(y) * width + x]; }
+};
 
-uint32_t& Pixel(cairo_surface_t* s, int x, int y) {
-  return *reinterpret_cast<uint32_t*>(cairo_image_surface_get_data(s) +
-                                      y * cairo_image_surface_get_stride(s) + 4 * x);
+// A PNG decoded by libpng, which checks the CRCs and the zlib checksum, and
+// premultiplied again as cairo's reader does; width 0 when it fails.
+Image DecodePng(const std::string& png) {
+  Image img;
+  png_image p{};
+  p.version = PNG_IMAGE_VERSION;
+  if (!png_image_begin_read_from_memory(&p, png.data(), png.size())) return img;
+  p.format = PNG_FORMAT_BGRA;  // a little-endian 0xAARRGGBB word per pixel
+  std::vector<uint32_t> straight(static_cast<size_t>(p.width) * p.height);
+  if (!png_image_finish_read(&p, nullptr, straight.data(), 0, nullptr)) {
+    png_image_free(&p);
+    return img;
+  }
+  auto mul = [](uint32_t a, uint32_t c) {
+    const uint32_t t = a * c + 0x80;
+    return (t + (t >> 8)) >> 8;
+  };
+  for (uint32_t& v : straight) {
+    const uint32_t a = v >> 24;
+    v = a << 24 | mul(a, (v >> 16) & 255) << 16 | mul(a, (v >> 8) & 255) << 8 | mul(a, v & 255);
+  }
+  img.width = static_cast<int>(p.width);
+  img.height = static_cast<int>(p.height);
+  img.px = std::move(straight);
+  return img;
 }
 
 }  // namespace
@@ -177,16 +189,14 @@ TEST_CASE("export: the plot is a PNG of the requested size and is not blank") {
 
   // Decode it and look at the pixels: coloured areas, and the spike's column
   // reaches the top part of the plot.
-  cairo_surface_t* img = DecodePng(png);
-  REQUIRE(cairo_surface_status(img) == CAIRO_STATUS_SUCCESS);
-  const int w = cairo_image_surface_get_width(img), h = cairo_image_surface_get_height(img);
-  const int stride = cairo_image_surface_get_stride(img);
-  const unsigned char* px = cairo_image_surface_get_data(img);
+  const Image img = DecodePng(png);
+  REQUIRE(img.width == 1600);
+  const int w = img.width, h = img.height;
   long coloured = 0;
   int top_coloured_row = h;
   for (int y = 0; y < h; ++y) {
     for (int x = 0; x < w; ++x) {
-      const uint32_t v = *reinterpret_cast<const uint32_t*>(px + y * stride + 4 * x);
+      const uint32_t v = img.at(x, y);
       const int r = (v >> 16) & 255, g = (v >> 8) & 255, b = v & 255;
       const bool grey = std::abs(r - g) < 12 && std::abs(g - b) < 12;
       if (!grey) {
@@ -195,7 +205,6 @@ TEST_CASE("export: the plot is a PNG of the requested size and is not blank") {
       }
     }
   }
-  cairo_surface_destroy(img);
   CHECK(coloured > 5000);
   // The spike is drawn: its column is coloured in the top third.
   CHECK(top_coloured_row < h / 3);
@@ -225,16 +234,14 @@ TEST_CASE("export: a column's peak does not hold past its column, and the last r
     c.times.push_back(t);
     c.sizes.push_back(row);
   }
-  cairo_surface_t* img = DecodePng(RenderPlotPng(c, PlotOptions{}));
-  REQUIRE(cairo_surface_status(img) == CAIRO_STATUS_SUCCESS);
-  const int w = cairo_image_surface_get_width(img), h = cairo_image_surface_get_height(img);
-  const int stride = cairo_image_surface_get_stride(img);
-  const unsigned char* px = cairo_image_surface_get_data(img);
+  const Image img = DecodePng(RenderPlotPng(c, PlotOptions{}));
+  REQUIRE(img.width == 1600);
+  const int w = img.width, h = img.height;
   // Rows of the column that are coloured (not white or grey).
   auto coloured_rows = [&](int x) {
     int n = 0;
     for (int y = 0; y < h; ++y) {
-      const uint32_t v = *reinterpret_cast<const uint32_t*>(px + y * stride + 4 * x);
+      const uint32_t v = img.at(x, y);
       const int r = (v >> 16) & 255, g = (v >> 8) & 255, b = v & 255;
       if (std::abs(r - g) >= 12 || std::abs(g - b) >= 12) ++n;
     }
@@ -249,95 +256,165 @@ TEST_CASE("export: a column's peak does not hold past its column, and the last r
   for (int x = last - 3; x <= last + 3; ++x)
     last_coloured = std::max(last_coloured, coloured_rows(x));
   CHECK(last_coloured > axes / 5);  // the last row, 0.5 GiB
-  cairo_surface_destroy(img);
 }
 
-TEST_CASE("export: the plot's font is opened from its file") {
-  // scripts/deps.sh installs fonts-dejavu-core; with its file the plot's
-  // text does not go through fontconfig (cairo_api.h).
-  const CairoApi* C = LoadCairo();
-  REQUIRE(C != nullptr);
-  if (access(kPlotFontFile, R_OK) != 0) return;
-  REQUIRE(C->plot_font != nullptr);
-  CHECK((C->cairo_set_font_face != nullptr));
-}
-
-TEST_CASE("export: EncodePng gives back the surface's pixels, the same bytes every time") {
+TEST_CASE("export: EncodePng gives back the pixels, the same bytes every time") {
   // The colour type in IHDR: 2 RGB, 6 RGBA.
   auto colour_type = [](const std::string& png) { return png.size() > 25 ? png[25] : -1; };
-  auto round_trip = [](cairo_surface_t* s, uint32_t mask) {
-    const std::string png = EncodePng(s);
+  auto encode = [](const Image& s, PixelFormat f) {
+    return EncodePng(s.px.data(), s.width, s.height, static_cast<size_t>(s.width), f);
+  };
+  auto round_trip = [&](const Image& s, PixelFormat f, uint32_t mask) {
+    const std::string png = encode(s, f);
     REQUIRE(png.size() > 8);
     CHECK(png.compare(0, 8, "\x89PNG\r\n\x1a\n") == 0);
-    CHECK(EncodePng(s) == png);
-    cairo_surface_t* img = DecodePng(png);
-    REQUIRE(cairo_surface_status(img) == CAIRO_STATUS_SUCCESS);
-    const int w = cairo_image_surface_get_width(s), h = cairo_image_surface_get_height(s);
-    REQUIRE(cairo_image_surface_get_width(img) == w);
-    REQUIRE(cairo_image_surface_get_height(img) == h);
+    CHECK(encode(s, f) == png);
+    const Image img = DecodePng(png);
+    REQUIRE(img.width == s.width);
+    REQUIRE(img.height == s.height);
     long differing = 0;
-    for (int y = 0; y < h; ++y) {
-      for (int x = 0; x < w; ++x) differing += ((Pixel(s, x, y) ^ Pixel(img, x, y)) & mask) != 0;
+    for (int y = 0; y < s.height; ++y) {
+      for (int x = 0; x < s.width; ++x) {
+        // A format without alpha decodes as opaque.
+        const uint32_t want = f == PixelFormat::kRgb24 ? s.at(x, y) | 0xff000000u : s.at(x, y);
+        differing += ((want ^ img.at(x, y)) & mask) != 0;
+      }
     }
     CHECK(differing == 0);
-    cairo_surface_destroy(img);
     return png;
+  };
+  auto blank = [](int w, int h) {
+    Image s;
+    s.width = w;
+    s.height = h;
+    s.px.assign(static_cast<size_t>(w) * h, 0);
+    return s;
   };
   // A few flat colours in bands (runs of repeated rows), a row that differs
   // from its neighbours, and a checkered block, as on the plot.
-  auto paint = [](cairo_surface_t* s) {
+  auto paint = [](Image& s) {
     const uint32_t colours[] = {0xffffffff, 0xff006400, 0xffdaa520, 0xff9370db, 0xff000000};
-    const int w = cairo_image_surface_get_width(s), h = cairo_image_surface_get_height(s);
-    cairo_surface_flush(s);
-    for (int y = 0; y < h; ++y) {
-      for (int x = 0; x < w; ++x) {
+    for (int y = 0; y < s.height; ++y) {
+      for (int x = 0; x < s.width; ++x) {
         uint32_t v = colours[(x / 9 + y / 6) % 5];
         if (y == 13) v = colours[x % 5];
         if (x >= 20 && x < 30 && y >= 20 && y < 30) v = colours[(x + y) % 2 * 4];
-        Pixel(s, x, y) = v;
+        s.at(x, y) = v;
       }
     }
-    cairo_surface_mark_dirty(s);
   };
 
   SUBCASE("opaque ARGB32, as the plot draws, is written as RGB") {
-    cairo_surface_t* s = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 37, 41);
+    Image s = blank(37, 41);
     paint(s);
-    const std::string png = round_trip(s, 0xffffffff);
+    const std::string png = round_trip(s, PixelFormat::kArgb32, 0xffffffff);
     CHECK(colour_type(png) == 2);
-    // A second surface with the same pixels gives the same bytes.
-    cairo_surface_t* again = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 37, 41);
-    paint(again);
-    CHECK(EncodePng(again) == png);
-    cairo_surface_destroy(again);
-    cairo_surface_destroy(s);
+    // A row stride wider than the image gives the same bytes.
+    std::vector<uint32_t> wide(static_cast<size_t>(50) * 41, 0x12345678u);
+    for (int y = 0; y < 41; ++y)
+      std::copy_n(&s.at(0, y), 37, wide.begin() + static_cast<ptrdiff_t>(y) * 50);
+    CHECK(EncodePng(wide.data(), 37, 41, 50, PixelFormat::kArgb32) == png);
   }
   SUBCASE("RGB24 ignores the unused byte") {
-    cairo_surface_t* s = cairo_image_surface_create(CAIRO_FORMAT_RGB24, 37, 41);
+    Image s = blank(37, 41);
     paint(s);
-    const std::string png = EncodePng(s);
+    const std::string png = encode(s, PixelFormat::kRgb24);
     // Row 31 now has the same colours as row 30 but not the same words.
-    cairo_surface_flush(s);
-    for (int x = 0; x < 37; x += 2) Pixel(s, x, 31) &= 0x00ffffff;
-    cairo_surface_mark_dirty(s);
-    CHECK(round_trip(s, 0x00ffffff) == png);
+    for (int x = 0; x < 37; x += 2) s.at(x, 31) &= 0x00ffffff;
+    CHECK(round_trip(s, PixelFormat::kRgb24, 0x00ffffff) == png);
     CHECK(colour_type(png) == 2);
-    cairo_surface_destroy(s);
   }
-  SUBCASE("translucent ARGB32: every premultiplied value survives cairo's round trip") {
+  SUBCASE("translucent ARGB32: every premultiplied value survives a round trip") {
     // Column c, row a: alpha a with channels c, a - c and c / 2 (all <= a).
-    cairo_surface_t* s = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 256, 256);
-    cairo_surface_flush(s);
+    Image s = blank(256, 256);
     for (uint32_t a = 0; a < 256; ++a) {
       for (uint32_t c = 0; c < 256; ++c) {
         const uint32_t v = std::min(c, a);
-        Pixel(s, static_cast<int>(c), static_cast<int>(a)) =
+        s.at(static_cast<int>(c), static_cast<int>(a)) =
             (a << 24) | (v << 16) | ((a - v) << 8) | (v / 2);
       }
     }
-    cairo_surface_mark_dirty(s);
-    const std::string png = round_trip(s, 0xffffffff);
+    const std::string png = round_trip(s, PixelFormat::kArgb32, 0xffffffff);
     CHECK(colour_type(png) == 6);
-    cairo_surface_destroy(s);
   }
+  SUBCASE("an empty image is refused") {
+    CHECK(EncodePng(nullptr, 0, 5, 0, PixelFormat::kArgb32).empty());
+  }
+}
+
+TEST_CASE("raster: rectangles cover each pixel by the part of its area inside") {
+  std::vector<uint32_t> px(static_cast<size_t>(8) * 6);
+  Band b(px.data(), 8, 0, 6);
+  b.Paint({1, 1, 1});
+  CHECK(px[0] == 0xffffffffu);
+  // Black over [1.5, 4) x [2, 3.25): half of column 1, a quarter of row 3.
+  b.FillRect(1.5, 2, 4, 3.25, {0, 0, 0});
+  auto grey = [&](int x, int y) {
+    return static_cast<int>(px[static_cast<size_t>(y) * 8 + x] & 255);
+  };
+  CHECK(grey(0, 2) == 255);
+  CHECK(grey(1, 2) == 127);  // 255 * (1 - 0.5), rounded
+  CHECK(grey(2, 2) == 0);
+  CHECK(grey(3, 2) == 0);
+  CHECK(grey(4, 2) == 255);
+  CHECK(grey(2, 3) == 191);  // a quarter covered
+  CHECK(grey(1, 3) == 223);  // an eighth
+  CHECK(grey(2, 1) == 255);
+  CHECK(grey(2, 4) == 255);
+  // Alpha scales the coverage: 0.7 of pure red over white.
+  b.FillRect(6, 0, 7, 1, {1, 0, 0}, 0.7);
+  CHECK(px[6] == 0xffff4c4cu);  // alpha 179 (0.7 of 255): 255 * 76 / 255
+}
+
+TEST_CASE("raster: an outline leaves the inside alone, and bands draw what the whole does") {
+  auto draw = [](Band& b) {
+    b.Paint({1, 1, 1});
+    b.StrokeRect(2, 2, 17.5, 13, 1.2, {0, 0, 0});
+    b.Text("0.5 GiB", 3, 7, 16, 0);
+    b.TextUp("Memory", 10, 12, 16, 0.5);
+  };
+  std::vector<uint32_t> whole(20 * 16);
+  Band all(whole.data(), 20, 0, 16);
+  draw(all);
+  // The pen is 1.2 wide on the edge at x = 2: [1.4, 2.6) is dark.
+  CHECK((whole[5 * 20 + 1] & 255) == 102);  // 0.6 covered
+  CHECK((whole[5 * 20 + 2] & 255) == 102);
+  CHECK((whole[1 * 20 + 0] & 255) == 255);  // outside the outer edge
+  for (int rows : {1, 3, 16}) {
+    std::vector<uint32_t> banded(20 * 16);
+    for (int y0 = 0; y0 < 16; y0 += rows) {
+      Band b(banded.data() + y0 * 20, 20, y0, std::min(rows, 16 - y0));
+      draw(b);
+    }
+    CHECK_MESSAGE(banded == whole, "bands of " << rows);
+  }
+}
+
+TEST_CASE("raster: text is drawn from the glyph table, upright and turned") {
+  constexpr int kW = 120, kH = 120;
+  std::vector<uint32_t> px(kW * kH);
+  Band b(px.data(), kW, 0, kH);
+  auto ink = [&](int x0, int y0, int x1, int y1) {  // dark pixels in [x0, x1) x [y0, y1)
+    int n = 0;
+    for (int y = y0; y < y1; ++y)
+      for (int x = x0; x < x1; ++x) n += (px[static_cast<size_t>(y) * kW + x] & 255) < 128;
+    return n;
+  };
+  b.Paint({1, 1, 1});
+  const int w = Band::TextWidth("Time (ms)", 16);
+  CHECK(w > 50);
+  CHECK(w < 90);
+  CHECK(Band::TextWidth("ii", 16) < Band::TextWidth("MM", 16));
+  // Centred on (60, 20): ink within the text's box, none far from it.
+  b.Text("Time (ms)", 60, 20, 16, 0.5);
+  CHECK(ink(60 - w / 2 - 1, 8, 60 + w / 2 + 2, 30) > 60);
+  CHECK(ink(0, 0, kW, 6) == 0);
+  CHECK(ink(0, 32, kW, kH) == 0);
+  // Turned: the same text reads upwards along x = 30, centred on y = 80.
+  b.TextUp("Time (ms)", 30, 80, 16, 0.5);
+  CHECK(ink(18, 80 - w / 2 - 2, 42, 80 + w / 2 + 2) > 60);
+  CHECK(ink(0, 34, 16, kH) == 0);
+  CHECK(ink(44, 34, kW, kH) == 0);
+  // Bytes outside printable ASCII draw as '?'.
+  CHECK(Band::TextWidth("\xc3\xa9", 16) == 2 * Band::TextWidth("?", 16));
 }
