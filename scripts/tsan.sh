@@ -10,7 +10,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh build
-cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEMTL_BUILD_TESTS=OFF \
+# Linked dynamically (MEMTL_STATIC=OFF): the TSan runtime is a shared library.
+cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEMTL_BUILD_TESTS=OFF -DMEMTL_STATIC=OFF \
   -DCMAKE_CXX_FLAGS="-fsanitize=thread" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" >/dev/null
 cmake --build build-tsan -j"$(nproc)" --target memtl
 bin=build-tsan/cli/memtl

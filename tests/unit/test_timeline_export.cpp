@@ -391,10 +391,11 @@ TEST_CASE("raster: an outline leaves the inside alone, and bands draw what the w
 }
 
 TEST_CASE("raster: text is drawn from the glyph table, upright and turned") {
-  constexpr int kW = 120, kH = 120;
+  constexpr int kW = 120, kH = 140;
   std::vector<uint32_t> px(kW * kH);
   Band b(px.data(), kW, 0, kH);
   auto ink = [&](int x0, int y0, int x1, int y1) {  // dark pixels in [x0, x1) x [y0, y1)
+    REQUIRE((0 <= x0 && x1 <= kW && 0 <= y0 && y1 <= kH));
     int n = 0;
     for (int y = y0; y < y1; ++y)
       for (int x = x0; x < x1; ++x) n += (px[static_cast<size_t>(y) * kW + x] & 255) < 128;
