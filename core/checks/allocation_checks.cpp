@@ -18,8 +18,12 @@ std::string Hex(uint64_t v) {
 
 AllocationSummary CheckAllocations(const Trace& trace, Diagnostics& diag) {
   AllocationSummary s;
-  // Per (pointer, device): > 0 live with this size; 0 freed.
-  PtrDevMap<int64_t> state;
+  // Per (pointer, device): the live allocation's record (its size is
+  // there), or kFreed. A 4-byte value keeps a slot at 16 bytes instead of
+  // 24: the map holds every pointer the trace allocates or frees, and was
+  // a tenth of a 10^5-event export's peak.
+  constexpr uint32_t kFreed = kNone32;
+  PtrDevMap<uint32_t> state;
   for (const auto& e : trace.events) {
     if (e.kind != EventKind::kAlloc) continue;
     const AllocInfo& a = trace.allocs[e.payload];
@@ -29,7 +33,7 @@ AllocationSummary CheckAllocations(const Trace& trace, Diagnostics& diag) {
     };
     if (a.bytes > 0) {
       ++s.allocations;
-      *state.try_emplace(a.ptr, a.device, 0).first = a.bytes;
+      *state.try_emplace(a.ptr, a.device, kFreed).first = e.payload;
       continue;
     }
     if (a.bytes == 0) {
@@ -37,19 +41,19 @@ AllocationSummary CheckAllocations(const Trace& trace, Diagnostics& diag) {
       continue;
     }
     ++s.frees;
-    auto [live, inserted] = state.try_emplace(a.ptr, a.device, 0);
+    auto [live, inserted] = state.try_emplace(a.ptr, a.device, kFreed);
     if (inserted) {
       ++s.preexisting_frees;  // allocated before profiling began
       continue;
     }
-    if (*live == 0) {
+    if (*live == kFreed) {
       diag.Add("double free", where());
-    } else if (*live != -a.bytes) {
-      diag.Add("free size differs from its allocation", where() + ": " + std::to_string(*live) +
+    } else if (const int64_t allocated = trace.allocs[*live].bytes; allocated != -a.bytes) {
+      diag.Add("free size differs from its allocation", where() + ": " + std::to_string(allocated) +
                                                             " allocated, " +
                                                             std::to_string(-a.bytes) + " freed");
     }
-    *live = 0;
+    *live = kFreed;
   }
   return s;
 }
