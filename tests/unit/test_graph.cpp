@@ -124,12 +124,16 @@ TEST_CASE(
 }
 
 TEST_CASE("pipeline: checks beside identity on a second thread give the same analysis") {
-  // Diagnostics from both stages: a double free and a zero-byte event
-  // (checks), and producer ids that disagree with memtl's (identity).
+  // Diagnostics from both stages: a double free, a zero-byte event and a
+  // free of another size than its allocation's (checks; a pointer
+  // allocated again after its free is not a defect), and producer ids that
+  // disagree with memtl's (identity).
   const std::string text =
       Header(true) + Op(0, -1, "aten::relu", 1, 2, T(1, 100, 4, 5, 9)) +
       Alloc(1, -1, 3, 300, 16, "cpu", 7, 8) + Alloc(2, -1, 4, 300, -16, "cpu", 7, 8) +
-      Alloc(3, -1, 5, 300, -16, "cpu", 7, 8) + Alloc(4, -1, 6, 400, 0, "cpu", 9, 10);
+      Alloc(3, -1, 5, 300, -16, "cpu", 7, 8) + Alloc(4, -1, 6, 400, 0, "cpu", 9, 10) +
+      Alloc(5, -1, 7, 500, 32, "cpu", 11, 12) + Alloc(6, -1, 8, 500, -16, "cpu", 11, 12) +
+      Alloc(7, -1, 9, 500, 48, "cpu", 13, 14) + Alloc(8, -1, 10, 500, -48, "cpu", 13, 14);
   auto analyze = [&](bool threaded) {
     auto r = ReadTraceString(text, "t.trace");
     REQUIRE(r.ok());
@@ -143,6 +147,10 @@ TEST_CASE("pipeline: checks beside identity on a second thread give the same ana
   const auto& d2 = two->diagnostics.entries();
   CHECK(d1.count("double free") == 1);
   CHECK(d1.count("allocation event of 0 bytes") == 1);
+  REQUIRE(d1.count("free size differs from its allocation") == 1);
+  const auto& differs = d1.at("free size differs from its allocation");
+  CHECK(differs.count == 1);
+  CHECK(differs.example.find("32 allocated, 16 freed") != std::string::npos);
   CHECK(d1.count("producer ids differ from memtl's") == 1);
   REQUIRE(d1.size() == d2.size());
   for (auto i = d1.begin(), j = d2.begin(); i != d1.end(); ++i, ++j) {
