@@ -1,6 +1,8 @@
-// Golden files: `memtl graph` output for every recorded fixture, compared
-// with tests/golden/<fixture>.graph. MEMTL_UPDATE_GOLDENS=1 rewrites them
-// (review the diff; a golden changes only with a reason in the commit).
+// Golden files: `memtl graph` and `memtl categories` output for every
+// recorded fixture, compared with tests/golden/<fixture>.graph and
+// .categories, and the HTML report's plot of the resnet18 step drawn as text
+// (.plot). MEMTL_UPDATE_GOLDENS=1 rewrites them (review the diff; a golden
+// changes only with a reason in the commit).
 #include <doctest/doctest.h>
 
 #include <unistd.h>
@@ -18,6 +20,7 @@
 #include "core/timeline/timeline.h"
 #include "export/export.h"
 #include "passes/pass.h"
+#include "tests/unit/png_decode.h"
 
 using namespace memtl;
 namespace fs = std::filesystem;
@@ -51,6 +54,88 @@ void CheckGolden(const std::string& name, const std::string& actual) {
   std::stringstream ss;
   ss << in.rdbuf();
   CHECK_MESSAGE(ss.str() == actual, "golden " << golden << " differs; actual:\n" << actual);
+}
+
+// The bytes of standard base64 text (no line breaks).
+std::string FromBase64(std::string_view text) {
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    return c == '+' ? 62 : c == '/' ? 63 : -1;
+  };
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : text) {
+    const int v = value(c);
+    if (v < 0) break;  // '=' padding ends the data
+    acc = acc << 6 | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>((acc >> bits) & 255);
+    }
+  }
+  return out;
+}
+
+// The plot as text for review: a line with its size and a hash of every
+// pixel (so that any change of a pixel shows), then one character per cell
+// of 16 x 24 pixels: the category whose colour (alpha 0.7 over white, as
+// drawn) most of its pixels have, '#' where at least an eighth of it is ink
+// (text, axes, ticks), '-' grid, ' ' white.
+std::string PlotAsText(const Image& img) {
+  struct Class {
+    char c;
+    int r, g, b;
+  };
+  auto over_white = [](int v) { return (v * 179 + 255 * 76 + 127) / 255; };
+  std::vector<Class> classes = {{' ', 255, 255, 255}, {'-', 229, 229, 229}, {'#', 0, 0, 0}};
+  const char letters[] = "POITAGDU";  // export order, as the legend lists them
+  const int colours[8][3] = {{0, 100, 0}, {218, 165, 32}, {0, 0, 0},      {147, 112, 219},
+                             {255, 0, 0}, {0, 0, 205},    {65, 105, 225}, {128, 128, 128}};
+  for (int k = 0; k < 8; ++k) {
+    classes.push_back({letters[k], over_white(colours[k][0]), over_white(colours[k][1]),
+                       over_white(colours[k][2])});
+  }
+  auto classify = [&](uint32_t v) {
+    const int r = (v >> 16) & 255, g = (v >> 8) & 255, b = v & 255;
+    if (std::max({r, g, b}) < 96) return size_t{2};  // ink
+    size_t best = 0;
+    int best_d = 1 << 30;
+    for (size_t i = 0; i < classes.size(); ++i) {
+      const int d = (r - classes[i].r) * (r - classes[i].r) +
+                    (g - classes[i].g) * (g - classes[i].g) +
+                    (b - classes[i].b) * (b - classes[i].b);
+      if (d < best_d) best_d = d, best = i;
+    }
+    return best;
+  };
+  uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a over the pixel words
+  for (uint32_t v : img.px) {
+    for (int s = 0; s < 32; s += 8) hash = (hash ^ ((v >> s) & 255)) * 0x100000001b3ull;
+  }
+  char head[160];
+  std::snprintf(head, sizeof head, "plot %dx%d, FNV-1a 64 of its pixels %016llx\n", img.width,
+                img.height, static_cast<unsigned long long>(hash));
+  std::string out = head;
+  constexpr int kCellW = 16, kCellH = 24;
+  for (int cy = 0; cy + kCellH <= img.height; cy += kCellH) {
+    std::string line;
+    for (int cx = 0; cx + kCellW <= img.width; cx += kCellW) {
+      std::vector<int> count(classes.size(), 0);
+      for (int y = cy; y < cy + kCellH; ++y)
+        for (int x = cx; x < cx + kCellW; ++x) ++count[classify(img.at(x, y))];
+      size_t best = 0;
+      for (size_t i = 1; i < count.size(); ++i)
+        if (count[i] > count[best]) best = i;
+      line += count[2] * 8 >= kCellW * kCellH ? '#' : classes[best].c;
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  return out;
 }
 
 }  // namespace
@@ -95,6 +180,39 @@ TEST_SUITE("golden") {
       for (size_t i = 1; i < sizes[0].size(); ++i)
         CHECK(sizes[0][i - 1].get<int64_t>() <= sizes[0][i].get<int64_t>());
     }
+  }
+
+  TEST_CASE("golden: the HTML report's plot of the resnet18 step") {
+    // The plot is drawn by memtl from a committed glyph table, so its
+    // pixels are the same on every machine (the PNG's bytes may not be,
+    // with another zlib): the golden holds a hash of the pixels and the
+    // plot drawn in characters.
+    const auto path = fs::path(MEMTL_SOURCE_DIR) / "fixtures" / "resnet18_sgd_step.trace.jsonl.gz";
+    auto r = AnalyzeFile(path.string());
+    REQUIRE(r.ok());
+    Analysis& a = *r.value();
+    CategoryDict cats;
+    RunAllPasses(PassInput{a.trace, *a.tree, *a.graph, *a.sizes}, cats);
+    const auto timeline = BuildTimeline(*a.tree, *a.graph, *a.sizes, cats, a.diagnostics);
+    const fs::path dir = fs::temp_directory_path() / ("memtl_plot_" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    const ExportInput in{a.trace, timeline, cats, a.diagnostics, "resnet18_sgd_step", ""};
+    REQUIRE(ExportMemoryTimeline(in, (dir / "r.html").string(), 0).ok());
+    std::ifstream html_in(dir / "r.html", std::ios::binary);
+    std::stringstream ss;
+    ss << html_in.rdbuf();
+    fs::remove_all(dir);
+    const std::string html = ss.str();
+    const std::string marker = "data:image/png;base64,";
+    const size_t at = html.find(marker);
+    REQUIRE(at != std::string::npos);
+    const size_t end = html.find('\'', at);
+    REQUIRE(end != std::string::npos);
+    const Image img = DecodePng(
+        FromBase64(std::string_view(html).substr(at + marker.size(), end - at - marker.size())));
+    REQUIRE(img.width == 1600);
+    REQUIRE(img.height == 960);
+    CheckGolden("resnet18_sgd_step.plot", PlotAsText(img));
   }
 }
 
