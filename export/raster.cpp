@@ -21,6 +21,25 @@ struct GlyphFace {
 
 #include "export/glyph_table.inc"
 
+// Each glyph's rows hold exactly width x height digits of coverage (a table
+// regenerated wrong fails the build instead of being read past its end).
+constexpr bool GlyphTableIsWellFormed() {
+  for (const GlyphFace& face : kGlyphFaces) {
+    for (int c = 0; c < 95; ++c) {
+      const GlyphBitmap& g = face.glyphs[c];
+      const char* p = g.rows;
+      unsigned n = 0;
+      for (; p[n] != 0; ++n) {
+        const char d = p[n];
+        if (!(d == '.' || (d >= '1' && d <= '9') || (d >= 'a' && d <= 'f'))) return false;
+      }
+      if (n != g.width * g.height) return false;
+    }
+  }
+  return true;
+}
+static_assert(GlyphTableIsWellFormed());
+
 const GlyphFace& FaceFor(double size) {
   const GlyphFace* best = &kGlyphFaces[0];
   for (const GlyphFace& f : kGlyphFaces) {
@@ -33,6 +52,14 @@ const GlyphBitmap& GlyphOf(const GlyphFace& face, char c) {
   const auto b = static_cast<unsigned char>(c);
   return face.glyphs[(b < 32 || b > 126 ? '?' : b) - 32];
 }
+
+// floor(v), ceil(v) and round(v) as ints, v first brought within a margin
+// around any canvas (NaN to 0): the plot only passes finite coordinates
+// near the canvas, and this keeps any other value's conversion defined.
+double Near(double v) { return std::isnan(v) ? 0 : std::clamp(v, -1e6, 1e6); }
+int FloorPx(double v) { return static_cast<int>(std::floor(Near(v))); }
+int CeilPx(double v) { return static_cast<int>(std::ceil(Near(v))); }
+int RoundPx(double v) { return static_cast<int>(std::lround(Near(v))); }
 
 // The part of pixel [i, i + 1) inside [a, b).
 double Overlap(int i, double a, double b) {
@@ -75,10 +102,10 @@ void Band::Paint(Rgb c) { std::fill(px_, px_ + static_cast<size_t>(width_) * row
 void Band::FillRect(double x0, double y0, double x1, double y1, Rgb c, double alpha) {
   if (!(x0 < x1 && y0 < y1)) return;
   const uint32_t colour = Pack(c);
-  const int xa = std::max(0, static_cast<int>(std::floor(x0)));
-  const int xb = std::min(width_, static_cast<int>(std::ceil(x1)));
-  const int ya = std::max(y0_, static_cast<int>(std::floor(y0)));
-  const int yb = std::min(y0_ + rows_, static_cast<int>(std::ceil(y1)));
+  const int xa = std::max(0, FloorPx(x0));
+  const int xb = std::min(width_, CeilPx(x1));
+  const int ya = std::max(y0_, FloorPx(y0));
+  const int yb = std::min(y0_ + rows_, CeilPx(y1));
   for (int y = ya; y < yb; ++y) {
     const double cy = Overlap(y, y0, y1) * alpha;
     for (int x = xa; x < xb; ++x) Blend(x, y, colour, Alpha8(Overlap(x, x0, x1) * cy));
@@ -91,14 +118,14 @@ void Band::StrokeRect(double x0, double y0, double x1, double y1, double line_wi
   const double ix0 = x0 + h, ix1 = x1 - h, iy0 = y0 + h, iy1 = y1 - h;
   const bool hollow = ix0 < ix1 && iy0 < iy1;
   const uint32_t colour = Pack(c);
-  const int xa = std::max(0, static_cast<int>(std::floor(ox0)));
-  const int xb = std::min(width_, static_cast<int>(std::ceil(ox1)));
-  const int ya = std::max(y0_, static_cast<int>(std::floor(oy0)));
-  const int yb = std::min(y0_ + rows_, static_cast<int>(std::ceil(oy1)));
+  const int xa = std::max(0, FloorPx(ox0));
+  const int xb = std::min(width_, CeilPx(ox1));
+  const int ya = std::max(y0_, FloorPx(oy0));
+  const int yb = std::min(y0_ + rows_, CeilPx(oy1));
   // Coverage of the outline = the outer rectangle's less the inner's. Rows
   // wholly inside the inner one are only visited near the sides.
-  const int left_end = std::min(xb, static_cast<int>(std::ceil(ix0)));
-  const int right_begin = std::max(xa, static_cast<int>(std::floor(ix1)));
+  const int left_end = std::min(xb, CeilPx(ix0));
+  const int right_begin = std::max(xa, FloorPx(ix1));
   for (int y = ya; y < yb; ++y) {
     const double cyo = Overlap(y, oy0, oy1), cyi = hollow ? Overlap(y, iy0, iy1) : 0;
     auto pixel = [&](int x) {
@@ -152,8 +179,8 @@ void Band::DrawGlyphs(std::string_view text, double size, Plot plot) {
 
 void Band::Text(std::string_view text, double x, double y, double size, double align_x) {
   // Glyphs land on whole pixels, as cairo places hinted glyphs.
-  const int ox = static_cast<int>(std::lround(x - TextWidth(text, size) * align_x));
-  const int oy = static_cast<int>(std::lround(y + 0.35 * size));
+  const int ox = RoundPx(x - TextWidth(text, size) * align_x);
+  const int oy = RoundPx(y + 0.35 * size);
   DrawGlyphs(text, size,
              [&](int dx, int dy, uint32_t a) { Blend(ox + dx, oy + dy, 0xff000000u, a); });
 }
@@ -162,8 +189,8 @@ void Band::TextUp(std::string_view text, double x, double y, double size, double
   // The text's frame turned: along the text is up the canvas, below the
   // baseline is right. The pixel (dx, dy) of the text covers the canvas
   // pixel (ox + dy, oy - dx - 1).
-  const int ox = static_cast<int>(std::lround(x + 0.35 * size));
-  const int oy = static_cast<int>(std::lround(y + TextWidth(text, size) * align_x));
+  const int ox = RoundPx(x + 0.35 * size);
+  const int oy = RoundPx(y + TextWidth(text, size) * align_x);
   DrawGlyphs(text, size,
              [&](int dx, int dy, uint32_t a) { Blend(ox + dy, oy - dx - 1, 0xff000000u, a); });
 }

@@ -12,7 +12,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
+#include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -54,6 +57,24 @@ void CheckGolden(const std::string& name, const std::string& actual) {
   std::stringstream ss;
   ss << in.rdbuf();
   CHECK_MESSAGE(ss.str() == actual, "golden " << golden << " differs; actual:\n" << actual);
+}
+
+// A fixture analyzed, categorized and turned into a timeline.
+struct Categorized {
+  std::unique_ptr<Analysis> analysis;
+  CategoryDict cats;
+  std::vector<TimelineEvent> timeline;
+};
+Categorized CategorizeFixture(const std::string& file) {
+  const auto path = fs::path(MEMTL_SOURCE_DIR) / "fixtures" / file;
+  auto r = AnalyzeFile(path.string());
+  REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.status().message()));
+  Categorized c;
+  c.analysis = std::move(r.value());
+  Analysis& a = *c.analysis;
+  RunAllPasses(PassInput{a.trace, *a.tree, *a.graph, *a.sizes}, c.cats);
+  c.timeline = BuildTimeline(*a.tree, *a.graph, *a.sizes, c.cats, a.diagnostics);
+  return c;
 }
 
 // The bytes of standard base64 text (no line breaks).
@@ -187,16 +208,11 @@ TEST_SUITE("golden") {
     // pixels are the same on every machine (the PNG's bytes may not be,
     // with another zlib): the golden holds a hash of the pixels and the
     // plot drawn in characters.
-    const auto path = fs::path(MEMTL_SOURCE_DIR) / "fixtures" / "resnet18_sgd_step.trace.jsonl.gz";
-    auto r = AnalyzeFile(path.string());
-    REQUIRE(r.ok());
-    Analysis& a = *r.value();
-    CategoryDict cats;
-    RunAllPasses(PassInput{a.trace, *a.tree, *a.graph, *a.sizes}, cats);
-    const auto timeline = BuildTimeline(*a.tree, *a.graph, *a.sizes, cats, a.diagnostics);
+    const Categorized c = CategorizeFixture("resnet18_sgd_step.trace.jsonl.gz");
+    const Analysis& a = *c.analysis;
     const fs::path dir = fs::temp_directory_path() / ("memtl_plot_" + std::to_string(::getpid()));
     fs::create_directories(dir);
-    const ExportInput in{a.trace, timeline, cats, a.diagnostics, "resnet18_sgd_step", ""};
+    const ExportInput in{a.trace, c.timeline, c.cats, a.diagnostics, "resnet18_sgd_step", ""};
     REQUIRE(ExportMemoryTimeline(in, (dir / "r.html").string(), 0).ok());
     std::ifstream html_in(dir / "r.html", std::ios::binary);
     std::stringstream ss;
@@ -291,13 +307,10 @@ TEST_CASE("pipeline: dropping data after its last reader changes no timeline or 
 }
 
 TEST_CASE("exports: the streamed files hold exactly the JSON texts") {
-  const auto path = fs::path(MEMTL_SOURCE_DIR) / "fixtures" / "e2e_adam.trace.jsonl.gz";
-  auto r = AnalyzeFile(path.string());
-  REQUIRE(r.ok());
-  Analysis& a = *r.value();
-  CategoryDict cats;
-  RunAllPasses(PassInput{a.trace, *a.tree, *a.graph, *a.sizes}, cats);
-  const auto timeline = BuildTimeline(*a.tree, *a.graph, *a.sizes, cats, a.diagnostics);
+  const Categorized c = CategorizeFixture("e2e_adam.trace.jsonl.gz");
+  const Analysis& a = *c.analysis;
+  const auto& timeline = c.timeline;
+  const auto& cats = c.cats;
   const ExportInput in{a.trace, timeline, cats, a.diagnostics, "t", ""};
   const fs::path dir = fs::temp_directory_path() / ("memtl_stream_" + std::to_string(::getpid()));
   fs::create_directories(dir);

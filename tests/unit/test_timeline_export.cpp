@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -349,6 +350,25 @@ TEST_CASE("raster: an outline leaves the inside alone, and bands draw what the w
     }
     CHECK_MESSAGE(banded == whole, "bands of " << rows);
   }
+}
+
+TEST_CASE("raster: coordinates far outside the canvas, or NaN, draw nothing there") {
+  std::vector<uint32_t> px(static_cast<size_t>(10) * 10);
+  Band b(px.data(), 10, 0, 10);
+  b.Paint({1, 1, 1});
+  const std::vector<uint32_t> white = px;
+  const double nan = std::nan("");
+  b.FillRect(nan, 0, 5, 5, {0, 0, 0});
+  b.FillRect(0, 0, 5, nan, {0, 0, 0});
+  b.FillRect(1e300, 1e300, 2e300, 2e300, {0, 0, 0});
+  b.StrokeRect(-1e300, -1e300, 1e300, 1e300, 1, {0, 0, 0});  // its edges are far away
+  b.Text("Memory", 1e300, -1e300, 16, 0);
+  b.TextUp("Memory", -1e300, nan, 16, 0.5);
+  b.HLine(-1e300, 1e300, 1e9, 1, {0, 0, 0});
+  CHECK(px == white);
+  // A segment across the whole canvas far beyond its ends is drawn whole.
+  b.HLine(-1e300, 1e300, 4.5, 1, {0, 0, 0});
+  for (int x = 0; x < 10; ++x) CHECK(px[4 * 10 + static_cast<size_t>(x)] == 0xff000000u);
 }
 
 TEST_CASE("raster: text is drawn from the glyph table, upright and turned") {
