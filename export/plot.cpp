@@ -62,8 +62,7 @@ std::string FormatTick(double v, double step) {
 void FillSteps(Band& band, const std::vector<int>& col_x,
                const std::vector<std::array<int, 9>>& edge_y) {
   const int width = band.width(), y0 = band.y0();
-  constexpr uint32_t kAlpha = 179;  // 0.7 of 255
-  auto div255 = [](uint32_t t) { return (t + 128 + ((t + 128) >> 8)) >> 8; };
+  constexpr uint32_t kAlpha = 179;               // 0.7 of 255
   std::array<std::array<uint32_t, 3>, 8> src{};  // premultiplied r, g, b
   for (int j = 0; j < 8; ++j) {
     src[j] = {static_cast<uint32_t>(std::lround(kColors[j].r * kAlpha)),
@@ -80,9 +79,9 @@ void FillSteps(Band& band, const std::vector<int>& col_x,
         uint32_t* px = band.Row(y);
         for (int x = xa; x < xb; ++x) {
           const uint32_t d = px[x];
-          const uint32_t r = src[j][0] + div255(((d >> 16) & 255) * (255 - kAlpha));
-          const uint32_t g = src[j][1] + div255(((d >> 8) & 255) * (255 - kAlpha));
-          const uint32_t b = src[j][2] + div255((d & 255) * (255 - kAlpha));
+          const uint32_t r = src[j][0] + Div255(((d >> 16) & 255) * (255 - kAlpha));
+          const uint32_t g = src[j][1] + Div255(((d >> 8) & 255) * (255 - kAlpha));
+          const uint32_t b = src[j][2] + Div255((d & 255) * (255 - kAlpha));
           px[x] = 0xff000000u | (r << 16) | (g << 8) | b;
         }
       }

@@ -77,9 +77,6 @@ uint32_t Alpha8(double coverage) {
   return static_cast<uint32_t>(std::lround(std::clamp(coverage, 0.0, 1.0) * 255));
 }
 
-// t / 255 rounded, for t <= 255 * 255.
-uint32_t Div255(uint32_t t) { return (t + 128 + ((t + 128) >> 8)) >> 8; }
-
 }  // namespace
 
 void Band::Blend(int x, int y, uint32_t c, uint32_t a) {

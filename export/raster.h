@@ -19,6 +19,9 @@ struct Rgb {
   double r, g, b;  // 0 .. 1
 };
 
+// t / 255 rounded, for t <= 255 * 255 (compositing 8-bit channels).
+constexpr uint32_t Div255(uint32_t t) { return (t + 128 + ((t + 128) >> 8)) >> 8; }
+
 class Band {
  public:
   // Rows [y0, y0 + rows) of a canvas `width` pixels wide; `pixels` holds them,

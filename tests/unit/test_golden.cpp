@@ -45,6 +45,13 @@ std::string Stem(const fs::path& p) {
   return n.substr(0, n.find(".trace.jsonl"));
 }
 
+std::string ReadFile(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 void CheckGolden(const std::string& name, const std::string& actual) {
   const fs::path golden = fs::path(MEMTL_SOURCE_DIR) / "tests" / "golden" / name;
   const char* update = std::getenv("MEMTL_UPDATE_GOLDENS");
@@ -52,11 +59,9 @@ void CheckGolden(const std::string& name, const std::string& actual) {
     std::ofstream(golden, std::ios::binary) << actual;
     return;
   }
-  std::ifstream in(golden, std::ios::binary);
-  REQUIRE_MESSAGE(in.good(), "missing golden " << golden << " (run with MEMTL_UPDATE_GOLDENS=1)");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  CHECK_MESSAGE(ss.str() == actual, "golden " << golden << " differs; actual:\n" << actual);
+  REQUIRE_MESSAGE(fs::exists(golden),
+                  "missing golden " << golden << " (run with MEMTL_UPDATE_GOLDENS=1)");
+  CHECK_MESSAGE(ReadFile(golden) == actual, "golden " << golden << " differs; actual:\n" << actual);
 }
 
 // A fixture analyzed, categorized and turned into a timeline.
@@ -214,11 +219,8 @@ TEST_SUITE("golden") {
     fs::create_directories(dir);
     const ExportInput in{a.trace, c.timeline, c.cats, a.diagnostics, "resnet18_sgd_step", ""};
     REQUIRE(ExportMemoryTimeline(in, (dir / "r.html").string(), 0).ok());
-    std::ifstream html_in(dir / "r.html", std::ios::binary);
-    std::stringstream ss;
-    ss << html_in.rdbuf();
+    const std::string html = ReadFile(dir / "r.html");
     fs::remove_all(dir);
-    const std::string html = ss.str();
     const std::string marker = "data:image/png;base64,";
     const size_t at = html.find(marker);
     REQUIRE(at != std::string::npos);
@@ -234,11 +236,8 @@ TEST_SUITE("golden") {
 
 TEST_CASE("determinism: the threaded file reader and the in-memory reader give the same analysis") {
   const auto path = fs::path(MEMTL_SOURCE_DIR) / "fixtures" / "resnet18_sgd_step.trace.jsonl.gz";
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
   auto threaded = AnalyzeFile(path.string());
-  auto inline_read = ReadTraceString(ss.str(), path.string());
+  auto inline_read = ReadTraceString(ReadFile(path), path.string());
   REQUIRE(threaded.ok());
   REQUIRE(inline_read.ok());
   auto single = Analyze(std::move(inline_read.value()), path.string());
@@ -295,13 +294,7 @@ TEST_CASE("pipeline: dropping data after its last reader changes no timeline or 
     const ExportInput di{d.trace, dt, dc, d.diagnostics, "t", ""};
     REQUIRE(ExportMemoryTimeline(ki, (dir / "k.html").string(), device.value()).ok());
     REQUIRE(ExportMemoryTimeline(di, (dir / "d.html").string(), device.value()).ok());
-    auto slurp = [](const fs::path& p) {
-      std::ifstream in(p, std::ios::binary);
-      std::stringstream ss;
-      ss << in.rdbuf();
-      return ss.str();
-    };
-    CHECK(slurp(dir / "k.html") == slurp(dir / "d.html"));
+    CHECK(ReadFile(dir / "k.html") == ReadFile(dir / "d.html"));
     fs::remove_all(dir);
   }
 }
