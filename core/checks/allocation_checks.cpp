@@ -24,12 +24,14 @@ AllocationSummary CheckAllocations(const Trace& trace, Diagnostics& diag) {
   // a tenth of a 10^5-event export's peak.
   constexpr uint32_t kFreed = kNone32;
   PtrDevMap<uint32_t> state;
-  for (const auto& e : trace.events) {
+  for (uint32_t ei = 0; ei < trace.events.size(); ++ei) {
+    const Event& e = trace.events[ei];
     if (e.kind != EventKind::kAlloc) continue;
     const AllocInfo& a = trace.allocs[e.payload];
     // Built only for a diagnostic: most events have none.
     auto where = [&] {
-      return Hex(a.ptr) + " on " + trace.devices[a.device].name + " at t=" + std::to_string(e.t0);
+      return Hex(a.ptr) + " on " + trace.devices[a.device].name +
+             " at t=" + std::to_string(trace.event_t0[ei]);
     };
     if (a.bytes > 0) {
       ++s.allocations;

@@ -13,7 +13,7 @@ namespace {
 std::string Describe(const Trace& trace, uint32_t event) {
   const Event& e = trace.events[event];
   return "\"" + trace.Name(e).substr(0, 80) + "\" (event " + std::to_string(event) +
-         ", t=" + std::to_string(e.t0) + ")";
+         ", t=" + std::to_string(trace.event_t0[event]) + ")";
 }
 
 std::string KeyText(const Trace& trace, uint32_t key, int32_t v) {
@@ -41,7 +41,7 @@ std::vector<uint32_t> LeafEvents(const OpTree& tree) {
       ++p;
     }
   }
-  auto by_start = [&](uint32_t a, uint32_t b) { return trace.events[a].t0 < trace.events[b].t0; };
+  auto by_start = [&](uint32_t a, uint32_t b) { return trace.event_t0[a] < trace.event_t0[b]; };
   if (!std::is_sorted(leaves.begin(), leaves.end(), by_start))
     std::stable_sort(leaves.begin(), leaves.end(), by_start);
   return leaves;

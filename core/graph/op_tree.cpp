@@ -65,7 +65,7 @@ OpTree::OpTree(const Trace& trace) : trace_(trace) {
   const EventOrder pre = preorder();
   // Pre-order of a well-nested trace is nearly always sorted by start
   // time already; check before paying for the sort.
-  auto by_start = [&](uint32_t a, uint32_t b) { return trace.events[a].t0 < trace.events[b].t0; };
+  auto by_start = [&](uint32_t a, uint32_t b) { return trace.event_t0[a] < trace.event_t0[b]; };
   sorted_is_preorder_ = true;
   for (uint32_t p = 1; p < n && sorted_is_preorder_; ++p)
     sorted_is_preorder_ = !by_start(pre[p], pre[p - 1]);

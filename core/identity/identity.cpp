@@ -120,10 +120,12 @@ void ResolvePartialTensors(Trace& trace, IdentityStats& stats) {
   std::vector<Seen> all(list_begin.back());
   {
     std::vector<uint32_t> next(list_begin.begin(), list_begin.end() - 1);
-    for (const auto& e : trace.events) {
+    for (uint32_t ei = 0; ei < trace.events.size(); ++ei) {
+      const Event& e = trace.events[ei];
       if (e.kind != EventKind::kOp || !op_sees[e.payload]) continue;
+      const int64_t t0 = trace.event_t0[ei];
       for_each_sighting(trace.ops[e.payload], [&](uint32_t list, uint32_t ti) {
-        all[next[list]++] = Seen{e.t0, ti};
+        all[next[list]++] = Seen{t0, ti};
       });
     }
   }
@@ -159,15 +161,17 @@ void ResolvePartialTensors(Trace& trace, IdentityStats& stats) {
     trace.tensors[ti] = trace.tensors[best->tensor];
     ++stats.resolved_python;
   };
-  for (const auto& e : trace.events) {
+  for (uint32_t ei = 0; ei < trace.events.size(); ++ei) {
+    const Event& e = trace.events[ei];
     if (e.kind != EventKind::kPy) continue;
+    const int64_t t0 = trace.event_t0[ei];
     const PyInfo& py = trace.pys[e.payload];
     auto params = [&](uint32_t begin, uint32_t count) {
       for (uint32_t p = begin; p < begin + count; ++p) {
-        resolve(trace.params[p].tensor, e.t0);
-        resolve(trace.params[p].grad, e.t0);
+        resolve(trace.params[p].tensor, t0);
+        resolve(trace.params[p].grad, t0);
         for (uint32_t s = 0; s < trace.params[p].state_count; ++s) {
-          resolve(trace.states[trace.params[p].state_begin + s].tensor, e.t0);
+          resolve(trace.states[trace.params[p].state_begin + s].tensor, t0);
         }
       }
     };
@@ -177,7 +181,7 @@ void ResolvePartialTensors(Trace& trace, IdentityStats& stats) {
       const auto& o = trace.optimizers[py.optimizer()];
       params(o.params_begin, o.params_count);
       for (uint32_t s = o.state_begin; s < o.state_begin + o.state_count; ++s) {
-        resolve(trace.states[s].tensor, e.t0);
+        resolve(trace.states[s].tensor, t0);
       }
     }
   }
@@ -350,7 +354,8 @@ uint64_t DealiasImpls(const Trace& trace, const SchemaRegistry& schemas, std::ve
 bool RecordBefore(const Trace& trace, uint32_t a, uint32_t b) {
   const auto& ea = trace.events[a];
   const auto& eb = trace.events[b];
-  if (ea.t0 != eb.t0) return ea.t0 < eb.t0;
+  const int64_t ta = trace.event_t0[a], tb = trace.event_t0[b];
+  if (ta != tb) return ta < tb;
   return Rank(ea.kind) < Rank(eb.kind);
 }
 

@@ -149,6 +149,32 @@ DeviceIndex Trace::InternDevice(std::string_view name) {
   return static_cast<DeviceIndex>(devices.size() - 1);
 }
 
+void StartTimes::push_back(int64_t t0) {
+  const size_t i = rel_.size();
+  if ((i & ((size_t{1} << kBlockShift) - 1)) == 0) base_.push_back(t0);
+  // In unsigned arithmetic: times anywhere in int64 subtract without
+  // overflow, and the difference fits when it is within int32's range.
+  const uint64_t d = static_cast<uint64_t>(t0) - static_cast<uint64_t>(base_.back());
+  const int64_t diff = static_cast<int64_t>(d);
+  if (diff > kFar && diff <= INT32_MAX) {
+    rel_.push_back(static_cast<int32_t>(diff));
+  } else {
+    rel_.push_back(kFar);
+    far_.emplace_back(static_cast<uint32_t>(i), t0);
+  }
+}
+
+int64_t StartTimes::Far(uint32_t i) const {
+  const auto it = std::lower_bound(far_.begin(), far_.end(), std::make_pair(i, INT64_MIN));
+  return it->second;
+}
+
+void StartTimes::Free() {
+  FreeArray(rel_);
+  FreeArray(base_);
+  FreeArray(far_);
+}
+
 void Trace::ReleaseTensorRecords() {
   FreeArray(tensors);
   FreeArray(tensor_ids);
@@ -172,6 +198,7 @@ void Trace::ReleaseOpDetails() {
 void Trace::ReleaseRecords() {
   ReleaseOpDetails();
   FreeArray(events);
+  event_t0.Free();
   FreeArray(allocs);
   FreeArray(alloc_ids);
   key_table = KeyTable{};

@@ -8,6 +8,7 @@
 // tensors; nothing else is mutated).
 #pragma once
 
+#include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
@@ -262,20 +263,55 @@ struct PyInfo {
 };
 static_assert(sizeof(PyInfo) == 8);
 
-// 16 bytes (a trace has one per record). Only start times are kept: the
-// analysis orders events by start and nests them by parent links; the
-// reader checks end times (Trace::ops_without_end, ops_ending_before_start)
-// and drops them. Names and scopes are in the kind's record (Trace::Name,
+// 8 bytes (a trace has one per record); its start time is in
+// Trace::event_t0 (4 bytes more). End times are not kept: the analysis
+// orders events by start and nests them by parent links; the reader checks
+// end times (Trace::ops_without_end, ops_ending_before_start) and drops
+// them. Names and scopes are in the kind's record (Trace::Name,
 // OpInfo::scope). A stage that needs durations would keep them in OpInfo
 // and PyInfo, not here.
 struct Event {
-  int64_t t0 = 0;  // start ns (allocations: their time)
   uint32_t parent = kNone32;
   // Index into ops / allocs / pys / other_names by kind (< kMaxEvents).
   uint32_t payload : 30 = 0;
   EventKind kind : 2 = EventKind::kOther;
 };
-static_assert(sizeof(Event) == 16);
+static_assert(sizeof(Event) == 8);
+
+// Every event's start time in nanoseconds (allocations: their time), in 4
+// bytes an event instead of 8. Events come in pre-order, so the times of
+// neighbouring events are close: each block of kBlock events stores its
+// first event's time in full and every event's offset from it in 32 bits.
+// An offset that does not fit (events more than 2.1 s apart within one
+// block, or out of order by as much) is kept in full in a side list, which
+// a real trace leaves nearly empty. operator[] is a load and an add.
+class StartTimes {
+ public:
+  static constexpr uint32_t kBlockShift = 10;  // 1024 events per block
+  static constexpr int32_t kFar = INT32_MIN;   // the time is in far_
+
+  int64_t operator[](uint32_t i) const {
+    const int32_t r = rel_[i];
+    if (r == kFar) return Far(i);
+    // Modulo 2^64, as push_back subtracted: exact for any int64 time.
+    return static_cast<int64_t>(static_cast<uint64_t>(base_[i >> kBlockShift]) +
+                                static_cast<uint64_t>(int64_t{r}));
+  }
+  void push_back(int64_t t0);
+  size_t size() const { return rel_.size(); }
+  bool empty() const { return rel_.empty(); }
+  size_t capacity() const { return rel_.capacity(); }
+  void reserve(size_t n) { rel_.reserve(n); }
+  void Free();
+  size_t num_far() const { return far_.size(); }
+
+ private:
+  int64_t Far(uint32_t i) const;
+  std::vector<int32_t> rel_;
+  std::vector<int64_t> base_;                      // per block
+  std::vector<std::pair<uint32_t, int64_t>> far_;  // (event, time), by event
+};
+
 // The reader refuses more events (a trace that large would need 17 GiB here).
 inline constexpr uint32_t kMaxEvents = uint32_t{1} << 30;
 
@@ -293,6 +329,7 @@ struct DeviceInfo {
 class StringTable {
  public:
   uint32_t Intern(std::string_view s);
+  bool Contains(std::string_view s) const { return index_.find(s) != index_.end(); }
   const std::string& Get(uint32_t id) const { return strings_[id]; }
   size_t size() const { return strings_.size(); }
 
@@ -335,6 +372,7 @@ struct Trace {
   std::vector<DeviceInfo> devices;
 
   std::vector<Event> events;  // pre-order of the event tree
+  StartTimes event_t0;        // per event
   std::vector<OpInfo> ops;
   std::vector<AllocInfo> allocs;
   std::vector<PyInfo> pys;

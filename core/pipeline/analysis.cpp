@@ -69,7 +69,7 @@ Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string&
   a->timer = std::move(timer);
   a->name = name;
   a->trace = std::move(trace);
-  a->schemas = SchemaRegistry::Builtin();
+  a->schemas = SchemaRegistry::Builtin(a->trace.strings);
   for (const auto& [op, schemas] : a->trace.schemas) {
     if (auto s = a->schemas.Override(op, schemas); !s.ok())
       return Status::Error(name + ": " + s.message());

@@ -97,6 +97,7 @@ class Builder {
         v.reserve(static_cast<size_t>(need * 1.10) + 256);
     };
     grow(t_->events);
+    grow(t_->event_t0);
     grow(t_->ops);
     grow(t_->allocs);
     grow(t_->pys);
@@ -180,12 +181,14 @@ class Builder {
     if (f.p < -1) Fail("invalid parent " + std::to_string(f.p));
     Event e;
     e.parent = f.p == -1 ? kNone32 : static_cast<uint32_t>(f.p);
+    int64_t t0 = f.t0;
     switch (f.kind) {
       case Kind::kOp:
         Op(f, &e);
         break;
       case Kind::kAlloc:
         Alloc(f, &e);
+        t0 = f.t;
         break;
       case Kind::kPy:
         Py(f, &e);
@@ -194,19 +197,19 @@ class Builder {
         Require(f.has_name, "name");
         Require(f.has_t0, "t0");
         e.kind = EventKind::kOther;
-        e.t0 = f.t0;
         e.payload = static_cast<uint32_t>(t_->other_names.size());
         t_->other_names.push_back(f.name);
         break;
       case Kind::kSchema:
         break;
     }
-    if (e.parent != kNone32 && e.t0 < t_->events[e.parent].t0 && e.kind != EventKind::kAlloc) {
+    if (e.parent != kNone32 && e.kind != EventKind::kAlloc && t0 < t_->event_t0[e.parent]) {
       // PyTorch's tree builder nests events inside their parent's span; a
       // child that starts first is suspect, but the tree is still usable.
       ++t_->events_before_parent;
     }
     t_->events.push_back(e);
+    t_->event_t0.push_back(t0);
   }
 
  private:
@@ -432,7 +435,6 @@ class Builder {
     Require(f.has_t0, "t0");
     Require(f.has_args, "args");
     e->kind = EventKind::kOp;
-    e->t0 = f.t0;
     // End times are checked here but not kept: no stage reads them.
     if (!f.has_t1) ++t_->ops_without_end;
     // An op still running when profiling stopped can carry a bogus end.
@@ -653,7 +655,6 @@ class Builder {
     Require(f.has_bytes, "bytes");
     Require(f.has_dev, "dev");
     e->kind = EventKind::kAlloc;
-    e->t0 = f.t;
     AllocInfo a;
     a.ptr = f.ptr;
     a.bytes = f.bytes;
@@ -778,7 +779,6 @@ class Builder {
     Require(f.has_name, "name");
     Require(f.has_t0, "t0");
     e->kind = EventKind::kPy;
-    e->t0 = f.t0;
     if (f.module != kNone32 && f.optimizer != kNone32)
       Fail("a python call cannot be both a module and an optimizer");
     PyInfo py;

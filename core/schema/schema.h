@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/model/status.h"
+#include "core/model/trace.h"
 
 namespace memtl {
 
@@ -77,7 +78,14 @@ Expected<FunctionSchema> ParseSchema(std::string_view text);
 class SchemaRegistry {
  public:
   SchemaRegistry();  // empty
+  // Every built-in schema (PyTorch 1.13's operators).
   static SchemaRegistry Builtin();
+  // Only the built-in schemas of the operator names in `names` (a trace's
+  // string table): Lookup of any other name finds no built-in schema, so
+  // every name the analysis looks up must be there.
+  static SchemaRegistry Builtin(const StringTable& names);
+  // Built-in lines kept.
+  size_t builtin_size() const { return builtin_.size(); }
   // Adds or replaces every overload of `op` (a trace's schema record).
   Status Override(const std::string& op, const std::vector<std::string>& schemas);
   // Returns nullptr when `name` has no "::" (it cannot be an operator name,
@@ -90,28 +98,32 @@ class SchemaRegistry {
   bool AnyOverloadWrites(std::string_view name, size_t index) const;
 
  private:
-  // One line of the built-in table: its text, which is embedded in the
-  // binary, and the length of its operator name (the text up to '(', cut
-  // at the first '.' after "::").
+  static SchemaRegistry BuiltinFiltered(const StringTable* names);
+  // One line of the built-in table: where its text starts in builtin_text_,
+  // its length, and the length of its operator name (the text up to '(',
+  // cut at the first '.' after "::").
   struct BuiltinLine {
-    const char* text;
+    uint32_t offset;
     uint32_t name_len;
     uint32_t len;
-    std::string_view name() const { return {text, name_len}; }
   };
-  struct NameLess {
-    bool operator()(const BuiltinLine& a, std::string_view b) const { return a.name() < b; }
-    bool operator()(std::string_view a, const BuiltinLine& b) const { return a < b.name(); }
-  };
+  std::string_view LineText(const BuiltinLine& l) const {
+    return std::string_view(builtin_text_).substr(l.offset, l.len);
+  }
+  std::string_view LineNameOf(const BuiltinLine& l) const {
+    return std::string_view(builtin_text_).substr(l.offset, l.name_len);
+  }
   using LineIt = std::vector<BuiltinLine>::const_iterator;
   std::pair<LineIt, LineIt> BuiltinRange(std::string_view name) const;
 
-  // The built-in lines, sorted by name (stable: each name's overloads in
-  // file order). They point into the binary's read-only data instead of
-  // being copied into a string per line: an analysis parses the few
-  // hundred names its trace uses out of the table's 4000 lines, and the
-  // copies were 0.7 MB of a 10^5-event export's peak.
+  // The built-in lines kept (Builtin), sorted by name (stable: each name's
+  // overloads in file order), and their text. The table is embedded
+  // compressed and an analysis keeps only the lines of the op names its
+  // trace holds (a few hundred of the table's 4000, parsed on first
+  // lookup): the whole text, mapped or copied, was 0.4 to 0.7 MB of a
+  // 10^5-event export's peak.
   std::vector<BuiltinLine> builtin_;
+  std::string builtin_text_;
   // A trace's own schemas (Override), parsed.
   struct Entry {
     std::vector<std::string> texts;

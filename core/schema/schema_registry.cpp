@@ -1,5 +1,7 @@
 // The schema registry (built-in table plus a trace's own schema records) and
 // the matcher that ports PyTorch's SchemaMatcher rules.
+#include <zlib.h>
+
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -9,43 +11,83 @@
 namespace memtl {
 
 // Defined in the generated builtin_schemas.cpp: the text of
-// core/schema/data/builtin_schemas.txt.
-extern const char* const kBuiltinSchemaChunks[];
-extern const size_t kBuiltinSchemaChunkCount;
+// core/schema/data/builtin_schemas.txt, zlib-compressed (embed_text.cpp).
+extern const unsigned char kBuiltinSchemasZ[];
+extern const size_t kBuiltinSchemasZSize;
+extern const size_t kBuiltinSchemasSize;
 
 SchemaRegistry::SchemaRegistry() = default;
 
-SchemaRegistry SchemaRegistry::Builtin() {
+namespace {
+
+// The operator name a built-in line is indexed by: the text before '(' cut
+// at the first '.' after "::" (the overload name); empty for a line that is
+// not a schema (blank, a '#' comment, no '(').
+std::string_view LineName(std::string_view line) {
+  if (line.empty() || line.front() == '#') return {};
+  const size_t paren = line.find('(');
+  if (paren == std::string_view::npos) return {};
+  const std::string_view full = line.substr(0, paren);
+  const size_t ns = full.find("::");
+  const size_t dot = ns == std::string_view::npos ? std::string_view::npos : full.find('.', ns + 2);
+  return full.substr(0, dot);
+}
+
+}  // namespace
+
+SchemaRegistry SchemaRegistry::Builtin() { return BuiltinFiltered(nullptr); }
+
+SchemaRegistry SchemaRegistry::Builtin(const StringTable& names) { return BuiltinFiltered(&names); }
+
+// Inflates the embedded table a piece at a time and keeps the lines whose
+// name passes the filter (all without one). Only the kept lines are copied;
+// the text is never whole in memory unless every line is kept.
+SchemaRegistry SchemaRegistry::BuiltinFiltered(const StringTable* names) {
   SchemaRegistry reg;
-  size_t lines = 0;
-  for (size_t i = 0; i < kBuiltinSchemaChunkCount; ++i) {
-    const std::string_view chunk(kBuiltinSchemaChunks[i]);
-    lines += static_cast<size_t>(std::count(chunk.begin(), chunk.end(), '\n')) + 1;
-  }
-  reg.builtin_.reserve(lines);
-  // The generator cuts chunks after a '\n', so no line spans two chunks.
-  for (size_t i = 0; i < kBuiltinSchemaChunkCount; ++i) {
-    const std::string_view text(kBuiltinSchemaChunks[i]);
+  if (names == nullptr) reg.builtin_text_.reserve(kBuiltinSchemasSize);
+  z_stream zs{};
+  if (inflateInit(&zs) != Z_OK) return reg;
+  zs.next_in = const_cast<Bytef*>(kBuiltinSchemasZ);
+  zs.avail_in = static_cast<uInt>(kBuiltinSchemasZSize);
+  std::string buf;  // inflated text not yet cut into lines
+  constexpr size_t kPiece = 32 << 10;
+  auto keep_lines = [&](bool at_end) {
     size_t pos = 0;
-    while (pos < text.size()) {
-      size_t end = text.find('\n', pos);
-      if (end == std::string_view::npos) end = text.size();
-      std::string_view line = text.substr(pos, end - pos);
-      pos = end + 1;
-      if (line.empty() || line.front() == '#') continue;
-      const size_t paren = line.find('(');
-      if (paren == std::string_view::npos) continue;
-      std::string_view full = line.substr(0, paren);
-      const size_t ns = full.find("::");
-      const size_t dot =
-          ns == std::string_view::npos ? std::string_view::npos : full.find('.', ns + 2);
-      const std::string_view name = full.substr(0, dot);
-      reg.builtin_.push_back(
-          {line.data(), static_cast<uint32_t>(name.size()), static_cast<uint32_t>(line.size())});
+    for (;;) {
+      size_t end = buf.find('\n', pos);
+      if (end == std::string::npos) {
+        if (!at_end || pos == buf.size()) break;
+        end = buf.size();
+      }
+      const std::string_view line(buf.data() + pos, end - pos);
+      pos = std::min(end + 1, buf.size());
+      const std::string_view name = LineName(line);
+      if (name.empty() || (names != nullptr && !names->Contains(name))) continue;
+      reg.builtin_.push_back({static_cast<uint32_t>(reg.builtin_text_.size()),
+                              static_cast<uint32_t>(name.size()),
+                              static_cast<uint32_t>(line.size())});
+      reg.builtin_text_.append(line);
     }
+    buf.erase(0, pos);
+  };
+  int rc = Z_OK;
+  while (rc == Z_OK) {
+    const size_t old = buf.size();
+    buf.resize(old + kPiece);
+    zs.next_out = reinterpret_cast<Bytef*>(buf.data() + old);
+    zs.avail_out = static_cast<uInt>(kPiece);
+    rc = inflate(&zs, Z_NO_FLUSH);
+    buf.resize(old + kPiece - zs.avail_out);
+    keep_lines(rc == Z_STREAM_END);
   }
+  inflateEnd(&zs);
+  // The table is generated and tested (a unit test checks every line is
+  // in); a table that does not inflate whole leaves the lines read so far.
+  reg.builtin_text_.shrink_to_fit();
   std::stable_sort(reg.builtin_.begin(), reg.builtin_.end(),
-                   [](const BuiltinLine& a, const BuiltinLine& b) { return a.name() < b.name(); });
+                   [&](const BuiltinLine& a, const BuiltinLine& b) {
+                     return reg.LineNameOf(a) < reg.LineNameOf(b);
+                   });
   return reg;
 }
 
@@ -69,7 +111,12 @@ Status SchemaRegistry::Override(const std::string& op, const std::vector<std::st
 
 std::pair<SchemaRegistry::LineIt, SchemaRegistry::LineIt> SchemaRegistry::BuiltinRange(
     std::string_view name) const {
-  return std::equal_range(builtin_.begin(), builtin_.end(), name, NameLess());
+  struct NameLess {
+    const SchemaRegistry& r;
+    bool operator()(const BuiltinLine& a, std::string_view b) const { return r.LineNameOf(a) < b; }
+    bool operator()(std::string_view a, const BuiltinLine& b) const { return a < r.LineNameOf(b); }
+  };
+  return std::equal_range(builtin_.begin(), builtin_.end(), name, NameLess{*this});
 }
 
 const std::vector<FunctionSchema>* SchemaRegistry::Lookup(std::string_view name) const {
@@ -80,7 +127,7 @@ const std::vector<FunctionSchema>* SchemaRegistry::Lookup(std::string_view name)
   if (first == last) return &empty_;
   std::vector<FunctionSchema> parsed;
   for (auto l = first; l != last; ++l) {
-    auto fs = ParseSchema(std::string_view(l->text, l->len));
+    auto fs = ParseSchema(LineText(*l));
     // The built-in table is generated and tested; an entry that does not
     // parse is skipped rather than failing every trace.
     if (fs.ok()) parsed.push_back(std::move(fs.value()));
@@ -94,14 +141,14 @@ Status SchemaRegistry::CheckAll() const {
   auto b = builtin_.begin();
   auto o = overrides_.begin();
   while (b != builtin_.end() || o != overrides_.end()) {
-    if (o == overrides_.end() || (b != builtin_.end() && b->name() < o->first)) {
-      for (; b != builtin_.end() && (o == overrides_.end() || b->name() < o->first); ++b) {
-        auto fs = ParseSchema(std::string_view(b->text, b->len));
+    if (o == overrides_.end() || (b != builtin_.end() && LineNameOf(*b) < o->first)) {
+      for (; b != builtin_.end() && (o == overrides_.end() || LineNameOf(*b) < o->first); ++b) {
+        auto fs = ParseSchema(LineText(*b));
         if (!fs.ok()) return fs.status();
       }
       continue;
     }
-    for (; b != builtin_.end() && b->name() == o->first; ++b) {
+    for (; b != builtin_.end() && LineNameOf(*b) == o->first; ++b) {
     }
     for (const auto& t : o->second.texts) {
       auto fs = ParseSchema(t);

@@ -101,12 +101,12 @@ std::vector<TimelineEvent> BuildTimeline(const OpTree& tree, const DataFlowGraph
     const AllocInfo& a = trace.allocs[ev.payload];
     const bool is_allocation = a.bytes > 0;
     if (const uint32_t key = SlotOfAlloc(trace, ev.payload); key != kNone32) {
-      (is_allocation ? alloc_time : free_time)[key] = ev.t0;
+      (is_allocation ? alloc_time : free_time)[key] = trace.event_t0[e];
       continue;
     }
     TimelineEvent te;
     te.device = a.device;
-    te.time = ev.t0;
+    te.time = trace.event_t0[e];
     if (is_allocation) {
       te.action = live_unknown.try_emplace(a.ptr, a.device, 1).second ? Action::kCreate
                                                                       : Action::kIncrementVersion;
@@ -152,7 +152,7 @@ std::vector<TimelineEvent> BuildTimeline(const OpTree& tree, const DataFlowGraph
       if (e->is_allocation()) {
         push(alloc_time[e->key], Action::kCreate, e->key, 0);
       } else if (e->mutated == 1) {
-        push(trace.events[node.event].t0, Action::kIncrementVersion, e->key, e->input_version);
+        push(trace.event_t0[node.event], Action::kIncrementVersion, e->key, e->input_version);
       }
       if (e->is_deletion())
         push(free_time[e->key], Action::kDestroy, e->key, std::max(graph.last_version(e->key), 0));

@@ -324,6 +324,50 @@ TEST_CASE("tensors: 20-byte records keep 64-bit pointers and 47-bit sizes whole"
   }
 }
 
+TEST_CASE("start times: 32-bit offsets per block, far ones kept whole") {
+  StartTimes st;
+  std::vector<int64_t> want;
+  // Close times, a jump of hours, times before the block's first, both
+  // ends of int64, and blocks of 1024 beyond the first.
+  const int64_t base = 1795539220003445677;
+  for (int64_t i = 0; i < 3000; ++i) want.push_back(base + i * 1000);
+  want[5] = base + (int64_t{3} << 40);  // hours later: far
+  want[6] = base - 2000000000;          // 2 s before the block's first: fits
+  want[7] = base - 3000000000;          // 3 s before: far
+  want[1100] = INT64_MIN;
+  want[1101] = INT64_MAX;
+  for (int64_t t : want) st.push_back(t);
+  REQUIRE(st.size() == want.size());
+  for (uint32_t i = 0; i < want.size(); ++i) CHECK(st[i] == want[i]);
+  // Only the four too far from their block's first time are kept whole:
+  // 5, 7, and 1100 and 1101 (block 1 starts at base + 1024000).
+  CHECK(st.num_far() == 4);
+  st.Free();
+  CHECK(st.empty());
+  // A block whose first time is extreme: offsets are taken modulo 2^64, so
+  // INT64_MIN is 1 past INT64_MAX and fits.
+  for (int64_t t : {INT64_MAX, INT64_MAX - 5, INT64_MIN, int64_t{0}}) st.push_back(t);
+  CHECK(st[0] == INT64_MAX);
+  CHECK(st[1] == INT64_MAX - 5);
+  CHECK(st[2] == INT64_MIN);
+  CHECK(st[3] == 0);
+  CHECK(st.num_far() == 1);
+}
+
+TEST_CASE("reader: start times come back exactly, near and far") {
+  const std::string text = Header() + Op(0, -1, "aten::a", 5, 6, "") +
+                           Alloc(1, 0, 5 + (long{1} << 40), 64, 16) +
+                           Op(2, -1, "aten::b", 7, 8, "");
+  auto r = ReadTraceString(text, "t.trace");
+  REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.status().message()));
+  const Trace& t = r.value();
+  REQUIRE(t.event_t0.size() == 3);
+  CHECK(t.event_t0[0] == 5);
+  CHECK(t.event_t0[1] == 5 + (long{1} << 40));
+  CHECK(t.event_t0[2] == 7);
+  CHECK(t.event_t0.num_far() == 1);
+}
+
 TEST_CASE("large arrays: FreeArray gives the storage back, where `v = {}` keeps it") {
   std::vector<uint32_t> v(1000, 7);
   v = {};

@@ -1,6 +1,9 @@
 // Schema parser, registry and matcher: PyTorch's rules on small cases.
 #include <doctest/doctest.h>
 
+#include <fstream>
+#include <string>
+
 #include "core/schema/schema.h"
 
 using namespace memtl;
@@ -105,6 +108,39 @@ TEST_CASE("schema: every built-in schema parses") {
   CHECK(add->size() >= 4);
   CHECK(reg.Lookup("My Annotation") == nullptr);         // no "::": not an operator name
   CHECK(reg.Lookup("Namespaced::Annotation")->empty());  // well formed but unknown
+}
+
+TEST_CASE("registry: the embedded table holds every line of builtin_schemas.txt") {
+  std::ifstream in(std::string(MEMTL_SOURCE_DIR) + "/core/schema/data/builtin_schemas.txt");
+  REQUIRE(in);
+  size_t schema_lines = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line[0] != '#' && line.find('(') != std::string::npos) ++schema_lines;
+  }
+  CHECK(schema_lines > 4000);
+  CHECK(SchemaRegistry::Builtin().builtin_size() == schema_lines);
+}
+
+TEST_CASE("registry: a trace's names select the built-in lines kept") {
+  StringTable names;
+  names.Intern("aten::add_");
+  names.Intern("aten::sin");
+  names.Intern("record_workloads.py(52): step");  // not an operator: no line
+  const auto full = SchemaRegistry::Builtin();
+  const auto some = SchemaRegistry::Builtin(names);
+  CHECK(some.builtin_size() ==
+        full.Lookup("aten::add_")->size() + full.Lookup("aten::sin")->size());
+  for (const char* op : {"aten::add_", "aten::sin"}) {
+    const auto* a = full.Lookup(op);
+    const auto* b = some.Lookup(op);
+    REQUIRE(a->size() == b->size());
+    for (size_t i = 0; i < a->size(); ++i) {
+      CHECK((*a)[i].overload == (*b)[i].overload);
+      CHECK((*a)[i].arguments.size() == (*b)[i].arguments.size());
+    }
+  }
+  CHECK(full.Lookup("aten::add")->size() >= 4);
+  CHECK(some.Lookup("aten::add")->empty());  // a name the trace does not hold: none kept
 }
 
 TEST_CASE("matcher: PyTorch's observed-type rules") {
