@@ -25,17 +25,6 @@ namespace memtl {
 
 namespace {
 
-// A tensor observation with a TensorImpl, in record order, in 8 bytes: the
-// pairs of steps 3 and 5 read nothing else. The allocation id is assigned
-// while flattening (step 2 needs nothing else of the storage pointer); the
-// impl is the reader's dense number (Tensor::impl). Which observation or
-// allocation has which allocation id is kept per target (Flattener's aid
-// arrays), not here.
-struct Raw {
-  uint32_t impl = 0;  // dense impl number from 1
-  uint32_t aid = 0;   // allocation id, dense from 1
-};
-static_assert(sizeof(Raw) == 8);
 // Identity gives keys only to traces with fewer tensor observations and
 // allocations together: key slots then fit the graph's 30-bit edge field
 // (FlowEdge::key).
@@ -71,9 +60,11 @@ void ResolvePartialTensors(Trace& trace, IdentityStats& stats) {
   // thousands of small blocks in the heap at 10^7 events).
   FlatMap<uint64_t, uint32_t, U64Hash> list_of;
   std::vector<uint64_t> ptrs;  // by list
-  for (const auto& t : trace.tensors) {
-    if (t.partial && list_of.try_emplace(t.ptr(), static_cast<uint32_t>(ptrs.size())).second) {
-      ptrs.push_back(t.ptr());
+  for (size_t ti = 0; ti < trace.tensors.size(); ++ti) {
+    const uint64_t ptr = trace.tensor_ptrs[ti];
+    if (trace.tensors[ti].partial &&
+        list_of.try_emplace(ptr, static_cast<uint32_t>(ptrs.size())).second) {
+      ptrs.push_back(ptr);
     }
   }
   if (ptrs.empty()) return;
@@ -95,7 +86,7 @@ void ResolvePartialTensors(Trace& trace, IdentityStats& stats) {
   auto for_each_sighting = [&](const OpInfo& op, auto&& fn) {
     auto seen = [&](uint32_t ti) {
       if (ti == kNone32 || trace.tensors[ti].partial) return;
-      const uint32_t list = list_of_ptr(trace.tensors[ti].ptr());
+      const uint32_t list = list_of_ptr(trace.tensor_ptrs[ti]);
       if (list != kNone32) fn(list, ti);
     };
     for (const Arg arg : trace.Args(op)) {
@@ -136,7 +127,7 @@ void ResolvePartialTensors(Trace& trace, IdentityStats& stats) {
   }
   auto resolve = [&](uint32_t ti, int64_t when) {
     if (ti == kNone32 || !trace.tensors[ti].partial) return;
-    const uint32_t l = list_of_ptr(trace.tensors[ti].ptr());
+    const uint32_t l = list_of_ptr(trace.tensor_ptrs[ti]);
     if (l == kNone32 || list_begin[l] == list_begin[l + 1]) {
       ++stats.dropped_python;
       return;
@@ -159,6 +150,7 @@ void ResolvePartialTensors(Trace& trace, IdentityStats& stats) {
       best = last_same - 1;
     }
     trace.tensors[ti] = trace.tensors[best->tensor];
+    trace.tensor_ptrs[ti] = trace.tensor_ptrs[best->tensor];
     ++stats.resolved_python;
   };
   for (uint32_t ei = 0; ei < trace.events.size(); ++ei) {
@@ -187,16 +179,16 @@ void ResolvePartialTensors(Trace& trace, IdentityStats& stats) {
   }
 }
 
-// Steps 1 and 2: flattens events into raws and gives each its allocation id:
-// a (storage pointer, device) gets a fresh id at its first sighting and keeps
-// it until a free of that pointer is seen (this solves ABA for storage).
+// Step 2: gives each observation and allocation its allocation id, in record
+// order: a (storage pointer, device) gets a fresh id at its first sighting
+// and keeps it until a free of that pointer is seen (this solves ABA for
+// storage).
 class Flattener {
  public:
   // `tensor_aid` and `alloc_aid` (sized like trace.tensors and trace.allocs,
-  // zero) receive each target's allocation id; `out` the raws.
-  Flattener(const Trace& trace, std::vector<Raw>* out, std::vector<uint32_t>* tensor_aid,
-            std::vector<uint32_t>* alloc_aid)
-      : trace_(trace), out_(out), tensor_aid_(*tensor_aid), alloc_aid_(*alloc_aid) {
+  // zero) receive each target's allocation id.
+  Flattener(const Trace& trace, std::vector<uint32_t>* tensor_aid, std::vector<uint32_t>* alloc_aid)
+      : trace_(trace), tensor_aid_(*tensor_aid), alloc_aid_(*alloc_aid) {
     alloc_event_of_aid_.reserve(trace.tensors.size() + trace.allocs.size() + 1);  // never regrown
   }
   uint32_t num_aids() const { return next_aid_; }
@@ -209,66 +201,24 @@ class Flattener {
     return std::move(alloc_event_of_aid_);
   }
 
-  void Event(uint32_t ei) {
-    const auto& e = trace_.events[ei];
-    if (e.kind == EventKind::kOp) {
-      for (const Arg arg : trace_.Args(trace_.ops[e.payload])) {
-        if (arg.kind == ArgKind::kTensor) Tensor(arg.begin);
-        if (arg.kind == ArgKind::kTensorList) {
-          for (uint32_t k = 0; k < arg.count; ++k) Tensor(trace_.list_items[arg.begin + k]);
-        }
-      }
-    } else if (e.kind == EventKind::kAlloc) {
-      const AllocInfo& a = trace_.allocs[e.payload];
-      const uint32_t aid = Aid(a.ptr, a.device, a.bytes < 0);
-      alloc_aid_[e.payload] = aid;
-      if (a.bytes >= 0) {
-        if (aid >= alloc_event_of_aid_.size()) alloc_event_of_aid_.resize(aid + 1, kNone32);
-        if (alloc_event_of_aid_[aid] == kNone32) alloc_event_of_aid_[aid] = ei;
-      }
-    } else if (e.kind == EventKind::kPy) {
-      const PyInfo& py = trace_.pys[e.payload];
-      // The python tracer caches what it reports, so only the first call of
-      // each module or optimizer is trusted.
-      if (py.module() != kNone32) {
-        const auto& m = trace_.modules[py.module()];
-        if (seen_modules_.insert(m.has_self ? m.self : ~uint64_t{py.name}).second) {
-          for (uint32_t p = m.params_begin; p < m.params_begin + m.params_count; ++p) {
-            Tensor(trace_.params[p].tensor);
-            Tensor(trace_.params[p].grad);
-          }
-        }
-      }
-      if (py.optimizer() != kNone32) {
-        const auto& o = trace_.optimizers[py.optimizer()];
-        if (seen_optimizers_.insert(o.has_self ? o.self : ~uint64_t{py.name}).second) {
-          for (uint32_t p = o.params_begin; p < o.params_begin + o.params_count; ++p) {
-            Tensor(trace_.params[p].tensor);
-            Tensor(trace_.params[p].grad);
-            for (uint32_t s = 0; s < trace_.params[p].state_count; ++s) {
-              Tensor(trace_.states[trace_.params[p].state_begin + s].tensor);
-            }
-          }
-          for (uint32_t s = o.state_begin; s < o.state_begin + o.state_count; ++s) {
-            Tensor(trace_.states[s].tensor);
-          }
-        }
-      }
+  void Tensor(uint32_t ti) {
+    const auto& t = trace_.tensors[ti];
+    impl_bound_ = std::max<uint64_t>(impl_bound_, uint64_t{t.impl} + 1);
+    tensor_aid_[ti] = Aid(trace_.tensor_ptrs[ti], t.device, false);
+  }
+
+  void Alloc(uint32_t ei) {
+    const uint32_t payload = trace_.events[ei].payload;
+    const AllocInfo& a = trace_.allocs[payload];
+    const uint32_t aid = Aid(a.ptr, a.device, a.bytes < 0);
+    alloc_aid_[payload] = aid;
+    if (a.bytes >= 0) {
+      if (aid >= alloc_event_of_aid_.size()) alloc_event_of_aid_.resize(aid + 1, kNone32);
+      if (alloc_event_of_aid_[aid] == kNone32) alloc_event_of_aid_[aid] = ei;
     }
   }
 
  private:
-  void Tensor(uint32_t ti) {
-    if (ti == kNone32) return;
-    const auto& t = trace_.tensors[ti];
-    if (t.partial) return;  // never seen as an op input: no identity
-    const uint32_t impl = t.impl;
-    impl_bound_ = std::max<uint64_t>(impl_bound_, uint64_t{impl} + 1);
-    const uint32_t aid = Aid(t.ptr(), t.device, false);
-    tensor_aid_[ti] = aid;
-    if (impl != 0) out_->push_back(Raw{impl, aid});
-  }
-
   uint32_t Aid(uint64_t ptr, DeviceIndex device, bool is_free) {
     auto [aid, inserted] = live_.try_emplace(ptr, device, next_aid_);
     next_aid_ += inserted ? 1 : 0;
@@ -278,15 +228,12 @@ class Flattener {
   }
 
   const Trace& trace_;
-  std::vector<Raw>* out_;
   std::vector<uint32_t>& tensor_aid_;
   std::vector<uint32_t>& alloc_aid_;
   PtrDevMap<uint32_t> live_;
   uint32_t next_aid_ = 1;
   uint64_t impl_bound_ = 1;
   std::vector<uint32_t> alloc_event_of_aid_;
-  std::unordered_set<uint64_t> seen_modules_;
-  std::unordered_set<uint64_t> seen_optimizers_;
 };
 
 // Step 3 (1.13 only). Without ids the producer's TensorImpl addresses are
@@ -297,9 +244,13 @@ class Flattener {
 // Returns the number of identities (impls are renumbered 1..n).
 // `alloc_event_of_aid`: per allocation id, the event that allocated it;
 // `tensor_aid`: per tensor observation, its allocation id (0: none).
-uint64_t DealiasImpls(const Trace& trace, const SchemaRegistry& schemas, std::vector<Raw>& raws,
+// `walk` visits the observations in record order (RecordWalk); each one's
+// new impl number is written to `virtual_impl` (per tensor; 0: no impl).
+template <typename Walk>
+uint64_t DealiasImpls(const Trace& trace, const SchemaRegistry& schemas, const Walk& walk,
                       uint64_t impl_bound, const std::vector<uint32_t>& alloc_event_of_aid,
-                      const std::vector<uint32_t>& tensor_aid, IdentityStats& stats) {
+                      const std::vector<uint32_t>& tensor_aid, std::vector<uint32_t>& virtual_impl,
+                      IdentityStats& stats) {
   auto op_wrote_impl = [&](uint32_t op_event, uint32_t impl, int64_t old_aid) {
     const Event& e = trace.events[op_event];
     const OpInfo& op = trace.ops[e.payload];
@@ -326,28 +277,32 @@ uint64_t DealiasImpls(const Trace& trace, const SchemaRegistry& schemas, std::ve
   };
   std::vector<ImplState> states(impl_bound);
   uint32_t next_virtual = 1;
-  for (auto& r : raws) {
-    if (r.impl == 0) continue;
-    ImplState& st = states[r.impl];
-    if (st.virtual_impl == 0) {
-      st = ImplState{next_virtual++, r.aid};
-    } else if (st.last_aid != r.aid) {
-      bool genuine = false;
-      if (alloc_event_of_aid[r.aid] != kNone32) {
-        for (uint32_t p = trace.events[alloc_event_of_aid[r.aid]].parent; p != kNone32 && !genuine;
-             p = trace.events[p].parent) {
-          if (trace.events[p].kind == EventKind::kOp)
-            genuine = op_wrote_impl(p, r.impl, st.last_aid);
+  walk.Run(
+      [&](uint32_t ti) {
+        const uint32_t impl = trace.tensors[ti].impl;
+        if (impl == 0) return;
+        const uint32_t aid = tensor_aid[ti];
+        ImplState& st = states[impl];
+        if (st.virtual_impl == 0) {
+          st = ImplState{next_virtual++, aid};
+        } else if (st.last_aid != aid) {
+          bool genuine = false;
+          if (alloc_event_of_aid[aid] != kNone32) {
+            for (uint32_t p = trace.events[alloc_event_of_aid[aid]].parent;
+                 p != kNone32 && !genuine; p = trace.events[p].parent) {
+              if (trace.events[p].kind == EventKind::kOp)
+                genuine = op_wrote_impl(p, impl, st.last_aid);
+            }
+          }
+          if (!genuine) {
+            st.virtual_impl = next_virtual++;
+            ++stats.dealiased_impls;
+          }
+          st.last_aid = aid;
         }
-      }
-      if (!genuine) {
-        st.virtual_impl = next_virtual++;
-        ++stats.dealiased_impls;
-      }
-      st.last_aid = r.aid;
-    }
-    r.impl = st.virtual_impl;
-  }
+        virtual_impl[ti] = st.virtual_impl;
+      },
+      [](uint32_t) {});
   return next_virtual;
 }
 
@@ -359,25 +314,96 @@ bool RecordBefore(const Trace& trace, uint32_t a, uint32_t b) {
   return Rank(ea.kind) < Rank(eb.kind);
 }
 
-// Readers emit children in start order, so the event array is nearly always
-// in record order already: then it is walked as it is, with no index array.
-template <typename Fn>
-void ForEachInRecordOrder(const Trace& trace, Fn&& fn) {
-  bool sorted = true;
-  uint32_t prev = kNone32;
-  for (uint32_t i = 0; i < trace.events.size() && sorted; ++i) {
-    if (Rank(trace.events[i].kind) == 3) continue;
-    if (prev != kNone32 && RecordBefore(trace, i, prev)) sorted = false;
-    prev = i;
+// Step 1: the tensor observations and allocations in record order, as
+// PyTorch flattens them. The order is walked again by steps 3 and 5
+// instead of being kept as an array of 8 bytes per observation, which was
+// the largest thing identity held (and so a tenth of a 10^5-event export's
+// peak); a walk reads the event and argument arrays in order and costs a
+// few milliseconds per 10^6 events.
+class RecordWalk {
+ public:
+  // Readers emit children in start order, so the event array is nearly
+  // always in record order already: then it is walked as it is, with no
+  // index array.
+  explicit RecordWalk(const Trace& trace) : trace_(trace) {
+    bool sorted = true;
+    uint32_t prev = kNone32;
+    for (uint32_t i = 0; i < trace.events.size() && sorted; ++i) {
+      if (Rank(trace.events[i].kind) == 3) continue;
+      if (prev != kNone32 && RecordBefore(trace, i, prev)) sorted = false;
+      prev = i;
+    }
+    if (!sorted) order_ = RecordOrder(trace);
+    sorted_ = sorted;
   }
-  if (!sorted) {
-    for (uint32_t e : RecordOrder(trace)) fn(e);
-    return;
+
+  // Calls on_tensor(tensor index) for each observation identity reads (op
+  // inputs, and the parameters and state of a module's or optimizer's
+  // first python call, but no python-tracer tensor known only by its
+  // pointer) and on_alloc(event index) for each allocation event, in
+  // record order. Every observation is visited at most once.
+  template <typename OnTensor, typename OnAlloc>
+  void Run(OnTensor&& on_tensor, OnAlloc&& on_alloc) const {
+    // The python tracer caches what it reports, so only the first call of
+    // each module or optimizer is trusted.
+    std::unordered_set<uint64_t> seen_modules, seen_optimizers;
+    const Trace& trace = trace_;
+    auto tensor = [&](uint32_t ti) {
+      if (ti != kNone32 && !trace.tensors[ti].partial) on_tensor(ti);
+    };
+    auto event = [&](uint32_t ei) {
+      const auto& e = trace.events[ei];
+      if (e.kind == EventKind::kOp) {
+        for (const Arg arg : trace.Args(trace.ops[e.payload])) {
+          if (arg.kind == ArgKind::kTensor) tensor(arg.begin);
+          if (arg.kind == ArgKind::kTensorList) {
+            for (uint32_t k = 0; k < arg.count; ++k) tensor(trace.list_items[arg.begin + k]);
+          }
+        }
+      } else if (e.kind == EventKind::kAlloc) {
+        on_alloc(ei);
+      } else if (e.kind == EventKind::kPy) {
+        const PyInfo& py = trace.pys[e.payload];
+        if (py.module() != kNone32) {
+          const auto& m = trace.modules[py.module()];
+          if (seen_modules.insert(m.has_self ? m.self : ~uint64_t{py.name}).second) {
+            for (uint32_t p = m.params_begin; p < m.params_begin + m.params_count; ++p) {
+              tensor(trace.params[p].tensor);
+              tensor(trace.params[p].grad);
+            }
+          }
+        }
+        if (py.optimizer() != kNone32) {
+          const auto& o = trace.optimizers[py.optimizer()];
+          if (seen_optimizers.insert(o.has_self ? o.self : ~uint64_t{py.name}).second) {
+            for (uint32_t p = o.params_begin; p < o.params_begin + o.params_count; ++p) {
+              tensor(trace.params[p].tensor);
+              tensor(trace.params[p].grad);
+              for (uint32_t s = 0; s < trace.params[p].state_count; ++s) {
+                tensor(trace.states[trace.params[p].state_begin + s].tensor);
+              }
+            }
+            for (uint32_t s = o.state_begin; s < o.state_begin + o.state_count; ++s) {
+              tensor(trace.states[s].tensor);
+            }
+          }
+        }
+      }
+    };
+    if (!sorted_) {
+      for (uint32_t e : order_) event(e);
+      return;
+    }
+    for (uint32_t i = 0; i < trace.events.size(); ++i) {
+      if (Rank(trace.events[i].kind) < 3) event(i);
+    }
   }
-  for (uint32_t i = 0; i < trace.events.size(); ++i) {
-    if (Rank(trace.events[i].kind) < 3) fn(i);
-  }
-}
+
+ private:
+  const Trace& trace_;
+  bool sorted_ = true;
+  std::vector<uint32_t> order_;  // record order, when the event array is not in it
+};
 
 }  // namespace
 
@@ -412,21 +438,23 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
   if (legacy) ResolvePartialTensors(trace, stats);
 
   // Steps 1 and 2. Each observation's and allocation's allocation id is
-  // kept by target (0: none); the legacy key table is built in these arrays.
-  std::vector<Raw> raws;
-  raws.reserve(trace.tensors.size());  // an upper bound: no regrowth at the peak
+  // kept by target (0: none; a visited observation has one, from 1); the
+  // legacy key table is built in these arrays. The storage pointers are
+  // not read again.
+  const RecordWalk walk(trace);
   std::vector<uint32_t> tensor_aid(trace.tensors.size(), 0);
   std::vector<uint32_t> alloc_aid(trace.allocs.size(), 0);
   uint32_t num_aids = 0;
   uint64_t impl_bound = 1;
   std::vector<uint32_t> alloc_event_of_aid;
   {
-    Flattener flat(trace, &raws, &tensor_aid, &alloc_aid);
-    ForEachInRecordOrder(trace, [&](uint32_t ei) { flat.Event(ei); });
+    Flattener flat(trace, &tensor_aid, &alloc_aid);
+    walk.Run([&](uint32_t ti) { flat.Tensor(ti); }, [&](uint32_t ei) { flat.Alloc(ei); });
     num_aids = flat.num_aids();
     impl_bound = std::max<uint64_t>(trace.num_impls, flat.impl_bound());
     alloc_event_of_aid = flat.TakeAllocEvents();
   }
+  FreeArray(trace.tensor_ptrs);
   for (uint32_t aid : tensor_aid) stats.raw_tensors += aid != 0 ? 1 : 0;
   stats.raw_tensors += trace.allocs.size();
 
@@ -441,12 +469,18 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
     }
   }
 
-  // Step 3. Either way impls are numbered 1..num_impls-1 afterwards. The
-  // 1.13 split reads each op argument's allocation id.
+  // Step 3. Either way impls are numbered 1..num_impls-1 afterwards (in
+  // Tensor::impl: nothing after identity reads the reader's numbers). The
+  // 1.13 split reads each op argument's allocation id and original impl, so
+  // the new numbers are written only once it is done.
   uint64_t num_impls = 0;
   if (legacy) {
-    num_impls =
-        DealiasImpls(trace, schemas, raws, impl_bound, alloc_event_of_aid, tensor_aid, stats);
+    std::vector<uint32_t> virtual_impl(trace.tensors.size(), 0);
+    num_impls = DealiasImpls(trace, schemas, walk, impl_bound, alloc_event_of_aid, tensor_aid,
+                             virtual_impl, stats);
+    for (size_t ti = 0; ti < virtual_impl.size(); ++ti) {
+      if (tensor_aid[ti] != 0) trace.tensors[ti].impl = virtual_impl[ti];
+    }
   } else {
     // With producer ids no impl is split: the reader's numbers are the ones
     // to use.
@@ -458,7 +492,9 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
   // are not tensor storage: observations and allocations with those ids get
   // no key.
   std::vector<bool> tensor_aids(num_aids, false);
-  for (const auto& r : raws) tensor_aids[r.aid] = true;
+  for (size_t ti = 0; ti < tensor_aid.size(); ++ti) {
+    if (tensor_aid[ti] != 0 && trace.tensors[ti].impl != 0) tensor_aids[tensor_aid[ti]] = true;
+  }
 
   // Step 5: the first allocation id of each impl paired with every later
   // one; PyTorch sorts the pairs and walks them in order. Most pairs are an
@@ -468,19 +504,23 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
   std::vector<std::pair<uint32_t, uint32_t>> pairs;
   {
     std::vector<uint32_t> first_aid(num_impls, 0);  // 0: none yet (ids start at 1)
-    for (const auto& r : raws) {
-      uint32_t& first = first_aid[r.impl];
-      if (first == 0) first = r.aid;
-      if (first == r.aid) {
-        self_pair[r.aid] = true;
-      } else {
-        pairs.emplace_back(std::min(first, r.aid), std::max(first, r.aid));
-      }
-    }
+    walk.Run(
+        [&](uint32_t ti) {
+          const uint32_t impl = trace.tensors[ti].impl;
+          if (impl == 0) return;
+          const uint32_t aid = tensor_aid[ti];
+          uint32_t& first = first_aid[impl];
+          if (first == 0) first = aid;
+          if (first == aid) {
+            self_pair[aid] = true;
+          } else {
+            pairs.emplace_back(std::min(first, aid), std::max(first, aid));
+          }
+        },
+        [](uint32_t) {});
     std::sort(pairs.begin(), pairs.end());
     pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
   }
-  FreeArray(raws);
 
   // Step 6: greedy coalescing over the sorted pairs ((a, a) before (a, b)
   // for b > a). Allocation ids are dense, so the id map is a vector (-1: none

@@ -177,6 +177,7 @@ void StartTimes::Free() {
 
 void Trace::ReleaseTensorRecords() {
   FreeArray(tensors);
+  FreeArray(tensor_ptrs);
   FreeArray(tensor_ids);
 }
 

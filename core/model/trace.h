@@ -137,23 +137,18 @@ bool ParseLayout(std::string_view s, Layout* out);
 // Element sizes by PyTorch dtype name; 0 when the name is unknown.
 uint32_t ElementSize(std::string_view dtype);
 
-// One observation of a tensor (PyTorch's TensorMetadata), in 20 bytes (about
+// One observation of a tensor (PyTorch's TensorMetadata), in 12 bytes (about
 // 0.5 per event). Its ids are not here: the producer's, when it states them,
 // are in Trace::tensor_ids, and identity's result is the key table. Shapes,
 // dtype and layout are not kept either: only the size they give. Nor is the
 // TensorImpl address: identity only compares impls, so the reader numbers
 // the distinct addresses densely (Trace::num_impls), as it interns names.
-// Every field is 4-byte aligned (the 64-bit values are kept in halves), so
-// the array packs at 20 bytes a record with no misaligned member.
+// The storage pointer is beside it (Trace::tensor_ptrs): only identity's
+// first steps read it, and it is freed once they have. Every field is
+// 4-byte aligned (the 47-bit size is kept in halves), so the array packs at
+// 12 bytes a record with no misaligned member.
 struct Tensor {
   uint32_t impl = 0;  // dense TensorImpl number from 1; 0: none
-
-  // Storage data pointer.
-  uint64_t ptr() const { return uint64_t{ptr_hi_} << 32 | ptr_lo_; }
-  void set_ptr(uint64_t p) {
-    ptr_lo_ = static_cast<uint32_t>(p);
-    ptr_hi_ = static_cast<uint32_t>(p >> 32);
-  }
   // What PyTorch's SizeMap takes from this observation, in bytes:
   // SizeOfObservation(), or kUnsized for a layout other than strided (which
   // the size map skips); at most kMaxTensorBytes, kept in 47 bits.
@@ -168,15 +163,14 @@ struct Tensor {
   }
 
  private:
-  uint32_t ptr_lo_ = 0, ptr_hi_ = 0;
   uint32_t bytes_lo_ = 0;
   uint32_t bytes_hi_ : 15 = 0;
 
  public:
-  uint32_t partial : 1 = 0;  // only ptr() is known (torch 1.13 python tracer)
+  uint32_t partial : 1 = 0;  // only the pointer is known (torch 1.13 python tracer)
   uint32_t device : 16 = 0;  // a DeviceIndex
 };
-static_assert(sizeof(Tensor) == 20);
+static_assert(sizeof(Tensor) == 12);
 inline constexpr int64_t kUnsized = -1;
 inline constexpr int64_t kMaxTensorBytes = (int64_t{1} << 46) - 1;  // 64 TiB
 
@@ -390,6 +384,9 @@ struct Trace {
   std::vector<uint32_t> arg_refs;
   std::vector<uint32_t> list_items;
   std::vector<Tensor> tensors;
+  // Per tensor, its storage data pointer. Identity frees it once every
+  // observation has its allocation id (AssignIdentity).
+  std::vector<uint64_t> tensor_ptrs;
   // Distinct TensorImpl addresses the tensors name, plus one: impl numbers
   // are 1 .. num_impls - 1.
   uint32_t num_impls = 1;
@@ -412,7 +409,7 @@ struct Trace {
   KeyTable key_table;
 
   DeviceIndex InternDevice(std::string_view name);
-  // Frees `tensors` and `tensor_ids` (the pipeline does after the size map;
+  // Frees `tensors`, `tensor_ptrs` and `tensor_ids` (the pipeline does after the size map;
   // key_table.of_tensor still gives every observation's key).
   void ReleaseTensorRecords();
   // Frees what only the stages up to the passes read: op arguments and

@@ -117,8 +117,10 @@ Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string&
     a->timer.Mark("identity+checks+orders");
   } else {
     a->allocations = CheckAllocations(a->trace, a->diagnostics);
+    ReturnFreedPages();
     a->timer.Mark("checks");
     a->identity = AssignIdentity(a->trace, a->schemas, a->diagnostics);
+    ReturnFreedPages();
     a->timer.Mark("identity");
     a->tree = std::make_unique<OpTree>(a->trace);
   }

@@ -106,6 +106,7 @@ class Builder {
     grow(t_->arg_refs);
     grow(t_->list_items);
     grow(t_->tensors);
+    grow(t_->tensor_ptrs);
     if (t_->header.has_ids) {
       grow(t_->tensor_ids);
       grow(t_->alloc_ids);
@@ -555,7 +556,7 @@ class Builder {
     Layout layout = Layout::kStrided;
     ProducerIds ids;
     bool has_impl = false, has_ptr = false, has_dev = false, has_dtype = false;
-    uint64_t impl = 0;
+    uint64_t impl = 0, ptr = 0;
     sizes_.clear();
     strides_.clear();
     do {
@@ -570,7 +571,7 @@ class Builder {
         if (impl != 0) impls_.PrefetchSlot(impl);
         has_impl = true;
       } else if (Is(key, "ptr")) {
-        t.set_ptr(Address(c, "ptr"));
+        ptr = Address(c, "ptr");
         has_ptr = true;
       } else if (Is(key, "id")) {
         const int64_t id = OptInt(c, "id", -1);
@@ -621,6 +622,7 @@ class Builder {
     if (t_->tensors.size() >= kMaxTensors) Fail("more than 2^31 tensor observations");
     NumberPendingImpl();
     t_->tensors.push_back(t);
+    t_->tensor_ptrs.push_back(ptr);
     if (t_->header.has_ids) t_->tensor_ids.push_back(ids);
     const auto index = static_cast<uint32_t>(t_->tensors.size() - 1);
     if (impl != 0) {

@@ -176,7 +176,7 @@ TEST_CASE("reader: argument kinds and python-tracer records") {
   CHECK(args[6].kind == ArgKind::kNone);
   REQUIRE(t.modules.size() == 1);
   CHECK(t.tensors[t.params[0].tensor].partial);
-  CHECK(t.tensors[t.params[0].tensor].ptr() == 77);
+  CHECK(t.tensor_ptrs[t.params[0].tensor] == 77);
   REQUIRE(t.schemas.size() == 1);
   CHECK(ErrorOf(text + R"({"k":"schema","op":"aten::cat","schemas":[]})"
                        "\n")
@@ -305,23 +305,26 @@ TEST_CASE("reader: impls are numbered in order even though each is looked up a t
   CHECK(rep.value().num_impls == 3);
 }
 
-TEST_CASE("tensors: 20-byte records keep 64-bit pointers and 47-bit sizes whole") {
-  static_assert(sizeof(Tensor) == 20 && alignof(Tensor) == 4);
+TEST_CASE("tensors: 12-byte records keep 47-bit sizes whole; pointers are kept beside them") {
+  static_assert(sizeof(Tensor) == 12 && alignof(Tensor) == 4);
   std::vector<Tensor> ts(3);  // odd and even positions: no member is misaligned
-  const uint64_t ptrs[] = {0xffffffffffffffffull, 0x00007f00deadbeefull, 1};
   const int64_t sizes[] = {kMaxTensorBytes, kUnsized, 0};
   for (size_t i = 0; i < ts.size(); ++i) {
-    ts[i].set_ptr(ptrs[i]);
     ts[i].set_bytes(sizes[i]);
     ts[i].device = 0xffff;
     ts[i].partial = i == 1;
   }
   for (size_t i = 0; i < ts.size(); ++i) {
-    CHECK(ts[i].ptr() == ptrs[i]);
     CHECK(ts[i].bytes() == sizes[i]);
     CHECK(uint32_t{ts[i].device} == 0xffff);
     CHECK(bool(ts[i].partial) == (i == 1));
   }
+  auto r = ReadTraceString(
+      Header() + Op(0, -1, "aten::a", 1, 2, T(1, 0xfffffffffff0ul) + "," + T(2, 8)), "t.trace");
+  REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.status().message()));
+  REQUIRE(r.value().tensor_ptrs.size() == 2);
+  CHECK(r.value().tensor_ptrs[0] == 0xfffffffffff0ull);
+  CHECK(r.value().tensor_ptrs[1] == 8);
 }
 
 TEST_CASE("start times: 32-bit offsets per block, far ones kept whole") {
