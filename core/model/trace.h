@@ -4,8 +4,9 @@
 // live in flat arrays indexed by uint32, with side tables per event kind, so
 // that a trace of millions of events costs tens of bytes per event and no
 // pointer chasing. Readers fill it; later stages only add their own results
-// (identity writes the key table and resolves torch 1.13's python-tracer
-// tensors; nothing else is mutated).
+// (identity writes the key table, resolves torch 1.13's python-tracer
+// tensors, renumbers split TensorImpls in Tensor::impl and frees the
+// storage pointers it alone reads; nothing else is mutated).
 #pragma once
 
 #include <climits>
