@@ -277,32 +277,26 @@ uint64_t DealiasImpls(const Trace& trace, const SchemaRegistry& schemas, const W
   };
   std::vector<ImplState> states(impl_bound);
   uint32_t next_virtual = 1;
-  walk.Run(
-      [&](uint32_t ti) {
-        const uint32_t impl = trace.tensors[ti].impl;
-        if (impl == 0) return;
-        const uint32_t aid = tensor_aid[ti];
-        ImplState& st = states[impl];
-        if (st.virtual_impl == 0) {
-          st = ImplState{next_virtual++, aid};
-        } else if (st.last_aid != aid) {
-          bool genuine = false;
-          if (alloc_event_of_aid[aid] != kNone32) {
-            for (uint32_t p = trace.events[alloc_event_of_aid[aid]].parent;
-                 p != kNone32 && !genuine; p = trace.events[p].parent) {
-              if (trace.events[p].kind == EventKind::kOp)
-                genuine = op_wrote_impl(p, impl, st.last_aid);
-            }
-          }
-          if (!genuine) {
-            st.virtual_impl = next_virtual++;
-            ++stats.dealiased_impls;
-          }
-          st.last_aid = aid;
+  walk.ForEachRaw(tensor_aid, [&](uint32_t ti, uint32_t impl, uint32_t aid) {
+    ImplState& st = states[impl];
+    if (st.virtual_impl == 0) {
+      st = ImplState{next_virtual++, aid};
+    } else if (st.last_aid != aid) {
+      bool genuine = false;
+      if (alloc_event_of_aid[aid] != kNone32) {
+        for (uint32_t p = trace.events[alloc_event_of_aid[aid]].parent; p != kNone32 && !genuine;
+             p = trace.events[p].parent) {
+          if (trace.events[p].kind == EventKind::kOp) genuine = op_wrote_impl(p, impl, st.last_aid);
         }
-        virtual_impl[ti] = st.virtual_impl;
-      },
-      [](uint32_t) {});
+      }
+      if (!genuine) {
+        st.virtual_impl = next_virtual++;
+        ++stats.dealiased_impls;
+      }
+      st.last_aid = aid;
+    }
+    virtual_impl[ti] = st.virtual_impl;
+  });
   return next_virtual;
 }
 
@@ -364,25 +358,28 @@ class RecordWalk {
         on_alloc(ei);
       } else if (e.kind == EventKind::kPy) {
         const PyInfo& py = trace.pys[e.payload];
-        if (py.module() != kNone32) {
-          const auto& m = trace.modules[py.module()];
-          if (seen_modules.insert(m.has_self ? m.self : ~uint64_t{py.name}).second) {
-            for (uint32_t p = m.params_begin; p < m.params_begin + m.params_count; ++p) {
-              tensor(trace.params[p].tensor);
-              tensor(trace.params[p].grad);
+        auto first_call = [&](std::unordered_set<uint64_t>& seen, bool has_self, uint64_t self) {
+          return seen.insert(has_self ? self : ~uint64_t{py.name}).second;
+        };
+        // A module's parameters and gradients; an optimizer's with their state.
+        auto params = [&](uint32_t begin, uint32_t count, bool with_state) {
+          for (uint32_t p = begin; p < begin + count; ++p) {
+            tensor(trace.params[p].tensor);
+            tensor(trace.params[p].grad);
+            for (uint32_t s = 0; with_state && s < trace.params[p].state_count; ++s) {
+              tensor(trace.states[trace.params[p].state_begin + s].tensor);
             }
           }
+        };
+        if (py.module() != kNone32) {
+          const auto& m = trace.modules[py.module()];
+          if (first_call(seen_modules, m.has_self, m.self))
+            params(m.params_begin, m.params_count, false);
         }
         if (py.optimizer() != kNone32) {
           const auto& o = trace.optimizers[py.optimizer()];
-          if (seen_optimizers.insert(o.has_self ? o.self : ~uint64_t{py.name}).second) {
-            for (uint32_t p = o.params_begin; p < o.params_begin + o.params_count; ++p) {
-              tensor(trace.params[p].tensor);
-              tensor(trace.params[p].grad);
-              for (uint32_t s = 0; s < trace.params[p].state_count; ++s) {
-                tensor(trace.states[trace.params[p].state_begin + s].tensor);
-              }
-            }
+          if (first_call(seen_optimizers, o.has_self, o.self)) {
+            params(o.params_begin, o.params_count, true);
             for (uint32_t s = o.state_begin; s < o.state_begin + o.state_count; ++s) {
               tensor(trace.states[s].tensor);
             }
@@ -397,6 +394,19 @@ class RecordWalk {
     for (uint32_t i = 0; i < trace.events.size(); ++i) {
       if (Rank(trace.events[i].kind) < 3) event(i);
     }
+  }
+
+  // The observations with a TensorImpl, in record order, as fn(tensor,
+  // impl, allocation id): the list PyTorch flattens them into, which steps
+  // 3 and 5 read.
+  template <typename Fn>
+  void ForEachRaw(const std::vector<uint32_t>& tensor_aid, Fn&& fn) const {
+    Run(
+        [&](uint32_t ti) {
+          const uint32_t impl = trace_.tensors[ti].impl;
+          if (impl != 0) fn(ti, impl, tensor_aid[ti]);
+        },
+        [](uint32_t) {});
   }
 
  private:
@@ -504,20 +514,15 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
   std::vector<std::pair<uint32_t, uint32_t>> pairs;
   {
     std::vector<uint32_t> first_aid(num_impls, 0);  // 0: none yet (ids start at 1)
-    walk.Run(
-        [&](uint32_t ti) {
-          const uint32_t impl = trace.tensors[ti].impl;
-          if (impl == 0) return;
-          const uint32_t aid = tensor_aid[ti];
-          uint32_t& first = first_aid[impl];
-          if (first == 0) first = aid;
-          if (first == aid) {
-            self_pair[aid] = true;
-          } else {
-            pairs.emplace_back(std::min(first, aid), std::max(first, aid));
-          }
-        },
-        [](uint32_t) {});
+    walk.ForEachRaw(tensor_aid, [&](uint32_t, uint32_t impl, uint32_t aid) {
+      uint32_t& first = first_aid[impl];
+      if (first == 0) first = aid;
+      if (first == aid) {
+        self_pair[aid] = true;
+      } else {
+        pairs.emplace_back(std::min(first, aid), std::max(first, aid));
+      }
+    });
     std::sort(pairs.begin(), pairs.end());
     pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
   }

@@ -58,9 +58,9 @@ TEST_CASE("identity: allocation ids follow record order when the file is not in 
   // In file order the op sees the first allocation of pointer 100; in record
   // order (by start time) the free at t=20 and the new allocation at t=25
   // come before the op at t=30, so the op's tensor is the second storage.
-  const Trace t = Identify(Header() + Alloc(0, -1, 1, 100, 16) +
-                           Op(1, -1, "aten::relu", 30, 31, T(1, 100)) +
-                           Alloc(2, -1, 20, 100, -16) + Alloc(3, -1, 25, 100, 16));
+  const Trace t =
+      Identify(Header() + Alloc(0, -1, 1, 100, 16) + Op(1, -1, "aten::relu", 30, 31, T(1, 100)) +
+               Alloc(2, -1, 20, 100, -16) + Alloc(3, -1, 25, 100, 16));
   REQUIRE(Id(t, 0) >= 0);
   CHECK(AllocId(t, 2) == Id(t, 0));
   CHECK(AllocId(t, 0) == -1);  // the first storage: never seen with a tensor
