@@ -328,7 +328,6 @@ class RecordWalk {
       prev = i;
     }
     if (!sorted) order_ = RecordOrder(trace);
-    sorted_ = sorted;
   }
 
   // Calls on_tensor(tensor index) for each observation identity reads (op
@@ -387,7 +386,7 @@ class RecordWalk {
         }
       }
     };
-    if (!sorted_) {
+    if (!order_.empty()) {
       for (uint32_t e : order_) event(e);
       return;
     }
@@ -411,8 +410,9 @@ class RecordWalk {
 
  private:
   const Trace& trace_;
-  bool sorted_ = true;
-  std::vector<uint32_t> order_;  // record order, when the event array is not in it
+  // Record order when the event array is not in it (then at least two
+  // events are out of place, so it is not empty); empty when it is.
+  std::vector<uint32_t> order_;
 };
 
 }  // namespace
