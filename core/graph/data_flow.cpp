@@ -21,12 +21,11 @@ std::string KeyText(const Trace& trace, uint32_t key, int32_t v) {
          ")";
 }
 
-// The topmost ops that match a schema or are backward functions, plus the
-// allocations outside them, in start-time order.
-std::vector<uint32_t> LeafEvents(const OpTree& tree) {
+// Calls fn(event, position) for the topmost ops that match a schema or are
+// backward functions, and the allocations outside them, in pre-order.
+template <typename Fn>
+void ForEachLeaf(const OpTree& tree, Fn&& fn) {
   const Trace& trace = tree.trace();
-  std::vector<uint32_t> leaves;
-  leaves.reserve(trace.events.size());  // an upper bound, never regrown
   const EventOrder pre = tree.preorder();
   for (uint32_t p = 0; p < pre.size();) {
     const uint32_t e = pre[p];
@@ -35,16 +34,12 @@ std::vector<uint32_t> LeafEvents(const OpTree& tree) {
         ev.kind == EventKind::kOp &&
         (trace.ops[ev.payload].scope == RecordScope::kBackwardFunction || tree.num_matches(e) > 0);
     if (leaf_op || ev.kind == EventKind::kAlloc) {
-      leaves.push_back(e);
-      p += tree.subtree_size(e);
+      fn(e, p);
+      p = tree.subtree_end(p);
     } else {
       ++p;
     }
   }
-  auto by_start = [&](uint32_t a, uint32_t b) { return trace.event_t0[a] < trace.event_t0[b]; };
-  if (!std::is_sorted(leaves.begin(), leaves.end(), by_start))
-    std::stable_sort(leaves.begin(), leaves.end(), by_start);
-  return leaves;
 }
 
 struct Pending {
@@ -77,17 +72,29 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree) {
     return pending.back();
   };
 
-  auto leaves = LeafEvents(tree);
-  g.nodes_.reserve(leaves.size());
+  // The graph's nodes are the leaves in start-time order. Pre-order nearly
+  // always is that order already: then the leaves are visited as they are
+  // found, with no array of them (4 bytes a node); otherwise they are
+  // collected and stably sorted, as PyTorch sorts them.
+  auto by_start = [&](uint32_t a, uint32_t b) { return trace.event_t0[a] < trace.event_t0[b]; };
+  uint32_t num_leaves = 0;
+  bool in_start_order = true;
+  uint32_t prev = kNone32;
+  ForEachLeaf(tree, [&](uint32_t e, uint32_t) {
+    if (prev != kNone32 && by_start(e, prev)) in_start_order = false;
+    prev = e;
+    ++num_leaves;
+  });
+  g.nodes_.reserve(num_leaves);
   // An upper bound (every tensor argument and allocation event an edge): the
   // untouched part is address space only, and the array is never regrown.
   g.edges_.reserve(trace.arg_kinds.size() + trace.list_items.size() + trace.allocs.size());
-  for (uint32_t leaf : leaves) {
+  const EventOrder pre = tree.preorder();
+  // Adds the node of one leaf, at pre-order position `first`.
+  auto add_node = [&](uint32_t leaf, uint32_t first) -> Status {
     for (const auto& p : pending) position[p.edge.key] = kNone32;
     pending.clear();
-    const uint32_t first = tree.position(leaf);
-    const uint32_t last = first + tree.subtree_size(leaf);
-    const EventOrder pre = tree.preorder();
+    const uint32_t last = tree.subtree_end(first);
 
     // Inputs of every op in the subtree, with how each may be written.
     for (uint32_t p = first; p < last; ++p) {
@@ -165,10 +172,26 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree) {
       }
     }
     g.nodes_.push_back(node);
+    return Status();
+  };
+  Status built;
+  if (in_start_order) {
+    ForEachLeaf(tree, [&](uint32_t e, uint32_t p) {
+      if (built.ok()) built = add_node(e, p);
+    });
+  } else {
+    std::vector<uint32_t> leaves;
+    leaves.reserve(num_leaves);
+    ForEachLeaf(tree, [&](uint32_t e, uint32_t) { leaves.push_back(e); });
+    std::stable_sort(leaves.begin(), leaves.end(), by_start);
+    for (uint32_t leaf : leaves) {
+      built = add_node(leaf, tree.position(leaf));
+      if (!built.ok()) break;
+    }
   }
+  if (!built.ok()) return built;
 
   // What only the build read goes before validation adds its own array.
-  FreeArray(leaves);
   FreeArray(position);
   FreeArray(pending);
 

@@ -80,7 +80,6 @@ void OpTree::ReleaseGraphFacts() {
   std::vector<uint32_t>().swap(facts_of_op_);
   std::vector<SchemaFacts>().swap(facts_);
   std::vector<int8_t>().swap(mutability_pool_);
-  std::vector<uint32_t>().swap(subtree_size_);
 }
 
 void OpTree::ReleaseOpFacts() {
@@ -98,14 +97,6 @@ void OpTree::AddFacts(const SchemaRegistry& schemas) {
     const bool self_bwd =
         ev.kind == EventKind::kOp && trace.ops[ev.payload].scope == RecordScope::kBackwardFunction;
     in_backward_[e] = self_bwd || (ev.parent != kNone32 && in_backward_[ev.parent]);
-  }
-  // Subtree sizes, children after parents in pre-order: accumulate backwards.
-  subtree_size_.assign(n, uint32_t{1});
-  const EventOrder pre = preorder();
-  for (uint32_t p = n; p-- > 0;) {
-    const uint32_t e = pre[p];
-    if (trace.events[e].parent != kNone32)
-      subtree_size_[trace.events[e].parent] += subtree_size_[e];
   }
   // Schema facts, computed once per distinct (op name, argument kinds).
   facts_of_op_.assign(trace.ops.size(), uint32_t{0});

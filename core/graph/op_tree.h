@@ -55,13 +55,11 @@ class OpTree {
   // The orders only (pre-order and start-time order; no arrays when the
   // events already are both): they need no tensor identity, so they can be
   // built while identity runs, and they cost nothing at identity's memory
-  // peak. AddFacts adds the rest afterwards: subtree sizes and backward
-  // flags (4 bytes and a bit per event), and the schema facts, which need
-  // the key table.
+  // peak. AddFacts adds the rest afterwards: the backward flags (a bit per
+  // event) and the schema facts, which need the key table.
   explicit OpTree(const Trace& trace);
   void AddFacts(const SchemaRegistry& schemas);
-  // Frees what only the data-flow graph reads: the schema facts and the
-  // subtree sizes.
+  // Frees what only the data-flow graph reads: the schema facts.
   void ReleaseGraphFacts();
   // Frees those and the backward flags (read by the passes; nothing after
   // them needs either).
@@ -69,12 +67,26 @@ class OpTree {
 
   const Trace& trace() const { return trace_; }
   // Event indices in depth-first pre-order (children in index order); the
-  // subtree of preorder()[p] is preorder()[p .. p + subtree_size(preorder()[p])).
+  // subtree of preorder()[p] is preorder()[p .. subtree_end(p)).
   EventOrder preorder() const {
     return EventOrder(in_index_order_ ? nullptr : preorder_.data(), n_);
   }
   uint32_t position(uint32_t event) const { return in_index_order_ ? event : position_[event]; }
-  uint32_t subtree_size(uint32_t event) const { return subtree_size_[event]; }  // AddFacts
+  // One past the last pre-order position of the subtree at position p. A
+  // subtree is contiguous in pre-order and every event's parent comes
+  // before it, so the subtree ends at the first later event whose parent
+  // lies before p (or that has none). It scans the subtree instead of
+  // keeping 4 bytes per event: its reader, the data-flow graph, walks each
+  // subtree it asks about anyway.
+  uint32_t subtree_end(uint32_t p) const {
+    const EventOrder pre = preorder();
+    uint32_t q = p + 1;
+    for (; q < n_; ++q) {
+      const uint32_t parent = trace_.events[pre[q]].parent;
+      if (parent == kNone32 || position(parent) < p) break;
+    }
+    return q;
+  }
   // The first child of an event (in index order), kNone32 when it has none:
   // the event after it in pre-order, if that is its child.
   uint32_t first_child(uint32_t event) const {
@@ -112,7 +124,6 @@ class OpTree {
   bool in_index_order_ = false;
   std::vector<uint32_t> preorder_;
   std::vector<uint32_t> position_;
-  std::vector<uint32_t> subtree_size_;
   std::vector<uint32_t> sorted_;
   bool sorted_is_preorder_ = false;
   // The facts depend only on the op's name and the kinds of its arguments,
