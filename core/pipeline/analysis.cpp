@@ -146,6 +146,8 @@ Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string&
 
 void ReleaseAfterGraph(Analysis& a) {
   if (a.tree) a.tree->ReleaseGraphFacts();
+  a.schemas = SchemaRegistry();  // its last reader was the op tree's facts
+  ReturnFreedPages();
 }
 
 void ReleaseAfterPasses(Analysis& a) {

@@ -76,8 +76,8 @@ struct Analysis {
 
 // Each stage's data may go once its last reader is done (the CLI frees them;
 // tests and tools that inspect an analysis keep everything):
-// - after the graph: what only the graph reads (the op tree's schema facts
-//   and subtree sizes);
+// - after the graph: what only the graph reads (the op tree's schema facts)
+//   and the schema registry (read by identity and the op tree's facts);
 void ReleaseAfterGraph(Analysis& a);
 // - after the passes: what only the graph and the passes read (op
 //   arguments, python calls, the op tree's schema facts and backward flags,

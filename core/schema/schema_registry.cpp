@@ -91,9 +91,7 @@ SchemaRegistry SchemaRegistry::BuiltinFiltered(const StringTable* names) {
   return reg;
 }
 
-Status SchemaRegistry::Override(const std::string& op, const std::vector<std::string>& schemas) {
-  Entry entry;
-  std::vector<FunctionSchema> parsed;
+Status SchemaRegistry::Override(const std::string& op, std::vector<std::string> schemas) {
   for (const auto& s : schemas) {
     auto fs = ParseSchema(s);
     if (!fs.ok()) return fs.status();
@@ -101,11 +99,9 @@ Status SchemaRegistry::Override(const std::string& op, const std::vector<std::st
       return Status::Error("schema \"" + s.substr(0, 120) + "\" is listed under operator \"" + op +
                            "\"");
     }
-    parsed.push_back(std::move(fs.value()));
-    entry.texts.push_back(s);
   }
-  entry.parsed = std::move(parsed);
-  overrides_[op] = std::move(entry);
+  parsed_.erase(op);  // a lookup before this override parsed what it replaces
+  overrides_[op] = std::move(schemas);
   return Status();
 }
 
@@ -121,16 +117,23 @@ std::pair<SchemaRegistry::LineIt, SchemaRegistry::LineIt> SchemaRegistry::Builti
 
 const std::vector<FunctionSchema>* SchemaRegistry::Lookup(std::string_view name) const {
   if (name.find("::") == std::string_view::npos) return nullptr;
-  if (auto it = overrides_.find(name); it != overrides_.end()) return &it->second.parsed;
   if (auto it = parsed_.find(name); it != parsed_.end()) return &it->second;
-  const auto [first, last] = BuiltinRange(name);
-  if (first == last) return &empty_;
   std::vector<FunctionSchema> parsed;
-  for (auto l = first; l != last; ++l) {
-    auto fs = ParseSchema(LineText(*l));
-    // The built-in table is generated and tested; an entry that does not
-    // parse is skipped rather than failing every trace.
-    if (fs.ok()) parsed.push_back(std::move(fs.value()));
+  if (auto it = overrides_.find(name); it != overrides_.end()) {
+    // Override parsed every one of these already.
+    for (const auto& text : it->second) {
+      auto fs = ParseSchema(text);
+      if (fs.ok()) parsed.push_back(std::move(fs.value()));
+    }
+  } else {
+    const auto [first, last] = BuiltinRange(name);
+    if (first == last) return &empty_;
+    for (auto l = first; l != last; ++l) {
+      auto fs = ParseSchema(LineText(*l));
+      // The built-in table is generated and tested; an entry that does not
+      // parse is skipped rather than failing every trace.
+      if (fs.ok()) parsed.push_back(std::move(fs.value()));
+    }
   }
   return &parsed_.emplace(std::string(name), std::move(parsed)).first->second;
 }
@@ -150,7 +153,7 @@ Status SchemaRegistry::CheckAll() const {
     }
     for (; b != builtin_.end() && LineNameOf(*b) == o->first; ++b) {
     }
-    for (const auto& t : o->second.texts) {
+    for (const auto& t : o->second) {
       auto fs = ParseSchema(t);
       if (!fs.ok()) return fs.status();
     }

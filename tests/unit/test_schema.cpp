@@ -194,6 +194,15 @@ TEST_CASE("registry: a trace's schemas override the built-in ones") {
   CHECK(reg.AnyOverloadWrites("my::op", 0));
   CHECK_FALSE(reg.Override("my::op", {"other::op(Tensor self) -> Tensor"}).ok());
   CHECK_FALSE(reg.Override("my::op", {"my::op(Tensor self"}).ok());
+  // A rejected override leaves the one before it; a later one replaces it
+  // even after a lookup parsed it (overrides are kept as text, parsed on
+  // first lookup).
+  CHECK(reg.AnyOverloadWrites("my::op", 0));
+  REQUIRE(reg.Override("my::op", {"my::op(Tensor self) -> Tensor",
+                                  "my::op.two(Tensor self, Tensor other) -> Tensor"})
+              .ok());
+  CHECK(reg.Lookup("my::op")->size() == 2);
+  CHECK_FALSE(reg.AnyOverloadWrites("my::op", 0));
   // A built-in name: the override replaces every built-in overload, before
   // and after the built-in ones were parsed.
   auto reg2 = SchemaRegistry::Builtin();
