@@ -210,3 +210,19 @@ TEST_CASE("op tree: a trace whose subtrees interleave gives the analysis of its 
   CHECK(ca == categories(*b.value()));
   CHECK(std::count(ca.begin(), ca.end(), static_cast<int>(Category::kGradient)) == 1);
 }
+
+TEST_CASE("graph: nodes follow start time when pre-order does not") {
+  // Two roots whose pre-order (index order) is not their start-time order:
+  // the allocation at t=1 comes before the op at t=20, as PyTorch sorts the
+  // leaf events by start time.
+  const std::string out_of_order = Header() + Op(0, -1, "aten::relu", 20, 30, T(10, 200)) +
+                                   Alloc(1, -1, 1, 300, 8) + Alloc(2, -1, 40, 300, -8);
+  auto a = Run(out_of_order);
+  REQUIRE(a.ok());
+  const auto& nodes = a.value()->graph->nodes();
+  REQUIRE(nodes.size() == 3);
+  CHECK(nodes[0].event == 1);
+  CHECK(nodes[1].event == 0);
+  CHECK(nodes[2].event == 2);
+  CHECK(a.value()->tree->subtree_end(0) == 1);
+}
