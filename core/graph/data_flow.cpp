@@ -21,8 +21,9 @@ std::string KeyText(const Trace& trace, uint32_t key, int32_t v) {
          ")";
 }
 
-// Calls fn(event, position) for the topmost ops that match a schema or are
-// backward functions, and the allocations outside them, in pre-order.
+// Calls fn(event, first, last) for the topmost ops that match a schema or
+// are backward functions, and the allocations outside them, in pre-order;
+// the event's subtree is pre-order positions [first, last).
 template <typename Fn>
 void ForEachLeaf(const OpTree& tree, Fn&& fn) {
   const Trace& trace = tree.trace();
@@ -34,8 +35,9 @@ void ForEachLeaf(const OpTree& tree, Fn&& fn) {
         ev.kind == EventKind::kOp &&
         (trace.ops[ev.payload].scope == RecordScope::kBackwardFunction || tree.num_matches(e) > 0);
     if (leaf_op || ev.kind == EventKind::kAlloc) {
-      fn(e, p);
-      p = tree.subtree_end(p);
+      const uint32_t end = tree.subtree_end(p);
+      fn(e, p, end);
+      p = end;
     } else {
       ++p;
     }
@@ -80,7 +82,7 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree) {
   uint32_t num_leaves = 0;
   bool in_start_order = true;
   uint32_t prev = kNone32;
-  ForEachLeaf(tree, [&](uint32_t e, uint32_t) {
+  ForEachLeaf(tree, [&](uint32_t e, uint32_t, uint32_t) {
     if (prev != kNone32 && by_start(e, prev)) in_start_order = false;
     prev = e;
     ++num_leaves;
@@ -90,11 +92,10 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree) {
   // untouched part is address space only, and the array is never regrown.
   g.edges_.reserve(trace.arg_kinds.size() + trace.list_items.size() + trace.allocs.size());
   const EventOrder pre = tree.preorder();
-  // Adds the node of one leaf, at pre-order position `first`.
-  auto add_node = [&](uint32_t leaf, uint32_t first) -> Status {
+  // Adds the node of one leaf, whose subtree is pre-order [first, last).
+  auto add_node = [&](uint32_t leaf, uint32_t first, uint32_t last) -> Status {
     for (const auto& p : pending) position[p.edge.key] = kNone32;
     pending.clear();
-    const uint32_t last = tree.subtree_end(first);
 
     // Inputs of every op in the subtree, with how each may be written.
     for (uint32_t p = first; p < last; ++p) {
@@ -176,16 +177,17 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree) {
   };
   Status built;
   if (in_start_order) {
-    ForEachLeaf(tree, [&](uint32_t e, uint32_t p) {
-      if (built.ok()) built = add_node(e, p);
+    ForEachLeaf(tree, [&](uint32_t e, uint32_t first, uint32_t last) {
+      if (built.ok()) built = add_node(e, first, last);
     });
   } else {
     std::vector<uint32_t> leaves;
     leaves.reserve(num_leaves);
-    ForEachLeaf(tree, [&](uint32_t e, uint32_t) { leaves.push_back(e); });
+    ForEachLeaf(tree, [&](uint32_t e, uint32_t, uint32_t) { leaves.push_back(e); });
     std::stable_sort(leaves.begin(), leaves.end(), by_start);
     for (uint32_t leaf : leaves) {
-      built = add_node(leaf, tree.position(leaf));
+      const uint32_t first = tree.position(leaf);
+      built = add_node(leaf, first, tree.subtree_end(first));
       if (!built.ok()) break;
     }
   }

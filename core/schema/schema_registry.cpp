@@ -119,21 +119,19 @@ const std::vector<FunctionSchema>* SchemaRegistry::Lookup(std::string_view name)
   if (name.find("::") == std::string_view::npos) return nullptr;
   if (auto it = parsed_.find(name); it != parsed_.end()) return &it->second;
   std::vector<FunctionSchema> parsed;
+  // Override parsed its texts already; the built-in table is generated and
+  // tested, and an entry of it that does not parse is skipped rather than
+  // failing every trace.
+  auto add = [&parsed](std::string_view text) {
+    auto fs = ParseSchema(text);
+    if (fs.ok()) parsed.push_back(std::move(fs.value()));
+  };
   if (auto it = overrides_.find(name); it != overrides_.end()) {
-    // Override parsed every one of these already.
-    for (const auto& text : it->second) {
-      auto fs = ParseSchema(text);
-      if (fs.ok()) parsed.push_back(std::move(fs.value()));
-    }
+    for (const auto& text : it->second) add(text);
   } else {
     const auto [first, last] = BuiltinRange(name);
     if (first == last) return &empty_;
-    for (auto l = first; l != last; ++l) {
-      auto fs = ParseSchema(LineText(*l));
-      // The built-in table is generated and tested; an entry that does not
-      // parse is skipped rather than failing every trace.
-      if (fs.ok()) parsed.push_back(std::move(fs.value()));
-    }
+    for (auto l = first; l != last; ++l) add(LineText(*l));
   }
   return &parsed_.emplace(std::string(name), std::move(parsed)).first->second;
 }
