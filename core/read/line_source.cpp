@@ -3,6 +3,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include <sys/stat.h>
@@ -15,6 +16,9 @@ namespace {
 // buffer is resident while the file is read, and reading more at once is
 // no faster (a 64 KiB gzip chunk inflates to about 640 KiB of JSON).
 constexpr size_t kChunk = 64 << 10;
+// How far past the requested size ReadLines decodes, for the last line to
+// end inside: about ten typical trace lines.
+constexpr size_t kLineSlack = 4 << 10;
 }  // namespace
 
 struct LineSource::Inflater {
@@ -91,7 +95,7 @@ bool LineSource::ReadRaw() {
   return got > 0;
 }
 
-bool LineSource::Fill() {
+bool LineSource::Decode(std::string* out, size_t max) {
   if (!status_.ok()) return false;
   if (!sniffed_) {
     while (raw_.size() - raw_pos_ < 2 && ReadRaw()) {
@@ -110,16 +114,20 @@ bool LineSource::Fill() {
   }
   if (!gzip_) {
     if (raw_pos_ == raw_.size() && !ReadRaw()) return false;
-    buf_.append(reinterpret_cast<const char*>(raw_.data() + raw_pos_), raw_.size() - raw_pos_);
-    raw_pos_ = raw_.size();
+    const size_t n = std::min(max, raw_.size() - raw_pos_);
+    out->append(reinterpret_cast<const char*>(raw_.data() + raw_pos_), n);
+    raw_pos_ += n;
     return true;
   }
-  // gzip: inflate until some output is produced or input ends.
+  // gzip: inflate into the end of `out` until some output is produced or
+  // the input ends.
   z_stream& zs = inflater_->zs;
-  char out[1 << 16];
+  const size_t old = out->size();
+  out->resize(old + max);
   for (;;) {
     if (raw_pos_ == raw_.size()) {
       if (!ReadRaw()) {
+        out->resize(old);
         if (!status_.ok()) return false;
         if (!inflater_->member_done) {
           status_ =
@@ -131,6 +139,7 @@ bool LineSource::Fill() {
     if (inflater_->member_done) {
       // Another member follows (concatenated gzip), or trailing garbage.
       if (raw_[raw_pos_] != 0x1f) {
+        out->resize(old);
         status_ = Status::Error(name_ + ": unexpected bytes after the end of the gzip stream");
         return false;
       }
@@ -139,14 +148,15 @@ bool LineSource::Fill() {
     }
     zs.next_in = raw_.data() + raw_pos_;
     zs.avail_in = static_cast<uInt>(raw_.size() - raw_pos_);
-    zs.next_out = reinterpret_cast<Bytef*>(out);
-    zs.avail_out = sizeof(out);
+    zs.next_out = reinterpret_cast<Bytef*>(out->data() + old);
+    zs.avail_out = static_cast<uInt>(max);
     const int rc = inflate(&zs, Z_NO_FLUSH);
     raw_pos_ = raw_.size() - zs.avail_in;
-    const size_t produced = sizeof(out) - zs.avail_out;
+    const size_t produced = max - zs.avail_out;
     if (rc == Z_STREAM_END) {
       inflater_->member_done = true;
     } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
+      out->resize(old);
       status_ =
           Status::Error(name_ + ": corrupt gzip data (" +
                         (zs.msg != nullptr ? std::string(zs.msg)
@@ -155,10 +165,11 @@ bool LineSource::Fill() {
       return false;
     }
     if (produced > 0) {
-      buf_.append(out, produced);
+      out->resize(old + produced);
       return true;
     }
     if (rc == Z_BUF_ERROR && zs.avail_in > 0) {
+      out->resize(old);
       status_ = Status::Error(name_ + ": corrupt gzip data");
       return false;
     }
@@ -168,28 +179,42 @@ bool LineSource::Fill() {
 bool LineSource::ReadLines(std::string* out, size_t min_bytes) {
   if (done_) return false;
   const size_t start = out->size();
+  const size_t end_min = start + std::max<size_t>(min_bytes, 1);  // the block's least end
+  out->append(carry_);
+  carry_.clear();
+  // The block ends after the last '\n' at or past end_min - 1. Bytes before
+  // `from` have been searched already (or are before end_min - 1).
+  size_t from = end_min - 1;
   for (;;) {
-    // Move every whole line decoded so far.
-    if (buf_pos_ < buf_.size()) {
-      const char* base = buf_.data() + buf_pos_;
-      const size_t n = buf_.size() - buf_pos_;
-      if (const void* last = memrchr(base, '\n', n)) {
-        const size_t take = static_cast<size_t>(static_cast<const char*>(last) - base) + 1;
-        out->append(base, take);
-        buf_pos_ += take;
-        if (out->size() - start >= min_bytes) return true;
+    if (out->size() > from) {
+      if (const void* last = memrchr(out->data() + from, '\n', out->size() - from)) {
+        const size_t cut = static_cast<size_t>(static_cast<const char*>(last) - out->data()) + 1;
+        carry_.assign(out->data() + cut, out->size() - cut);
+        out->resize(cut);
+        return true;
       }
+      from = out->size();
     }
-    if (buf_pos_ > 0) {  // keep only the partial line
-      buf_.erase(0, buf_pos_);
-      buf_pos_ = 0;
-    }
-    if (!Fill()) {
+    // Decode up to a little past end_min, so that the block's last line
+    // usually ends inside it; a line longer than that grows the step with
+    // the block, up to kChunk times ten (about what one chunk of gzip input
+    // inflates to).
+    const size_t want = out->size() < end_min ? end_min - out->size() + kLineSlack
+                        : out->size() - end_min < kLineSlack
+                            ? kLineSlack
+                            : std::min(out->size() - start, 10 * kChunk);
+    if (!Decode(out, want)) {
       done_ = true;
-      if (status_.ok() && !buf_.empty()) {
-        unterminated_ = true;
-        out->append(buf_);
-        buf_.clear();
+      if (status_.ok()) {
+        unterminated_ = out->size() > start && out->back() != '\n';
+      } else {
+        // Hand out the whole lines decoded before the error, as when
+        // reading stopped there.
+        const char* base = out->data() + start;
+        const void* last = memrchr(base, '\n', out->size() - start);
+        out->resize(last != nullptr
+                        ? static_cast<size_t>(static_cast<const char*>(last) - out->data()) + 1
+                        : start);
       }
       return out->size() > start;
     }

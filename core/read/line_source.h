@@ -25,7 +25,9 @@ class LineSource {
   // at least `min_bytes` or the input ends. Returns false when nothing was
   // appended: the end of input or an error, which status() tells apart. A
   // last line with no '\n' is appended as it is, with
-  // `last_line_unterminated()` true.
+  // `last_line_unterminated()` true. Bytes are decoded straight into `out`,
+  // a little past `min_bytes`; the partial line after the last '\n' is kept
+  // for the next call.
   bool ReadLines(std::string* out, size_t min_bytes);
   const Status& status() const { return status_; }
   bool last_line_unterminated() const { return unterminated_; }
@@ -39,7 +41,9 @@ class LineSource {
 
  private:
   LineSource() = default;
-  bool Fill();  // appends decoded bytes to buf_; false at end or error
+  // Appends at most `max` (> 0) decoded bytes to `out`, at least one unless
+  // it returns false: at the end or on an error.
+  bool Decode(std::string* out, size_t max);
   bool ReadRaw();
 
   std::string name_;
@@ -54,8 +58,7 @@ class LineSource {
   Status status_;
   std::vector<unsigned char> raw_;  // compressed or plain input not yet used
   size_t raw_pos_ = 0;
-  std::string buf_;  // decoded bytes
-  size_t buf_pos_ = 0;
+  std::string carry_;  // decoded bytes after the last '\n' handed out
   struct Inflater;
   std::unique_ptr<Inflater> inflater_;
 };

@@ -900,11 +900,11 @@ class BlockQueue {
 // memory; blocks of 512 KiB, four queued, were 3.4 MB of a 10^5-event
 // read's 12 MB peak, and 128 KiB blocks read as fast (docs/performance.md).
 constexpr size_t kBlock = 128 << 10;
-// A block's buffer is reserved once for a block plus what one inflate step
-// appends past kBlock (LineSource decodes 64 KiB at a time), so that it is
-// not regrown by doubling, and is at least malloc's mmap threshold
-// (cli/memtl.cpp) so that it is unmapped when freed instead of staying in
-// the reader thread's arena.
+// A block's buffer is reserved once for a block plus a long last line
+// (LineSource decodes a few KiB past kBlock), so that it is not regrown by
+// doubling, and is at least malloc's mmap threshold (cli/memtl.cpp) so that
+// it is unmapped when freed instead of staying in the reader thread's
+// arena. Only what is written is resident.
 constexpr size_t kBlockCapacity = kBlock + (128 << 10);
 
 void Produce(LineSource& src, BlockQueue& queue) {

@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include "core/model/large_array.h"
+#include "core/read/line_source.h"
 #include "core/read/trace_reader.h"
 #include "trace_text.h"
 
@@ -401,4 +402,87 @@ TEST_CASE("tensors: the size map's bytes, as PyTorch's SizeMap computes them") {
   REQUIRE(r.value().tensors.size() == 2);
   CHECK(r.value().tensors[0].bytes() == 20);  // 5 float32
   CHECK(r.value().tensors[1].bytes() == kUnsized);
+}
+
+namespace {
+
+// Every block LineSource hands out for `data`, read `min_bytes` at a time.
+std::vector<std::string> Blocks(const std::string& data, size_t min_bytes, bool* unterminated,
+                                std::string* error) {
+  auto src = LineSource::FromMemory(data, "t.trace");
+  std::vector<std::string> blocks;
+  std::string block;
+  while (src->ReadLines(&block, min_bytes)) {
+    blocks.push_back(block);
+    block.clear();
+  }
+  *unterminated = src->last_line_unterminated();
+  *error = src->status().ok() ? "" : src->status().message();
+  return blocks;
+}
+
+}  // namespace
+
+TEST_CASE("line source: blocks of whole lines, a little past the size asked for") {
+  std::string text;
+  for (int i = 0; i < 5000; ++i)
+    text += "line " + std::to_string(i) + std::string(i % 97, 'x') + "\n";
+  text += std::string(300000, 'L') + "\n";  // a line longer than any block
+  text += "last line, no newline";
+  for (const bool gzip : {false, true}) {
+    for (const size_t min_bytes : {size_t{1}, size_t{1000}, size_t{128} << 10}) {
+      CAPTURE(gzip);
+      CAPTURE(min_bytes);
+      bool unterminated = false;
+      std::string error;
+      const auto blocks = Blocks(gzip ? Gzip(text) : text, min_bytes, &unterminated, &error);
+      CHECK(error.empty());
+      CHECK(unterminated);
+      std::string joined;
+      for (size_t i = 0; i < blocks.size(); ++i) {
+        const std::string& b = blocks[i];
+        REQUIRE(!b.empty());
+        if (i + 1 < blocks.size()) {
+          CHECK(b.back() == '\n');  // whole lines only
+          CHECK(b.size() >= min_bytes);
+          // Past min_bytes by at most 4 KiB and a line (lines here are
+          // under 120 bytes), or by as much again as the long line.
+          if (b.find('L') == std::string::npos) {
+            CHECK(b.size() <= min_bytes + (4 << 10) + 120);
+          } else {
+            CHECK(b.size() <= min_bytes + 2 * 300000 + (4 << 10));
+          }
+        }
+        joined += b;
+      }
+      CHECK(joined == text);
+    }
+  }
+}
+
+TEST_CASE("line source: an error hands out the whole lines before it, then stops") {
+  std::string text;
+  for (int i = 0; i < 20000; ++i) text += "record " + std::to_string(i) + "\n";
+  const std::string gz = Gzip(text);
+  bool unterminated = false;
+  std::string error;
+  const auto blocks = Blocks(gz.substr(0, gz.size() / 2), 1 << 10, &unterminated, &error);
+  CHECK(error == "t.trace: truncated gzip stream (the file ends inside a gzip member)");
+  CHECK(!unterminated);
+  REQUIRE(!blocks.empty());
+  std::string joined;
+  for (const auto& b : blocks) joined += b;
+  CHECK(joined.back() == '\n');
+  CHECK(joined == text.substr(0, joined.size()));
+  CHECK(joined.size() > text.size() / 4);
+
+  // Two gzip members read as one text; bytes after the last are an error.
+  std::string half = text.substr(0, 1000);
+  const auto two = Blocks(Gzip(half) + Gzip(half), 100, &unterminated, &error);
+  std::string both;
+  for (const auto& b : two) both += b;
+  CHECK(both == half + half);
+  CHECK(error.empty());
+  Blocks(Gzip(half) + "junk", 100, &unterminated, &error);
+  CHECK(error == "t.trace: unexpected bytes after the end of the gzip stream");
 }
