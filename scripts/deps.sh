@@ -2,7 +2,9 @@
 # Installs the Debian packages memtl needs, only those that are missing.
 # usage: scripts/deps.sh build|test
 set -euo pipefail
-build_pkgs=(cmake g++ make nlohmann-json3-dev zlib1g-dev)
+# lld links the static memtl with its hot functions together (cli/CMakeLists.txt;
+# without it the build falls back to the default linker).
+build_pkgs=(cmake g++ make nlohmann-json3-dev zlib1g-dev lld)
 # libtorch-dev and pybind11-dev build the recorder's native walk
 # (collect/CMakeLists.txt), which the Python tests compare with the Python walk.
 # libpng-dev (found with pkg-config): the unit tests decode the plot's PNG with
