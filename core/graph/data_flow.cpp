@@ -102,9 +102,9 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree) {
       const uint32_t e = pre[p];
       const Event& ev = trace.events[e];
       if (ev.kind != EventKind::kOp) continue;
-      const OpInfo& op = trace.ops[ev.payload];
+      const ArgList args = trace.Args(trace.ops[ev.payload]);
       const auto [mut, mut_count] = tree.mutability(e);
-      const size_t n = std::min<size_t>(mut_count, op.args_count);
+      const size_t n = std::min<size_t>(mut_count, args.size());
       auto note = [&](uint32_t tensor, int8_t m) {
         const uint32_t key = SlotOfTensor(trace, tensor);
         if (key == kNone32) return;
@@ -114,7 +114,7 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree) {
         if (m == -1) s.has_none = true;
       };
       size_t i = 0;  // the argument's position
-      for (auto it = trace.Args(op).begin(); i < n; ++it, ++i) {
+      for (auto it = args.begin(); i < n; ++it, ++i) {
         const Arg arg = *it;
         if (arg.kind == ArgKind::kTensor) note(arg.begin, mut[i]);
         if (arg.kind == ArgKind::kTensorList) {

@@ -146,7 +146,8 @@ void OpTree::AddFacts(const SchemaRegistry& schemas) {
     // The facts depend only on the op's name and the kinds observed, and a
     // trace repeats the same few hundred such pairs (every training step
     // runs the same ops): each pair is matched once.
-    key.assign(reinterpret_cast<const char*>(&op.name), sizeof op.name);
+    const uint32_t name = op.name;
+    key.assign(reinterpret_cast<const char*>(&name), sizeof name);
     key.append(reinterpret_cast<const char*>(observed.data()), observed.size());
     auto [it, inserted] = known.try_emplace(key, static_cast<uint32_t>(facts_.size()));
     if (inserted) {

@@ -194,14 +194,20 @@ struct ProducerIds {
 // are checked by the reader but not kept, and the allocator's running totals
 // only as a maximum per device (DeviceInfo). Names live here, not in Event:
 // allocations have none.
+//
+// An op in 12 bytes. Its arguments are arg_kinds[args_begin, next op's
+// args_begin): readers append each op's arguments after the previous op's,
+// so the count is not stored (Trace::Args).
 struct OpInfo {
-  uint32_t args_begin = 0;       // into Trace::arg_kinds
-  uint32_t refs_begin = 0;       // into Trace::arg_refs
-  uint32_t name = 0;             // string id
-  uint32_t args_count : 24 = 0;  // < kMaxOpArgs
+  uint32_t args_begin = 0;  // into Trace::arg_kinds
+  uint32_t refs_begin = 0;  // into Trace::arg_refs
+  uint32_t name : 24 = 0;   // string id, < kMaxNames
   RecordScope scope : 8 = RecordScope::kFunction;
 };
-static_assert(sizeof(OpInfo) == 16);
+static_assert(sizeof(OpInfo) == 12);
+// String ids an op can name. The reader refuses a trace with more distinct
+// names (each at least a few bytes of JSON per use: gigabytes of names).
+inline constexpr uint32_t kMaxNames = uint32_t{1} << 24;
 // The reader refuses an op with more arguments (a line would need more than
 // 80 MB of text to hold them; the reader's line limit is 64 MiB).
 inline constexpr uint32_t kMaxOpArgs = (uint32_t{1} << 24) - 1;
@@ -426,9 +432,12 @@ struct Trace {
   // The event's name: the op's or python call's, "[memory]" for allocations.
   // Reads the kind's record: not after ReleaseOpDetails (but allocations').
   const std::string& Name(const Event& e) const;
+  // `op` is an element of `ops`: its arguments end where the next op's begin.
   ArgList Args(const OpInfo& op) const {
+    const OpInfo* next = &op + 1;
+    const size_t end = next != ops.data() + ops.size() ? next->args_begin : arg_kinds.size();
     return ArgList(arg_kinds.data() + op.args_begin, arg_refs.data() + op.refs_begin,
-                   list_items.data(), op.args_count);
+                   list_items.data(), static_cast<uint32_t>(end - op.args_begin));
   }
   TensorKey KeyOf(TensorId id, AllocationId a, DeviceIndex d) const {
     return TensorKey{id, a, devices[d].rank, d};

@@ -170,6 +170,9 @@ class Builder {
     std::string_view key;
     while (c.NextKey(&key)) Field(c, key, f);
     if (!f.has_k) Fail("missing field \"k\"");
+    // Only an op keeps arguments; another record's are dropped, so that each
+    // op's arguments end where the next op's begin (OpInfo).
+    if (f.has_args && f.kind != Kind::kOp) DropArgs(f);
     if (f.kind == Kind::kSchema) return Schema(f);
     if (!f.has_i) Fail("missing field \"i\"");
     if (!f.has_p) Fail("missing field \"p\"");
@@ -229,7 +232,7 @@ class Builder {
     uint32_t name = 0;
     DeviceIndex dev = 0;
     RecordScope scope = RecordScope::kFunction;
-    uint32_t args_begin = 0, args_count = 0, refs_begin = 0;
+    uint32_t args_begin = 0, refs_begin = 0;
     uint32_t module = kNone32, optimizer = kNone32;
     std::string op;
     std::vector<std::string> schemas;
@@ -440,18 +443,26 @@ class Builder {
     if (!f.has_t1) ++t_->ops_without_end;
     // An op still running when profiling stopped can carry a bogus end.
     if (f.has_t1 && f.t1 < f.t0) ++t_->ops_ending_before_start;
+    if (f.name >= kMaxNames) Fail("more than 2^24 distinct names");
     OpInfo op;
     op.args_begin = f.args_begin;
-    op.args_count = f.args_count & kMaxOpArgs;  // Args() checked the count
     op.refs_begin = f.refs_begin;
-    op.name = f.name;
+    op.name = f.name & (kMaxNames - 1);
     op.scope = f.scope;
     e->payload = static_cast<uint32_t>(t_->ops.size());
     t_->ops.push_back(op);
   }
 
+  // Takes back the arguments Args() appended for this record.
+  void DropArgs(Fields& f) {
+    t_->arg_kinds.resize(f.args_begin);
+    t_->arg_refs.resize(f.refs_begin);
+    f.has_args = false;
+  }
+
   void Args(JsonCursor& c, Fields& f) {
     if (c.Peek() != JsonCursor::Kind::kArray) Fail("expected a list for \"args\"");
+    if (f.has_args) DropArgs(f);  // a repeated key: the last one counts
     // Arguments are appended after any nested records' pools; collect them
     // locally first so an op's arguments stay contiguous.
     std::vector<Arg>& args = arg_stack_;
@@ -460,7 +471,6 @@ class Builder {
     while (c.NextItem()) args.push_back(ParseArg(c));
     f.args_begin = static_cast<uint32_t>(t_->arg_kinds.size());
     if (args.size() - base > kMaxOpArgs) Fail("more than 2^24-1 arguments");
-    f.args_count = static_cast<uint32_t>(args.size() - base);
     f.refs_begin = static_cast<uint32_t>(t_->arg_refs.size());
     for (size_t a = base; a < args.size(); ++a) {
       t_->arg_kinds.push_back(args[a].kind);

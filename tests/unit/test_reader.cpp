@@ -152,6 +152,28 @@ TEST_CASE("reader: tensors and lists among an op's arguments, op after op") {
   CHECK(t.Args(t.ops[1]).size() == 4);
 }
 
+TEST_CASE("reader: each op's arguments end where the next op's begin (12-byte op records)") {
+  // "args" on a record that is not an op, and an op's repeated "args" key,
+  // must not leave arguments between two ops' (the count is not stored).
+  std::string op1 = Op(1, -1, "aten::b", 3, 4, R"({"int":1},{"int":2})");
+  op1.insert(op1.find(R"("args")"), R"("args":[{"int":9},{"int":9},{"int":9}],)");
+  std::string alloc = Alloc(2, -1, 5, 4096, 64);
+  alloc.insert(alloc.find(R"("ptr")"), R"("args":[{"int":9}],)");
+  const std::string text = Header() + Op(0, -1, "aten::a", 1, 2, T(1, 100)) + op1 + alloc +
+                           Op(3, -1, "aten::c", 6, 7, "null");
+  auto r = ReadTraceString(text, "t.trace");
+  REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.status().message()));
+  const Trace& t = r.value();
+  static_assert(sizeof(OpInfo) == 12);
+  REQUIRE(t.ops.size() == 3);
+  CHECK(t.Args(t.ops[0]).size() == 1);
+  CHECK(t.Args(t.ops[1]).size() == 2);  // the later "args" key counts
+  CHECK(t.Args(t.ops[2]).size() == 1);
+  CHECK(t.arg_kinds.size() == 4);
+  for (const Arg a : t.Args(t.ops[1])) CHECK(a.kind == ArgKind::kInt);
+  CHECK((*t.Args(t.ops[2]).begin()).kind == ArgKind::kNone);
+}
+
 TEST_CASE("reader: argument kinds and python-tracer records") {
   const std::string text =
       Header() +
