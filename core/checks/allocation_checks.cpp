@@ -28,14 +28,15 @@ AllocationSummary CheckAllocations(const Trace& trace, Diagnostics& diag) {
     const Event& e = trace.events[ei];
     if (e.kind != EventKind::kAlloc) continue;
     const AllocInfo& a = trace.allocs[e.payload];
+    const uint64_t ptr = trace.alloc_ptrs[e.payload];
     // Built only for a diagnostic: most events have none.
     auto where = [&] {
-      return Hex(a.ptr) + " on " + trace.devices[a.device].name +
+      return Hex(ptr) + " on " + trace.devices[a.device].name +
              " at t=" + std::to_string(trace.event_t0[ei]);
     };
     if (a.bytes > 0) {
       ++s.allocations;
-      *state.try_emplace(a.ptr, a.device, kFreed).first = e.payload;
+      *state.try_emplace(ptr, a.device, kFreed).first = e.payload;
       continue;
     }
     if (a.bytes == 0) {
@@ -43,7 +44,7 @@ AllocationSummary CheckAllocations(const Trace& trace, Diagnostics& diag) {
       continue;
     }
     ++s.frees;
-    auto [live, inserted] = state.try_emplace(a.ptr, a.device, kFreed);
+    auto [live, inserted] = state.try_emplace(ptr, a.device, kFreed);
     if (inserted) {
       ++s.preexisting_frees;  // allocated before profiling began
       continue;

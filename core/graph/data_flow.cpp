@@ -158,13 +158,17 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree) {
     FlowNode node;
     node.event = leaf;
     node.edges_begin = static_cast<uint32_t>(g.edges_.size());
-    node.edges_count = static_cast<uint32_t>(pending.size());
     for (const auto& s : pending) {
       if (s.edge.mutated == 1 && !s.edge.is_allocation()) ++active[s.edge.key];
       g.edges_.push_back(s.edge);
     }
     for (const auto& s : pending) {
       if (!s.edge.is_output()) continue;
+      if (s.edge.output_version() > kMaxVersion) {
+        return Status::Error("at " + Describe(trace, leaf) + ": " +
+                             KeyText(trace, s.edge.key, s.edge.output_version()) +
+                             " is past the most versions of one tensor memtl keeps (2^28-1)");
+      }
       const int32_t now = lookup(s.edge.key);
       if (now != s.edge.output_version()) {
         return Status::Error("data-flow invariant broken at " + Describe(trace, leaf) +

@@ -32,14 +32,19 @@ struct FlowEdge {
 };
 static_assert(sizeof(FlowEdge) == 8);
 
-// 12 bytes (a trace has about one node per three events); its start time is
-// its event's.
+// 8 bytes (a trace has about one node per six events); its start time is
+// its event's. Nodes' edges are stored in node order, so a node's edges end
+// where the next node's begin (DataFlowGraph::end).
 struct FlowNode {
   uint32_t event = 0;
   uint32_t edges_begin = 0;  // into DataFlowGraph::edges(), sorted by key
-  uint32_t edges_count = 0;
 };
-static_assert(sizeof(FlowNode) == 12);
+static_assert(sizeof(FlowNode) == 8);
+
+// The most versions a tensor may reach: the timeline keeps a version in
+// 29 bits. Build refuses a trace that mutates one tensor more often (that
+// trace would hold over 2^28 events for the one tensor).
+inline constexpr int32_t kMaxVersion = (int32_t{1} << 28) - 1;
 
 class DataFlowGraph {
  public:
@@ -49,9 +54,12 @@ class DataFlowGraph {
 
   const std::vector<FlowNode>& nodes() const { return nodes_; }
   const std::vector<FlowEdge>& edges() const { return edges_; }
+  // `n` is an element of nodes().
   const FlowEdge* begin(const FlowNode& n) const { return edges_.data() + n.edges_begin; }
   const FlowEdge* end(const FlowNode& n) const {
-    return edges_.data() + n.edges_begin + n.edges_count;
+    const FlowNode* next = &n + 1;
+    return next != nodes_.data() + nodes_.size() ? edges_.data() + next->edges_begin
+                                                 : edges_.data() + edges_.size();
   }
 
   // The latest version of a key slot, -1 when no node mentions the key.

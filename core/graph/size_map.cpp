@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "core/model/flat_map.h"
+
 namespace memtl {
 
 void SizeMap::Observe(const Trace& trace, uint32_t tensor) {
@@ -61,6 +63,22 @@ SizeMap::SizeMap(const OpTree& tree) {
     const AllocInfo& a = trace.allocs[ev.payload];
     values_[key] = a.bytes < 0 ? -a.bytes : a.bytes;
   }
+}
+
+std::vector<bool> UntrackedAllocationsLive(const OpTree& tree) {
+  const Trace& trace = tree.trace();
+  std::vector<bool> live_before(trace.allocs.size(), false);
+  if (trace.alloc_ptrs.size() != trace.allocs.size()) return live_before;
+  PtrDevMap<char> live;
+  for (uint32_t e : tree.preorder()) {
+    const Event& ev = trace.events[e];
+    if (ev.kind != EventKind::kAlloc || SlotOfAlloc(trace, ev.payload) != kNone32) continue;
+    const AllocInfo& a = trace.allocs[ev.payload];
+    const uint64_t ptr = trace.alloc_ptrs[ev.payload];
+    live_before[ev.payload] =
+        a.bytes > 0 ? !live.try_emplace(ptr, a.device, 1).second : live.erase(ptr, a.device);
+  }
+  return live_before;
 }
 
 }  // namespace memtl

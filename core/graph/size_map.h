@@ -25,4 +25,14 @@ class SizeMap {
   std::vector<int64_t> values_;  // by key slot; -1: never sized
 };
 
+// Per allocation record, for those with no key (PyTorch keys them by
+// pointer and device instead): whether that (pointer, device) was live among
+// such allocations just before it, in the tree's pre-order, as PyTorch's
+// timeline walks them. An allocation that was live is a new version of it;
+// a free that was not also adds a pre-existing allocation. Reads
+// trace.alloc_ptrs, which the pipeline frees afterwards: it keeps the result
+// as trace.untracked_live, which the timeline reads (BuildTimeline computes
+// it this way when it is empty).
+std::vector<bool> UntrackedAllocationsLive(const OpTree& tree);
+
 }  // namespace memtl

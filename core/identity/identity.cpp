@@ -210,7 +210,7 @@ class Flattener {
   void Alloc(uint32_t ei) {
     const uint32_t payload = trace_.events[ei].payload;
     const AllocInfo& a = trace_.allocs[payload];
-    const uint32_t aid = Aid(a.ptr, a.device, a.bytes < 0);
+    const uint32_t aid = Aid(trace_.alloc_ptrs[payload], a.device, a.bytes < 0);
     alloc_aid_[payload] = aid;
     if (a.bytes >= 0) {
       if (aid >= alloc_event_of_aid_.size()) alloc_event_of_aid_.resize(aid + 1, kNone32);

@@ -198,6 +198,8 @@ void Trace::ReleaseOpDetails() {
 
 void Trace::ReleaseRecords() {
   ReleaseOpDetails();
+  FreeArray(alloc_ptrs);
+  FreeArray(untracked_live);
   FreeArray(events);
   event_t0.Free();
   FreeArray(allocs);

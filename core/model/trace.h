@@ -212,13 +212,15 @@ inline constexpr uint32_t kMaxNames = uint32_t{1} << 24;
 // 80 MB of text to hold them; the reader's line limit is 64 MiB).
 inline constexpr uint32_t kMaxOpArgs = (uint32_t{1} << 24) - 1;
 
-// An allocation (bytes > 0) or free (bytes < 0) in 16 bytes.
+// An allocation (bytes > 0) or free (bytes < 0) in 8 bytes. Its address is
+// beside it (Trace::alloc_ptrs): only the checks, identity and the
+// timeline's untracked allocations read it, and the pipeline frees it once
+// they have (Trace::untracked_live).
 struct AllocInfo {
-  uint64_t ptr = 0;
   int64_t bytes : 48 = 0;  // |bytes| <= kMaxAllocBytes (the reader checks)
   DeviceIndex device : 16 = 0;
 };
-static_assert(sizeof(AllocInfo) == 16);
+static_assert(sizeof(AllocInfo) == 8);
 inline constexpr int64_t kMaxAllocBytes = (int64_t{1} << 47) - 1;  // 128 TiB
 
 struct StateEntry {
@@ -376,6 +378,9 @@ struct Trace {
   StartTimes event_t0;        // per event
   std::vector<OpInfo> ops;
   std::vector<AllocInfo> allocs;
+  // Per allocation, its address (parallel to `allocs`). The pipeline frees
+  // it after identity, once UntrackedAllocationsLive has read it.
+  std::vector<uint64_t> alloc_ptrs;
   std::vector<PyInfo> pys;
   std::vector<uint32_t> other_names;  // string id per kOther event
   std::vector<ModuleInfo> modules;
@@ -414,6 +419,11 @@ struct Trace {
 
   // Written by identity.
   KeyTable key_table;
+  // Per allocation record with no key, whether its (address, device) was
+  // live among such allocations just before it, in the op tree's pre-order
+  // (UntrackedAllocationsLive, core/timeline): what the timeline needs of
+  // the addresses. Written by the pipeline after identity; empty before.
+  std::vector<bool> untracked_live;
 
   DeviceIndex InternDevice(std::string_view name);
   // Frees `tensors`, `tensor_ptrs` and `tensor_ids` (the pipeline does after the size map;

@@ -10,6 +10,8 @@
 
 #include <sys/resource.h>
 
+#include "core/model/large_array.h"
+
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -124,6 +126,10 @@ Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string&
     a->timer.Mark("identity");
     a->tree = std::make_unique<OpTree>(a->trace);
   }
+  // The allocation addresses' last reader: what the timeline needs of them
+  // (the liveness of untracked allocations, by pointer) is kept instead.
+  a->trace.untracked_live = UntrackedAllocationsLive(*a->tree);
+  FreeArray(a->trace.alloc_ptrs);
   // The size map reads the tensor records for the last time (the graph and
   // every later stage read tensors through the key table and the size map),
   // so it comes first (it needs only the tree's start-time order) and the

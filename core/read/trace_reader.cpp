@@ -100,6 +100,7 @@ class Builder {
     grow(t_->event_t0);
     grow(t_->ops);
     grow(t_->allocs);
+    grow(t_->alloc_ptrs);
     grow(t_->pys);
     grow(t_->other_names);
     grow(t_->arg_kinds);
@@ -668,7 +669,6 @@ class Builder {
     Require(f.has_dev, "dev");
     e->kind = EventKind::kAlloc;
     AllocInfo a;
-    a.ptr = f.ptr;
     a.bytes = f.bytes;
     a.device = f.dev;
     DeviceInfo& d = t_->devices[f.dev];
@@ -676,6 +676,7 @@ class Builder {
     d.max_total_reserved = std::max(d.max_total_reserved, f.total_reserved);
     e->payload = static_cast<uint32_t>(t_->allocs.size());
     t_->allocs.push_back(a);
+    t_->alloc_ptrs.push_back(f.ptr);
     if (t_->header.has_ids) t_->alloc_ids.push_back({TensorId(f.id), AllocationId(f.aid)});
   }
 

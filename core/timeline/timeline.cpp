@@ -82,6 +82,9 @@ std::vector<TimelineEvent> BuildTimeline(const OpTree& tree, const DataFlowGraph
                                          const SizeMap& sizes, const CategoryDict& cats,
                                          Diagnostics& diag) {
   const Trace& trace = tree.trace();
+  std::vector<bool> computed;
+  if (trace.untracked_live.size() != trace.allocs.size()) computed = UntrackedAllocationsLive(tree);
+  const std::vector<bool>& untracked_live = computed.empty() ? trace.untracked_live : computed;
   const KeyTable& table = trace.key_table;
   // Allocations with no tensor identity first, in their own array; the
   // keyed events go after room for them in `out`, and a merge puts both in
@@ -90,11 +93,10 @@ std::vector<TimelineEvent> BuildTimeline(const OpTree& tree, const DataFlowGraph
   unknown.reserve(2 * trace.allocs.size());  // an upper bound, never regrown
 
   // Allocations in tree order: tensor allocations remember their times (the
-  // last one seen per key); untracked ones go straight to the timeline,
-  // keyed by (pointer, device).
+  // last one seen per key); untracked ones go straight to the timeline, as
+  // (pointer, device) liveness made them (UntrackedAllocationsLive).
   constexpr int64_t kNever = INT64_MIN;
   std::vector<int64_t> alloc_time(table.size(), kNever), free_time(table.size(), kNever);
-  PtrDevMap<char> live_unknown;
   for (uint32_t e : tree.preorder()) {
     const Event& ev = trace.events[e];
     if (ev.kind != EventKind::kAlloc) continue;
@@ -108,15 +110,14 @@ std::vector<TimelineEvent> BuildTimeline(const OpTree& tree, const DataFlowGraph
     te.device = a.device;
     te.time = trace.event_t0[e];
     if (is_allocation) {
-      te.action = live_unknown.try_emplace(a.ptr, a.device, 1).second ? Action::kCreate
-                                                                      : Action::kIncrementVersion;
+      te.action = untracked_live[ev.payload] ? Action::kIncrementVersion : Action::kCreate;
       te.bytes = a.bytes;
       unknown.push_back(te);
     } else {
       te.action = Action::kDestroy;
       te.bytes = -a.bytes;
       unknown.push_back(te);
-      if (!live_unknown.erase(a.ptr, a.device)) {
+      if (!untracked_live[ev.payload]) {
         te.time = -1;
         te.action = Action::kPreexisting;
         unknown.push_back(te);
@@ -131,7 +132,6 @@ std::vector<TimelineEvent> BuildTimeline(const OpTree& tree, const DataFlowGraph
     TimelineEvent te;
     te.time = t;
     te.action = action;
-    te.has_key = true;
     te.key = key;
     te.device = table.keys[key].device;
     te.version = version;
@@ -173,7 +173,7 @@ std::vector<TimelineEvent> BuildTimeline(const OpTree& tree, const DataFlowGraph
 }
 
 int CategoryIndexOf(const CategoryDict& cats, const TimelineEvent& e, int32_t version) {
-  return e.has_key ? ExportIndex(cats.Get(e.key, version)) : kUnknownIndex;
+  return e.has_key() ? ExportIndex(cats.Get(e.key, version)) : kUnknownIndex;
 }
 
 int64_t PyTrueDivTrunc1000(int64_t t) {
@@ -300,11 +300,11 @@ std::string FormatTimeline(const Trace& trace, const std::vector<TimelineEvent>&
   std::string out;
   char buf[256];
   for (const auto& e : timeline) {
-    std::string key = e.has_key ? "T" + std::to_string(trace.key_table.keys[e.key].id.value()) +
-                                      "(v" + std::to_string(e.version) + ")"
-                                : std::string("[memory]");
-    std::string cat(e.has_key ? CategoryName(cats.Get(e.key, e.version)) : "unknown");
-    if (e.action == Action::kIncrementVersion && e.has_key) {
+    std::string key = e.has_key() ? "T" + std::to_string(trace.key_table.keys[e.key].id.value()) +
+                                        "(v" + std::to_string(e.version) + ")"
+                                  : std::string("[memory]");
+    std::string cat(e.has_key() ? CategoryName(cats.Get(e.key, e.version)) : "unknown");
+    if (e.action == Action::kIncrementVersion && e.has_key()) {
       const std::string next(CategoryName(cats.Get(e.key, e.version + 1)));
       if (next != cat) cat += " -> " + next;
     }

@@ -23,15 +23,20 @@ namespace memtl {
 enum class Action : uint8_t { kPreexisting = 1, kCreate = 2, kIncrementVersion = 3, kDestroy = 4 };
 std::string_view ActionName(Action a);
 
+// 24 bytes (a timeline holds about one event per edge of the graph and two
+// per untracked allocation).
 struct TimelineEvent {
-  int64_t time = 0;  // ns; -1 for pre-existing
-  Action action = Action::kCreate;
-  bool has_key = false;  // false: an allocation with no tensor identity
-  uint32_t key = 0;      // slot in trace.key_table, when has_key
-  DeviceIndex device = 0;
-  int32_t version = 0;
-  int64_t bytes = 0;
+  int64_t time = 0;        // ns; -1 for pre-existing
+  int64_t bytes : 48 = 0;  // >= 0; at most kMaxAllocBytes
+  DeviceIndex device : 16 = 0;
+  uint32_t key =
+      kNone32;  // slot in trace.key_table; kNone32: an allocation with no tensor identity
+  int32_t version : 29 = 0;  // at most kMaxVersion (DataFlowGraph::Build)
+  Action action : 3 = Action::kCreate;
+
+  bool has_key() const { return key != kNone32; }
 };
+static_assert(sizeof(TimelineEvent) == 24);
 
 // Every (key, version) the graph mentions (inputs, intermediates as v0,
 // outputs) plus keys categorized by id, sorted (PyTorch's _category_snapshot

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "core/pipeline/analysis.h"
+#include "core/timeline/timeline.h"
 #include "passes/pass.h"
 #include "trace_text.h"
 
@@ -225,4 +226,31 @@ TEST_CASE("graph: nodes follow start time when pre-order does not") {
   CHECK(nodes[1].event == 0);
   CHECK(nodes[2].event == 2);
   CHECK(a.value()->tree->subtree_end(0) == 1);
+}
+
+TEST_CASE("size map stage: untracked allocations' pointer liveness, kept after the pointers go") {
+  // No tensor names these pointers, so the allocations have no key and the
+  // timeline keys them by (pointer, device), as PyTorch does.
+  const std::string text = Header() + Alloc(0, -1, 1, 0x100, 64) +  // new
+                           Alloc(1, -1, 2, 0x100, 64) +             // again while live
+                           Alloc(2, -1, 3, 0x100, -64) +            // freed: was live
+                           Alloc(3, -1, 4, 0x200, -32) +            // freed, never allocated
+                           Alloc(4, -1, 5, 0x100, 64, "cuda:0") +   // another device
+                           Alloc(5, -1, 6, 0x100, -64);             // freed again on cpu
+  auto a = Run(text);
+  REQUIRE_MESSAGE(a.ok(), (a.ok() ? "" : a.status().message()));
+  const Trace& t = a.value()->trace;
+  CHECK(t.alloc_ptrs.empty());  // the pipeline freed them
+  const std::vector<bool> expected = {false, true, true, false, false, false};
+  CHECK(t.untracked_live == expected);
+  // The timeline reads them: a second creation of a live pointer is a new
+  // version, a free of a pointer not live also adds a pre-existing block.
+  CategoryDict cats;
+  std::string actions;
+  for (const TimelineEvent& e : BuildTimeline(*a.value()->tree, *a.value()->graph,
+                                              *a.value()->sizes, cats, a.value()->diagnostics)) {
+    actions += std::string(ActionName(e.action)) + " ";
+  }
+  CHECK(actions ==
+        "preexisting preexisting create increment_version destroy destroy create destroy ");
 }

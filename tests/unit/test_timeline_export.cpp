@@ -83,16 +83,22 @@ TEST_CASE("timeline: the nearly-sorted sort is PyTorch's stable sort by (time, a
     std::stable_sort(expected.begin(), expected.end(), by_time_action);
     SortNearlySorted(tl.data(), tl.data() + tl.size());
     for (size_t i = 0; i < tl.size(); ++i) {
-      REQUIRE(tl[i].bytes == expected[i].bytes);
+      REQUIRE(int64_t{tl[i].bytes} == int64_t{expected[i].bytes});
     }
   }
 }
 
 TEST_CASE("timeline: coalescing moves pre-existing memory to the first time") {
-  std::vector<TimelineEvent> tl(3);
-  tl[0] = {-1, Action::kPreexisting, false, {}, 0, 0, 100};
-  tl[1] = {2'000'000, Action::kCreate, false, {}, 0, 0, 50};
-  tl[2] = {3'000'000, Action::kDestroy, false, {}, 0, 0, 100};
+  auto untracked = [](int64_t time, Action action, int64_t bytes) {
+    TimelineEvent e;
+    e.time = time;
+    e.action = action;
+    e.bytes = bytes;
+    return e;
+  };
+  const std::vector<TimelineEvent> tl = {untracked(-1, Action::kPreexisting, 100),
+                                         untracked(2'000'000, Action::kCreate, 50),
+                                         untracked(3'000'000, Action::kDestroy, 100)};
   CategoryDict cats;
   const auto c = Coalesce(tl, cats, 0);
   CHECK(c.times == std::vector<int64_t>{2000, 2000, 3000});
