@@ -15,8 +15,10 @@ void RunOptimizerState(const PassInput& in, CategoryWriter& out) {
   };
   for (uint32_t e : in.tree.preorder()) {
     const Event& ev = t.events[e];
-    if (ev.kind != EventKind::kPy || t.pys[ev.payload].optimizer() == kNone32) continue;
-    const OptimizerInfo& o = t.optimizers[t.pys[ev.payload].optimizer()];
+    if (ev.kind != EventKind::kPy) continue;
+    const uint32_t optimizer = t.Py(ev.payload).optimizer();
+    if (optimizer == kNone32) continue;
+    const OptimizerInfo& o = t.optimizers[optimizer];
     for (uint32_t p = o.params_begin; p < o.params_begin + o.params_count; ++p) {
       for (uint32_t s = 0; s < t.params[p].state_count; ++s)
         mark(t.states[t.params[p].state_begin + s].tensor);

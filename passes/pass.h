@@ -47,7 +47,7 @@ void ForEachParameterAndGradient(const PassInput& in, uint32_t event, Fn&& fn) {
   if (e.kind == EventKind::kOp && in.trace.ops[e.payload].scope != RecordScope::kBackwardFunction)
     return;
   if (e.kind == EventKind::kPy) {
-    const PyInfo& py = in.trace.pys[e.payload];
+    const PyInfo py = in.trace.Py(e.payload);
     if (py.module() == kNone32 && py.optimizer() == kNone32) return;
   } else if (e.kind != EventKind::kOp) {
     return;

@@ -27,7 +27,7 @@ void ForEachParameterAndGradientSlow(const PassInput& in, uint32_t event,
     return;
   }
   if (e.kind != EventKind::kPy) return;
-  const PyInfo& py = t.pys[e.payload];
+  const PyInfo py = t.Py(e.payload);
   auto params = [&](uint32_t begin, uint32_t count) {
     for (uint32_t p = begin; p < begin + count; ++p) {
       fn(SlotOfTensor(t, t.params[p].tensor), SlotOfTensor(t, t.params[p].grad));

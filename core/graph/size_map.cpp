@@ -29,7 +29,7 @@ SizeMap::SizeMap(const OpTree& tree) {
         }
       }
     } else if (ev.kind == EventKind::kPy) {
-      const PyInfo& py = trace.pys[ev.payload];
+      const PyInfo py = trace.Py(ev.payload);
       auto params = [&](uint32_t begin, uint32_t count, bool with_state) {
         for (uint32_t p = begin; p < begin + count; ++p) {
           Observe(trace, trace.params[p].tensor);

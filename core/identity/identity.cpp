@@ -157,7 +157,7 @@ void ResolvePartialTensors(Trace& trace, IdentityStats& stats) {
     const Event& e = trace.events[ei];
     if (e.kind != EventKind::kPy) continue;
     const int64_t t0 = trace.event_t0[ei];
-    const PyInfo& py = trace.pys[e.payload];
+    const PyInfo py = trace.Py(e.payload);
     auto params = [&](uint32_t begin, uint32_t count) {
       for (uint32_t p = begin; p < begin + count; ++p) {
         resolve(trace.params[p].tensor, t0);
@@ -356,7 +356,7 @@ class RecordWalk {
       } else if (e.kind == EventKind::kAlloc) {
         on_alloc(ei);
       } else if (e.kind == EventKind::kPy) {
-        const PyInfo& py = trace.pys[e.payload];
+        const PyInfo py = trace.Py(e.payload);
         auto first_call = [&](std::unordered_set<uint64_t>& seen, bool has_self, uint64_t self) {
           return seen.insert(has_self ? self : ~uint64_t{py.name}).second;
         };

@@ -122,7 +122,7 @@ const std::string& Trace::Name(const Event& e) const {
     case EventKind::kOp:
       return strings.Get(ops[e.payload].name);
     case EventKind::kPy:
-      return strings.Get(pys[e.payload].name);
+      return strings.Get(py_names[e.payload]);
     case EventKind::kOther:
       return strings.Get(other_names[e.payload]);
     case EventKind::kAlloc:
@@ -183,7 +183,9 @@ void Trace::ReleaseTensorRecords() {
 
 void Trace::ReleaseOpDetails() {
   FreeArray(ops);
-  FreeArray(pys);
+  FreeArray(py_names);
+  FreeArray(py_links);
+  FreeArray(py_linked);
   FreeArray(other_names);
   FreeArray(modules);
   FreeArray(optimizers);

@@ -9,6 +9,7 @@
 // storage pointers it alone reads; nothing else is mutated).
 #pragma once
 
+#include <algorithm>
 #include <climits>
 #include <cstddef>
 #include <cstdint>
@@ -254,7 +255,9 @@ struct OptimizerInfo {
 };
 
 // A python call: its name, and the module or the optimizer it reports
-// (never both; the reader checks), in 8 bytes.
+// (never both; the reader checks), as Trace::Py gives it. The trace keeps
+// the name (4 bytes) per call, and the module or optimizer only for the few
+// calls that report one (PyLink).
 struct PyInfo {
   uint32_t name = 0;              // string id
   uint32_t index : 31 = kNone31;  // into Trace::modules or Trace::optimizers; kNone31: neither
@@ -265,6 +268,13 @@ struct PyInfo {
   uint32_t optimizer() const { return index == kNone31 || !is_optimizer ? kNone32 : index; }
 };
 static_assert(sizeof(PyInfo) == 8);
+
+// The module or optimizer of one python call (Trace::py_links).
+struct PyLink {
+  uint32_t py = 0;  // the call's record (Event::payload)
+  uint32_t index : 31 = 0;
+  uint32_t is_optimizer : 1 = 0;
+};
 
 // 8 bytes (a trace has one per record); its start time is in
 // Trace::event_t0 (4 bytes more). End times are not kept: the analysis
@@ -381,7 +391,13 @@ struct Trace {
   // Per allocation, its address (parallel to `allocs`). The pipeline frees
   // it after identity, once UntrackedAllocationsLive has read it.
   std::vector<uint64_t> alloc_ptrs;
-  std::vector<PyInfo> pys;
+  // Python calls: the name of each (string id), and for the calls that
+  // report a module or an optimizer (about one in twenty), which, by call
+  // in order, with a bit per call saying whether it has one. Read them
+  // through Py().
+  std::vector<uint32_t> py_names;
+  std::vector<PyLink> py_links;
+  std::vector<bool> py_linked;
   std::vector<uint32_t> other_names;  // string id per kOther event
   std::vector<ModuleInfo> modules;
   std::vector<OptimizerInfo> optimizers;
@@ -443,6 +459,17 @@ struct Trace {
   // Reads the kind's record: not after ReleaseOpDetails (but allocations').
   const std::string& Name(const Event& e) const;
   // `op` is an element of `ops`: its arguments end where the next op's begin.
+  PyInfo Py(uint32_t py) const {
+    PyInfo info;
+    info.name = py_names[py];
+    if (py_linked[py]) {
+      const auto it = std::lower_bound(py_links.begin(), py_links.end(), py,
+                                       [](const PyLink& l, uint32_t p) { return l.py < p; });
+      info.index = it->index;
+      info.is_optimizer = it->is_optimizer;
+    }
+    return info;
+  }
   ArgList Args(const OpInfo& op) const {
     const OpInfo* next = &op + 1;
     const size_t end = next != ops.data() + ops.size() ? next->args_begin : arg_kinds.size();

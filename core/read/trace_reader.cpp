@@ -101,7 +101,7 @@ class Builder {
     grow(t_->ops);
     grow(t_->allocs);
     grow(t_->alloc_ptrs);
-    grow(t_->pys);
+    grow(t_->py_names);
     grow(t_->other_names);
     grow(t_->arg_kinds);
     grow(t_->arg_refs);
@@ -802,8 +802,12 @@ class Builder {
       py.index = f.optimizer & PyInfo::kNone31;
       py.is_optimizer = 1;
     }
-    e->payload = static_cast<uint32_t>(t_->pys.size());
-    t_->pys.push_back(py);
+    e->payload = static_cast<uint32_t>(t_->py_names.size());
+    t_->py_names.push_back(py.name);
+    t_->py_linked.push_back(py.index != PyInfo::kNone31);
+    if (py.index != PyInfo::kNone31) {
+      t_->py_links.push_back({e->payload, py.index, py.is_optimizer});
+    }
   }
 
   Trace* t_;

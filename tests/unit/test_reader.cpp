@@ -229,13 +229,14 @@ TEST_CASE("reader: names and scopes live in each kind's record; allocation bytes
   CHECK(t.Name(t.events[4]) == "<built-in method x>");
   CHECK(t.Name(t.events[5]) == "gpu kernel");
   CHECK(t.events[5].kind == EventKind::kOther);
-  REQUIRE(t.pys.size() == 3);
-  CHECK(t.pys[0].module() == 0);
-  CHECK(t.pys[0].optimizer() == kNone32);
-  CHECK(t.pys[1].module() == kNone32);
-  CHECK(t.pys[1].optimizer() == 0);
-  CHECK(t.pys[2].module() == kNone32);
-  CHECK(t.pys[2].optimizer() == kNone32);
+  REQUIRE(t.py_names.size() == 3);
+  CHECK(t.Py(0).module() == 0);
+  CHECK(t.Py(0).optimizer() == kNone32);
+  CHECK(t.Py(1).module() == kNone32);
+  CHECK(t.Py(1).optimizer() == 0);
+  CHECK(t.Py(2).module() == kNone32);
+  CHECK(t.Py(2).optimizer() == kNone32);
+  REQUIRE(t.py_links.size() == 2);  // only the calls with a module or an optimizer
 
   const std::string max = std::to_string(kMaxAllocBytes);
   auto read_bytes = [](const std::string& b) {
