@@ -273,7 +273,12 @@ int main(int argc, char** argv) {
   // so freeing it lowers the resident memory. Measured (export -o .json):
   // peak RSS 10^5 events 17.2 -> 14.5 MB, 10^6 92.2 -> 84.1 MiB, 10^7
   // 826 -> 789 MiB, times within run-to-run noise (docs/performance.md).
-  mallopt(M_MMAP_THRESHOLD, 256 << 10);
+  // 64 KiB rather than 256: a 10^5-event trace's arrays are 64-256 KiB, and
+  // below the threshold they were freed into the heap's holes instead of
+  // going back (peak 5440-5712 -> 5380-5672 KiB on the resnet18 input,
+  // 5964-6188 -> 5748-5976 KiB on the transformer one, 8 alternating runs;
+  // 10^6 times alike).
+  mallopt(M_MMAP_THRESHOLD, 64 << 10);
 #endif
   try {
     Args args;
