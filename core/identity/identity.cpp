@@ -529,14 +529,15 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
 
   // Step 6: greedy coalescing over the sorted pairs ((a, a) before (a, b)
   // for b > a). Allocation ids are dense, so the id map is a vector (-1: none
-  // yet).
-  std::vector<int64_t> id_of(num_aids, -1);
+  // yet). Ids count from 0 and are fewer than the allocation ids (under
+  // kMaxTargets, 2^30), so 4 bytes hold one.
+  std::vector<int32_t> id_of(num_aids, -1);
   {
-    int64_t current = 0;
+    int32_t current = 0;
     auto visit = [&](uint32_t a, uint32_t b) {
-      int64_t& ia = id_of[a];
+      int32_t& ia = id_of[a];
       if (ia == -1) ia = current++;
-      int64_t& ib = id_of[b];
+      int32_t& ib = id_of[b];
       if (ib == -1) ib = ia;
     };
     size_t next_pair = 0;

@@ -97,14 +97,14 @@ void KeyTableBuilder::Finish() {
 }
 
 void BuildKeyTableFromAids(Trace& trace, std::vector<uint32_t> tensor_aid,
-                           std::vector<uint32_t> alloc_aid, const std::vector<int64_t>& id_of) {
+                           std::vector<uint32_t> alloc_aid, const std::vector<int32_t>& id_of) {
   KeyTable& kt = trace.key_table;
   kt = KeyTable{};
   // One key per allocation id that has a tensor id: its device is that of
   // any target with the id (an allocation id is minted per storage pointer
   // and device).
   size_t num_keys = 0;
-  for (int64_t id : id_of) num_keys += id >= 0 ? 1 : 0;
+  for (int32_t id : id_of) num_keys += id >= 0 ? 1 : 0;
   kt.keys.reserve(num_keys);  // at most: one per allocation id with a tensor id
   std::vector<uint32_t> slot_of_aid(id_of.size(), kNone32);
   auto add = [&](uint32_t aid, DeviceIndex device) {

@@ -20,7 +20,7 @@ namespace memtl {
 // in place into trace.key_table's slot arrays; `id_of` gives each
 // allocation id's tensor id (-1: no key).
 void BuildKeyTableFromAids(Trace& trace, std::vector<uint32_t> tensor_aid,
-                           std::vector<uint32_t> alloc_aid, const std::vector<int64_t>& id_of);
+                           std::vector<uint32_t> alloc_aid, const std::vector<int32_t>& id_of);
 
 class KeyTableBuilder {
  public:
