@@ -247,7 +247,7 @@ int RunExport(const Args& args) {
   // The export reads the timeline, the categories and the trace's devices:
   // the rest goes before the export adds its own (the plot's libraries and
   // canvas, the output buffers).
-  memtl::ReleaseAfterTimeline(*c.value()->analysis);
+  memtl::ReleaseAfterTimeline(*c.value()->analysis, c.value()->categories);
   memtl::ExportInput in{a.trace, c.value()->timeline, c.value()->categories, a.diagnostics, a.name,
                         ""};
   if (a.read_info.stopped_early) in.note = PartialNote(a);

@@ -162,7 +162,8 @@ void ReleaseAfterPasses(Analysis& a) {
   ReturnFreedPages();
 }
 
-void ReleaseAfterTimeline(Analysis& a) {
+void ReleaseAfterTimeline(Analysis& a, CategoryDict& cats) {
+  if (a.graph) cats.Keep(std::move(a.trace.key_table.id_slot), a.graph->TakeValueBegin());
   a.tree.reset();
   a.graph.reset();
   a.sizes.reset();

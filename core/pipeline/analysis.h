@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/categories/category.h"
 #include "core/checks/allocation_checks.h"
 #include "core/graph/data_flow.h"
 #include "core/graph/op_tree.h"
@@ -86,7 +87,9 @@ void ReleaseAfterPasses(Analysis& a);
 // - after the timeline, before an export: every trace record, the op tree,
 //   the graph and the size map. The trace keeps its header, strings and
 //   devices, and the diagnostics stay.
-void ReleaseAfterTimeline(Analysis& a);
+// `cats`, which the passes filled from `a`, takes over the key table's and
+// the graph's arrays it refers to (CategoryDict::Keep) before they go.
+void ReleaseAfterTimeline(Analysis& a, CategoryDict& cats);
 
 // Runs the core stages on a trace already read. Errors name `name`.
 // `threaded`: the allocation checks and the op tree's orders are built on a

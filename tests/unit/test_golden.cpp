@@ -274,7 +274,7 @@ TEST_CASE("pipeline: dropping data after its last reader changes no timeline or 
     CHECK(FormatTimeline(k.trace, kt, kc) == FormatTimeline(d.trace, dt, dc));
     const auto device = ResolveDevice(k.trace, "");
     REQUIRE(device.ok());
-    ReleaseAfterTimeline(d);
+    ReleaseAfterTimeline(d, dc);
     CHECK(d.trace.events.empty());
     CHECK(d.graph == nullptr);
     CHECK(RawJson(kt, kc, device.value()) == RawJson(dt, dc, device.value()));
