@@ -32,7 +32,7 @@ How the list is made:
 
 usage: scripts/hot_functions.py [--binary build/cli/memtl] [--out cli/hot_functions.txt]
        scripts/hot_functions.py --check [--binary build/cli/memtl]
-Needs valgrind and nm (binutils), and perf for --check; takes about a minute.
+Needs valgrind and nm (binutils), and perf for --check; takes about half a minute.
 """
 import argparse
 import bisect
@@ -71,23 +71,34 @@ UNSEEN = [
 REDIRECTED = ["strlen", "strchr", "index", "strcmp"]
 
 
-def symbols(binary):
-    """(address, size, name) of every function in `binary`, by address."""
-    out = subprocess.run(["nm", "-S", "--defined-only", binary], check=True,
-                         capture_output=True, text=True).stdout
-    syms = []
-    for line in out.splitlines():
-        p = line.split()
-        if len(p) == 4 and p[2] in "tTwWiI":
-            syms.append((int(p[0], 16), int(p[1], 16), p[3]))
-    syms.sort()
-    return syms
+class Symbols:
+    """The functions of `binary` (nm -S): `sized` is (address, size, name) by
+    address; `defined` every defined symbol's name, sized or not (crtbegin.o's
+    functions have no size); `ifuncs` the names of IFUNC symbols."""
 
+    def __init__(self, binary):
+        out = subprocess.run(["nm", "-S", "--defined-only", binary], check=True,
+                             capture_output=True, text=True).stdout
+        self.sized, self.defined, self.ifuncs = [], set(), set()
+        for line in out.splitlines():
+            p = line.split()
+            if len(p) < 3:
+                continue
+            kind, name = p[-2], p[-1]
+            self.defined.add(name)
+            if kind == "i":
+                self.ifuncs.add(name)
+            if len(p) == 4 and kind in "tTwWiI":
+                self.sized.append((int(p[0], 16), int(p[1], 16), name))
+        self.sized.sort()
+        self.starts = [s[0] for s in self.sized]
 
-def ifunc_names(binary):
-    out = subprocess.run(["nm", "--defined-only", binary], check=True, capture_output=True,
-                         text=True).stdout
-    return {p[2] for p in (line.split() for line in out.splitlines()) if len(p) == 3 and p[1] == "i"}
+    def containing(self, address):
+        """The (address, size, name) of the function holding `address`, or None."""
+        i = bisect.bisect_right(self.starts, address) - 1
+        if i >= 0 and address < self.sized[i][0] + max(self.sized[i][1], 1):
+            return self.sized[i]
+        return None
 
 
 def executed_addresses(profile, binary):
@@ -104,7 +115,7 @@ def executed_addresses(profile, binary):
             if line.startswith(("ob=", "cob=")):
                 m = ob.match(line.rstrip("\n"))
                 if m.group(2):
-                    objects[m.group(1)] = m.group(2)
+                    objects[m.group(1)] = os.path.realpath(m.group(2))
                 if line.startswith("ob="):
                     current = objects.get(m.group(1))
                 continue
@@ -118,7 +129,7 @@ def executed_addresses(profile, binary):
             else:
                 continue
             last = a
-            if current is not None and os.path.realpath(current) == binary:
+            if current == binary:
                 addrs.add(a)
     return addrs
 
@@ -127,10 +138,9 @@ def check(binary, listing):
     """Prints the functions outside `listing` whose code a real export of each
     format faulted in (perf's page-fault samples); returns how many."""
     names = {l.strip() for l in open(listing) if l.strip() and not l.startswith("#")}
-    syms = symbols(binary)
-    starts = [s[0] for s in syms]
-    listed = {s[0] for s in syms if s[2] in names}  # by address: aliases count
-    start_sym = next(s for s in syms if s[2] == "_start")
+    syms = Symbols(binary)
+    listed = {s[0] for s in syms.sized if s[2] in names}  # by address: aliases count
+    start_sym = next(s for s in syms.sized if s[2] == "_start")
     outside = set()
     with tempfile.TemporaryDirectory() as tmp:
         # Large enough for every thread a real export starts (10^5 events).
@@ -149,10 +159,9 @@ def check(binary, listing):
             rows = [line.split() for line in script.splitlines()]
             base = next(int(r[0], 16) - start_sym[0] for r in rows if len(r) > 1 and r[1] == "_start")
             for r in rows:
-                a = int(r[0], 16) - base
-                i = bisect.bisect_right(starts, a) - 1
-                if i >= 0 and a < syms[i][0] + max(syms[i][1], 1) and syms[i][0] not in listed:
-                    outside.add(syms[i][2])
+                f = syms.containing(int(r[0], 16) - base)
+                if f is not None and f[0] not in listed:
+                    outside.add(f[2])
     for name in sorted(outside):
         print("not listed, but faulted in:", name)
     return len(outside)
@@ -171,8 +180,7 @@ def main():
     if not fixtures:
         sys.exit("hot_functions: no fixtures found")
 
-    syms = symbols(binary)
-    starts = [s[0] for s in syms]
+    syms = Symbols(binary)
     demangled = subprocess.run(["nm", "-C", "--defined-only", binary], check=True,
                                capture_output=True, text=True).stdout
     cut = next((line.split(" ", 2)[2] for line in demangled.splitlines()
@@ -182,12 +190,8 @@ def main():
         sys.exit("hot_functions: memtl::BuildTimeline not found in " + binary)
 
     def functions(profile):
-        names = set()
-        for a in executed_addresses(profile, binary):
-            i = bisect.bisect_right(starts, a) - 1
-            if i >= 0 and a < syms[i][0] + max(syms[i][1], 1):
-                names.add(syms[i][2])
-        return names
+        found = (syms.containing(a) for a in executed_addresses(profile, binary))
+        return {f[2] for f in found if f is not None}
 
     early, late = set(), set()
     with tempfile.TemporaryDirectory() as tmp:
@@ -213,16 +217,12 @@ def main():
         sys.exit("hot_functions: callgrind recorded nothing (is valgrind installed?)")
     hot = early | late
 
-    names = {s[2] for s in syms}
-    families = {n for n in ifunc_names(binary)}
-    used = {f for f in families if any(n.startswith("__" + f + "_") for n in hot)}
+    names = {s[2] for s in syms.sized}
+    used = {f for f in syms.ifuncs if any(n.startswith("__" + f + "_") for n in hot)}
     used.update(REDIRECTED)
     for fam in used:
         hot.update(n for n in names if n.startswith("__" + fam + "_"))
-    # (crtbegin.o's functions have no size: they are not in `names`.)
-    defined = subprocess.run(["nm", "--defined-only", binary], check=True, capture_output=True,
-                             text=True).stdout.split()
-    hot.update(n for n in UNSEEN if n in defined)
+    hot.update(n for n in UNSEEN if n in syms.defined)
     # glibc's string functions and start-up run early; the rest of what only
     # the export ran goes last.
     early |= hot - late

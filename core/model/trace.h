@@ -437,7 +437,7 @@ struct Trace {
   KeyTable key_table;
   // Per allocation record with no key, whether its (address, device) was
   // live among such allocations just before it, in the op tree's pre-order
-  // (UntrackedAllocationsLive, core/timeline): what the timeline needs of
+  // (UntrackedAllocationsLive, core/graph/size_map.h): what the timeline needs of
   // the addresses. Written by the pipeline after identity; empty before.
   std::vector<bool> untracked_live;
 
@@ -458,7 +458,7 @@ struct Trace {
   // The event's name: the op's or python call's, "[memory]" for allocations.
   // Reads the kind's record: not after ReleaseOpDetails (but allocations').
   const std::string& Name(const Event& e) const;
-  // `op` is an element of `ops`: its arguments end where the next op's begin.
+  // Python call `py` (Event::payload), with its module or optimizer.
   PyInfo Py(uint32_t py) const {
     PyInfo info;
     info.name = py_names[py];
@@ -470,6 +470,7 @@ struct Trace {
     }
     return info;
   }
+  // `op` is an element of `ops`: its arguments end where the next op's begin.
   ArgList Args(const OpInfo& op) const {
     const OpInfo* next = &op + 1;
     const size_t end = next != ops.data() + ops.size() ? next->args_begin : arg_kinds.size();

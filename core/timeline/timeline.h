@@ -29,8 +29,8 @@ struct TimelineEvent {
   int64_t time = 0;        // ns; -1 for pre-existing
   int64_t bytes : 48 = 0;  // >= 0; at most kMaxAllocBytes
   DeviceIndex device : 16 = 0;
-  uint32_t key =
-      kNone32;  // slot in trace.key_table; kNone32: an allocation with no tensor identity
+  // Slot in trace.key_table; kNone32: an allocation with no tensor identity.
+  uint32_t key = kNone32;
   int32_t version : 29 = 0;  // at most kMaxVersion (DataFlowGraph::Build)
   Action action : 3 = Action::kCreate;
 
