@@ -509,3 +509,50 @@ TEST_CASE("line source: an error hands out the whole lines before it, then stops
   Blocks(Gzip(half) + "junk", 100, &unterminated, &error);
   CHECK(error == "t.trace: unexpected bytes after the end of the gzip stream");
 }
+
+TEST_CASE("line source: each gzip member's CRC-32 and length are checked") {
+  // memtl checks the trailer itself (zlib's check is off, see
+  // LineSource::Inflater). The first member's trailer is placed on every
+  // side of the 64 KiB boundary between two input chunks, by giving its
+  // header a file name of the right length.
+  std::string text_a;
+  uint32_t x = 12345;
+  while (Gzip(text_a).size() < 50000) {
+    x = x * 1664525u + 1013904223u;
+    text_a += "record " + std::to_string(x) + "\n";
+  }
+  const std::string text_b = "second member\n";
+  const std::string a = Gzip(text_a);
+  const std::string b = Gzip(text_b);
+  const size_t chunk = size_t{64} << 10;
+  for (size_t end = chunk - 12; end <= chunk + 12; ++end) {
+    CAPTURE(end);
+    std::string named = a;
+    named[3] = static_cast<char>(named[3] | 0x08);  // FNAME
+    named.insert(10, std::string(end - a.size() - 1, 'n') + '\0');
+    REQUIRE(named.size() == end);
+    bool unterminated = false;
+    std::string error;
+    std::string joined;
+    for (const auto& blk : Blocks(named + b, 100, &unterminated, &error)) joined += blk;
+    CHECK(error.empty());
+    CHECK(joined == text_a + text_b);
+
+    std::string bad_crc = named + b;
+    bad_crc[end - 8] = static_cast<char>(bad_crc[end - 8] ^ 1);
+    Blocks(bad_crc, 100, &unterminated, &error);
+    CHECK(error == "t.trace: corrupt gzip data (incorrect data check)");
+
+    std::string bad_size = named + b;
+    bad_size[end - 1] = static_cast<char>(bad_size[end - 1] ^ 0x80);
+    Blocks(bad_size, 100, &unterminated, &error);
+    CHECK(error == "t.trace: corrupt gzip data (incorrect length check)");
+  }
+  // The second (last) member is checked too.
+  std::string bad_last = a + b;
+  bad_last[bad_last.size() - 5] = static_cast<char>(bad_last[bad_last.size() - 5] ^ 1);
+  bool unterminated = false;
+  std::string error;
+  Blocks(bad_last, 100, &unterminated, &error);
+  CHECK(error == "t.trace: corrupt gzip data (incorrect data check)");
+}

@@ -2,6 +2,7 @@
 // dispatch, JSON layout, atomic writes and the PNG plot.
 #include <doctest/doctest.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cmath>
@@ -405,4 +406,43 @@ TEST_CASE("raster: text is drawn from the glyph table, upright and turned") {
   CHECK(ink(44, 34, kW, kH) == 0);
   // Bytes outside printable ASCII draw as '?'.
   CHECK(Band::TextWidth("\xc3\xa9", 16) == 2 * Band::TextWidth("?", 16));
+}
+
+TEST_CASE("atomic file: gzip output is what zlib's gzip mode writes, and checks") {
+  // AtomicFile writes the gzip header and trailer itself around a raw
+  // deflate stream (its CRC-32 by Crc32); the bytes must be those zlib's
+  // gzip mode gives, which also proves the trailer valid.
+  std::string text;
+  std::mt19937 rng(7);
+  while (text.size() < 300000) text += "[" + std::to_string(rng()) + ", 1],\n";
+  const std::string path = std::filesystem::temp_directory_path() /
+                           ("memtl_gz_test_" + std::to_string(getpid()) + ".gz");
+  {
+    auto f = AtomicFile::Create(path, true);
+    REQUIRE(f.ok());
+    std::unique_ptr<AtomicFile> file(f.value());
+    // Several writes, of sizes on both sides of one fold and of 64 KiB.
+    size_t at = 0;
+    for (size_t n : {size_t{1}, size_t{63}, size_t{64}, size_t{70000}, size_t{5}}) {
+      REQUIRE(file->Write(std::string_view(text).substr(at, n)).ok());
+      at += n;
+    }
+    REQUIRE(file->Write(std::string_view(text).substr(at)).ok());
+    REQUIRE(file->Commit().ok());
+  }
+  std::ifstream in(path, std::ios::binary);
+  const std::string written((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::filesystem::remove(path);
+
+  z_stream zs{};
+  REQUIRE(deflateInit2(&zs, 2, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK);
+  std::string expected(deflateBound(&zs, text.size()) + 64, '\0');
+  zs.next_in = reinterpret_cast<Bytef*>(text.data());
+  zs.avail_in = static_cast<uInt>(text.size());
+  zs.next_out = reinterpret_cast<Bytef*>(expected.data());
+  zs.avail_out = static_cast<uInt>(expected.size());
+  CHECK(deflate(&zs, Z_FINISH) == Z_STREAM_END);
+  expected.resize(zs.total_out);
+  deflateEnd(&zs);
+  CHECK(written == expected);
 }
