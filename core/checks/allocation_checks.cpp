@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "core/model/flat_map.h"
 
@@ -18,45 +19,73 @@ std::string Hex(uint64_t v) {
 
 AllocationSummary CheckAllocations(const Trace& trace, Diagnostics& diag) {
   AllocationSummary s;
-  // Per (pointer, device): the live allocation's record (its size is
-  // there), or kFreed. A 4-byte value keeps a slot at 16 bytes instead of
-  // 24: the map holds every pointer the trace allocates or frees, and was
-  // a tenth of a 10^5-event export's peak.
-  constexpr uint32_t kFreed = kNone32;
-  PtrDevMap<uint32_t> state;
+  // Per (pointer, device) allocated and not yet freed: the allocation's
+  // record (its size is there). Frees erase, so the map holds the live
+  // allocations only, not every pointer the trace ever names: it was a
+  // twentieth of a 10^5-event export's peak when it kept freed pointers to
+  // tell a double free from a free of memory allocated before profiling.
+  PtrDevMap<uint32_t> live;
+  // Frees of a (pointer, device) that is not live, in event order: a
+  // double free if any earlier allocation or free named that pointer, a
+  // pre-existing free otherwise. Told apart below, in a second pass over
+  // just those pointers (a real trace has a few per step).
+  std::vector<uint32_t> unmatched;
+  auto where = [&](uint32_t ei) {
+    const AllocInfo& a = trace.allocs[trace.events[ei].payload];
+    return Hex(trace.alloc_ptrs[trace.events[ei].payload]) + " on " + trace.devices[a.device].name +
+           " at t=" + std::to_string(trace.event_t0[ei]);
+  };
   for (uint32_t ei = 0; ei < trace.events.size(); ++ei) {
     const Event& e = trace.events[ei];
     if (e.kind != EventKind::kAlloc) continue;
     const AllocInfo& a = trace.allocs[e.payload];
     const uint64_t ptr = trace.alloc_ptrs[e.payload];
-    // Built only for a diagnostic: most events have none.
-    auto where = [&] {
-      return Hex(ptr) + " on " + trace.devices[a.device].name +
-             " at t=" + std::to_string(trace.event_t0[ei]);
-    };
     if (a.bytes > 0) {
       ++s.allocations;
-      *state.try_emplace(ptr, a.device, kFreed).first = e.payload;
+      *live.try_emplace(ptr, a.device, 0).first = e.payload;
       continue;
     }
     if (a.bytes == 0) {
-      diag.Add("allocation event of 0 bytes", where());
+      diag.Add("allocation event of 0 bytes", where(ei));
       continue;
     }
     ++s.frees;
-    auto [live, inserted] = state.try_emplace(ptr, a.device, kFreed);
-    if (inserted) {
-      ++s.preexisting_frees;  // allocated before profiling began
+    const uint32_t* alloc = live.find(ptr, a.device);
+    if (alloc == nullptr) {
+      unmatched.push_back(ei);
       continue;
     }
-    if (*live == kFreed) {
-      diag.Add("double free", where());
-    } else if (const int64_t allocated = trace.allocs[*live].bytes; allocated != -a.bytes) {
-      diag.Add("free size differs from its allocation", where() + ": " + std::to_string(allocated) +
-                                                            " allocated, " +
-                                                            std::to_string(-a.bytes) + " freed");
+    if (const int64_t allocated = trace.allocs[*alloc].bytes; allocated != -a.bytes) {
+      diag.Add("free size differs from its allocation",
+               where(ei) + ": " + std::to_string(allocated) + " allocated, " +
+                   std::to_string(-a.bytes) + " freed");
     }
-    *live = kFreed;
+    live.erase(ptr, a.device);
+  }
+  if (unmatched.empty()) return s;
+  live = PtrDevMap<uint32_t>();  // done with it: free it before the second map
+  // Per pointer of an unmatched free: 1 once an allocation or free (not a
+  // 0-byte event, which changes nothing) has named it.
+  PtrDevMap<uint8_t> named;
+  for (const uint32_t ei : unmatched) {
+    const Event& e = trace.events[ei];
+    named.try_emplace(trace.alloc_ptrs[e.payload], trace.allocs[e.payload].device, 0);
+  }
+  size_t next = 0;
+  for (uint32_t ei = 0; ei < trace.events.size() && next < unmatched.size(); ++ei) {
+    const Event& e = trace.events[ei];
+    if (e.kind != EventKind::kAlloc || trace.allocs[e.payload].bytes == 0) continue;
+    uint8_t* seen = named.find(trace.alloc_ptrs[e.payload], trace.allocs[e.payload].device);
+    if (seen == nullptr) continue;
+    if (unmatched[next] == ei) {
+      if (*seen != 0) {
+        diag.Add("double free", where(ei));
+      } else {
+        ++s.preexisting_frees;  // allocated before profiling began
+      }
+      ++next;
+    }
+    *seen = 1;
   }
   return s;
 }
