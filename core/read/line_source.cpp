@@ -86,6 +86,9 @@ bool LineSource::ReadRaw() {
   const size_t keep = std::min(raw_pos_, kTrailer);
   raw_.erase(raw_.begin(), raw_.begin() + static_cast<std::ptrdiff_t>(raw_pos_ - keep));
   raw_pos_ = keep;
+  // Room for the kept bytes and a whole chunk, so the buffer is not
+  // regrown by doubling when they come together.
+  raw_.reserve(kChunk + 2 * kTrailer);
   const size_t old = raw_.size();
   const size_t want = file_ != nullptr ? kChunk : std::min(kChunk, memory_.size() - memory_pos_);
   raw_.resize(old + want);
