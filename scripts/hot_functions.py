@@ -14,14 +14,16 @@ How the list is made:
   * every fixture is exported to each format under valgrind's callgrind,
     which records every instruction the program runs; each address is
     mapped to the function (symbol) that contains it;
-  * the functions that run up to the end of the timeline come first, those
-    that only the export runs after them: memory peaks before the export
-    (which runs once the trace's records are freed), so the export's code,
-    placed apart, is not resident at the peak (callgrind's profile is cut
-    where BuildTimeline returns);
+  * functions are grouped by the phase in which they first run (callgrind's
+    profile is dumped where the read, identity, the graph and the timeline
+    end): read, identity (with the checks and the op tree's orders), size
+    map and graph, passes and timeline, export. Memory peaks in identity or
+    the graph (10^5 events), so the code of the later phases, placed after,
+    is not yet resident then;
   * for a glibc function that picks its implementation by CPU (an IFUNC:
     memcpy, strlen, ...), every implementation is listed, since the machine
-    that runs memtl may pick another one than valgrind's emulated CPU;
+    that runs memtl may pick another one than valgrind's emulated CPU: the
+    AVX2 and AVX-512 ones with the first phase, the others last;
   * what a real run does and a run under valgrind does not is added by name
     (UNSEEN): glibc's vDSO set-up (valgrind gives no vDSO), the C runtime's
     start-up and exit hooks, and the raw file calls glibc makes when a second
@@ -73,6 +75,16 @@ UNSEEN = [
 ]
 # IFUNC families that valgrind replaces with its own code on amd64.
 REDIRECTED = ["strlen", "strchr", "index", "strcmp"]
+# Where each phase of an export ends: the functions that first run in a
+# later phase are placed after those of earlier ones, so that at the peak
+# (identity or the graph, at 10^5 events) the code of the later stages is
+# not yet resident.
+CUTS = ["memtl::(anonymous namespace)::ReadFrom(", "memtl::AssignIdentity(",
+        "memtl::DataFlowGraph::Build(", "memtl::BuildTimeline("]
+# The suffix of a glibc IFUNC variant that an x86-64 CPU of the last decade
+# picks (AVX2 or AVX-512/EVEX; not the RTM ones, which glibc uses only
+# with transactional memory), or the family's resolver, run at start-up.
+CURRENT_CPU = re.compile(r"^(?!.*rtm)(.*(evex|avx512|avx2|avx_).*)$|^ifunc$")
 
 
 class Symbols:
@@ -187,17 +199,21 @@ def main():
     syms = Symbols(binary)
     demangled = subprocess.run(["nm", "-C", "--defined-only", binary], check=True,
                                capture_output=True, text=True).stdout
-    cut = next((line.split(" ", 2)[2] for line in demangled.splitlines()
-                if " memtl::BuildTimeline(" in line and "::{lambda" not in line
-                and "[clone" not in line), None)
-    if cut is None:
-        sys.exit("hot_functions: memtl::BuildTimeline not found in " + binary)
+    cuts = []
+    for prefix in CUTS:
+        name = next((line.split(" ", 2)[2] for line in demangled.splitlines()
+                     if line.split(" ", 2)[-1].startswith(prefix) and "::{lambda" not in line
+                     and "[clone" not in line), None)
+        if name is None:
+            sys.exit(f"hot_functions: {prefix}...) not found in {binary}")
+        cuts.append(name)
 
     def functions(profile):
         found = (syms.containing(a) for a in executed_addresses(profile, binary))
         return {f[2] for f in found if f is not None}
 
-    early, late = set(), set()
+    # The phase in which each function first ran, over every run.
+    phase = {}
     with tempfile.TemporaryDirectory() as tmp:
         for fixture in fixtures:
             for fmt in FORMATS:
@@ -206,41 +222,56 @@ def main():
                     os.remove(old)
                 # The exit status is not checked: a fixture without memory
                 # events is refused, and that path is worth listing too.
-                subprocess.run(["valgrind", "--tool=callgrind", "--dump-instr=yes",
-                                "--dump-after=" + cut, "--callgrind-out-file=" + profile, binary,
-                                "export", fixture, "-o", os.path.join(tmp, "out." + fmt)],
+                subprocess.run(["valgrind", "--tool=callgrind", "--dump-instr=yes"] +
+                               ["--dump-after=" + c for c in cuts] +
+                               ["--callgrind-out-file=" + profile, binary, "export", fixture, "-o",
+                                os.path.join(tmp, "out." + fmt)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                # With a cut, profile.1 holds the run up to it and `profile`
-                # the rest; without one (a refused trace), `profile` is all.
-                if os.path.exists(profile + ".1"):
-                    early |= functions(profile + ".1")
-                    late |= functions(profile)
-                else:
-                    early |= functions(profile)
-    if not early:
+                # profile.1, .2, ... hold the run up to each cut it reached,
+                # in order, and `profile` the rest.
+                dumps = sorted(glob.glob(profile + ".*"), key=lambda f: int(f.rsplit(".", 1)[1]))
+                for i, dump in enumerate(dumps + [profile]):
+                    for name in functions(dump):
+                        phase[name] = min(phase.get(name, i), i)
+    if not phase:
         sys.exit("hot_functions: callgrind recorded nothing (is valgrind installed?)")
-    hot = early | late
 
+    # Every CPU variant of the glibc functions used: those a current x86-64
+    # machine picks run from the start, with everything else (UNSEEN); the
+    # others (older CPUs, RTM, the generic C ones) go last, after the
+    # export's code, where they cost nothing on the machines memtl runs on.
     names = {s[2] for s in syms.sized}
-    used = {f for f in syms.ifuncs if any(n.startswith("__" + f + "_") for n in hot)}
+    used = {f for f in syms.ifuncs if any(n.startswith("__" + f + "_") for n in phase)}
     used.update(REDIRECTED)
+    tail = set()
     for fam in used:
-        hot.update(n for n in names if n.startswith("__" + fam + "_"))
-    hot.update(n for n in UNSEEN if n in syms.defined)
-    # glibc's string functions and start-up run early; the rest of what only
-    # the export ran goes last.
-    early |= hot - late
-    late -= early
+        variants = sorted(n for n in names if n.startswith("__" + fam + "_"))
+        current = [n for n in variants if CURRENT_CPU.search(n[len(fam) + 3:])]
+        for n in variants:
+            if n in phase:
+                continue
+            if n in current or not current:
+                phase[n] = 0
+            else:
+                tail.add(n)
+    for n in UNSEEN:
+        if n in syms.defined:
+            phase.setdefault(n, 0)
+    tail -= set(phase)
 
+    groups = [sorted(n for n, p in phase.items() if p == i) for i in range(len(cuts) + 1)]
+    groups.append(sorted(tail))
     with open(args.out, "w") as out:
         out.write("# The functions `memtl export` runs, placed together by the linker in this\n"
-                  "# order (cli/CMakeLists.txt): those that run up to the end of the timeline,\n"
-                  "# then those only the export runs. Generated by scripts/hot_functions.py;\n"
-                  "# do not edit.\n")
-        for name in sorted(early) + sorted(late):
-            out.write(name + "\n")
-    print(f"hot_functions: {len(early)} + {len(late)} functions -> "
-          f"{os.path.relpath(args.out, ROOT)}")
+                  "# order (cli/CMakeLists.txt): by the stage that first runs them (read,\n"
+                  "# identity, graph, passes and timeline, export), then the CPU variants of\n"
+                  "# glibc functions that current machines do not pick. Generated by\n"
+                  "# scripts/hot_functions.py; do not edit.\n")
+        for group in groups:
+            for name in group:
+                out.write(name + "\n")
+    print("hot_functions: " + " + ".join(str(len(g)) for g in groups) + " functions -> " +
+          os.path.relpath(args.out, ROOT))
 
 
 if __name__ == "__main__":
