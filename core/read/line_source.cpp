@@ -3,13 +3,13 @@
 
 #include <zlib.h>
 
-#include "core/util/crc32.h"
-
 #include <algorithm>
 #include <cstring>
 
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "core/util/crc32.h"
 
 namespace memtl {
 
@@ -74,8 +74,7 @@ uint64_t LineSource::EstimatedSize() const {
   if (!gzip_) return compressed;
   unsigned char tail[4];
   if (compressed < 18 || pread(fileno(file_), tail, 4, st.st_size - 4) != 4) return 0;
-  uint64_t size = uint64_t{tail[0]} | uint64_t{tail[1]} << 8 | uint64_t{tail[2]} << 16 |
-                  uint64_t{tail[3]} << 24;
+  uint64_t size = Le32(tail);
   while (size + (uint64_t{1} << 31) < compressed * 10) size += uint64_t{1} << 32;
   return size;
 }
