@@ -44,7 +44,8 @@ constexpr const char* kUsage =
     "                        each stage on stderr\n"
     "  --threads N           1: read and write on the calling thread only; 2 (default):\n"
     "                        inflate and write on a second thread (same output bytes)\n"
-    "  -h, --help            show this help\n";
+    "  -h, --help            show this help\n"
+    "  -V, --version         print memtl's version\n";
 
 // Messages go through stdio, not iostreams: with libstdc++ linked in, <iostream>
 // would construct the standard streams and every locale facet at start-up,
@@ -66,10 +67,11 @@ struct Args {
   bool timings = false;
   int threads = 2;
   bool help = false;
+  bool version = false;
 };
 
-// False with the first problem in *error, unless -h/--help is on the line
-// (outside an option's value): help wins over everything else.
+// False with the first problem in *error, unless -h/--help or --version is
+// on the line (outside an option's value): they win over everything else.
 bool ParseArgs(int argc, char** argv, Args* args, std::string* error) {
   auto problem = [&](const std::string& what) {
     if (error->empty()) *error = what;
@@ -78,6 +80,8 @@ bool ParseArgs(int argc, char** argv, Args* args, std::string* error) {
     const std::string a = argv[i];
     if (a == "-h" || a == "--help") {
       args->help = true;
+    } else if (a == "--version" || a == "-V") {
+      args->version = true;
     } else if (a == "--partial") {
       args->partial = true;
     } else if (a == "--strict") {
@@ -104,7 +108,7 @@ bool ParseArgs(int argc, char** argv, Args* args, std::string* error) {
       args->positional.push_back(a);
     }
   }
-  return args->help || error->empty();
+  return args->help || args->version || error->empty();
 }
 
 std::string PartialNote(const memtl::Analysis& a) {
@@ -286,6 +290,10 @@ int main(int argc, char** argv) {
     if (!ParseArgs(argc, argv, &args, &error)) return Fail(error);
     if (args.help) {
       std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (args.version) {
+      std::fputs("memtl " MEMTL_VERSION "\n", stdout);
       return 0;
     }
     if (args.command.empty()) {

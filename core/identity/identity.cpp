@@ -8,7 +8,18 @@
 //   4. drop allocations that no tensor was ever seen with;
 //   5. pair the allocation ids seen with each TensorImpl;
 //   6. coalesce the sorted pairs greedily into tensor ids (PyTorch's exact
-//      greedy walk, not a full union-find: its answers are the reference).
+//      greedy walk, not a full union-find: its answers are the reference);
+//   7. observations whose storage pointer is null get no key.
+//
+// Step 7 is the memory profiler's rule, not the id assignment's: PyTorch's
+// C++ gives a tensor without storage (torch.empty(0) as `out=`, the empty
+// result a unary op makes before resizing it, an undefined gradient) ids
+// like any other, so it still takes part in steps 2-6, but
+// TensorKey._make returns None for a null storage pointer: such a tensor
+// joins no edge, has no size, bumps no version and matches a Tensor schema
+// argument only where None would (the op tree treats a tensor without a
+// key as None). Known to differ: a real storage at address 0 is impossible
+// on the allocators PyTorch ships, so null means "no storage" here too.
 #include "core/identity/identity.h"
 
 #include <algorithm>
@@ -464,6 +475,9 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
     impl_bound = std::max<uint64_t>(trace.num_impls, flat.impl_bound());
     alloc_event_of_aid = flat.TakeAllocEvents();
   }
+  // Step 7's input, read before the pointers go (a bit per observation).
+  std::vector<bool> null_storage(trace.tensors.size(), false);
+  for (size_t ti = 0; ti < trace.tensors.size(); ++ti) null_storage[ti] = trace.tensor_ptrs[ti] == 0;
   FreeArray(trace.tensor_ptrs);
   for (uint32_t aid : tensor_aid) stats.raw_tensors += aid != 0 ? 1 : 0;
   stats.raw_tensors += trace.allocs.size();
@@ -553,7 +567,11 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
   if (legacy) {
     // The computed ids go to the key table; the aid arrays become its slot
     // arrays. id_of is -1 exactly for the allocation ids step 4 dropped
-    // (step 6 visits the ids of the raws, and no other).
+    // (step 6 visits the ids of the raws, and no other). Step 7: allocation
+    // id 0 is no key.
+    for (size_t ti = 0; ti < tensor_aid.size(); ++ti) {
+      if (null_storage[ti]) tensor_aid[ti] = 0;
+    }
     BuildKeyTableFromAids(trace, std::move(tensor_aid), std::move(alloc_aid), id_of);
     return stats;
   }
@@ -572,6 +590,10 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
   }
   FreeArray(tensor_aid);
   FreeArray(alloc_aid);
+  // Step 7: the producer's ids of a storage-less tensor are dropped.
+  for (size_t ti = 0; ti < trace.tensor_ids.size(); ++ti) {
+    if (null_storage[ti]) trace.tensor_ids[ti] = ProducerIds{};
+  }
   BuildKeyTable(trace, trace.tensor_ids, trace.alloc_ids);
   return stats;
 }

@@ -1,9 +1,9 @@
-"""Measures the recorder's target (issue #4): `memtl_torch.save` adds at most
+"""Measures the recorder's target (issue #4): `recorder.save` adds at most
 2x the time PyTorch takes to build the event tree, and never holds the whole
 serialized trace in memory.
 
     /usr/bin/python3 tests/bench/bench_recorder.py [--reps 5] [--steps 1] [--out DIR]
-        [--cprofile] [--compare OLD/memtl_torch.py] [resnet18_sgd] [transformer_adam]
+        [--cprofile] [--compare OLD/recorder.py] [resnet18_sgd] [transformer_adam]
 
 Needs torch (Debian's, via /usr/bin/python3); CPU only, one intra-op thread.
 Workloads (one warm-up step outside the profiler, then --steps steps inside
@@ -26,7 +26,7 @@ Each repetition records a fresh profile and times, on it:
 - `call s`: the first `experimental_event_tree()` call on the fresh result.
 - `walk s`: a bare Python depth-first walk of the tree (reading `.children`
   of every event): the least any Python consumer of the tree pays.
-- `save s`: `memtl_torch.save(prof, DIR/NAME.trace.jsonl.gz)` end to end.
+- `save s`: `recorder.save(prof, DIR/NAME.trace.jsonl.gz)` end to end.
   Its own `experimental_event_tree()` call is timed through a proxy and
   subtracted: `save-minus-tree s`. (It is microseconds: the tree is not
   built twice.) It uses the native walk when it loads (collect/torch/native,
@@ -39,7 +39,7 @@ Every time is the best of --reps repetitions. Then one more save runs under
 tracemalloc: its peak of Python allocations during save (the event tree
 itself is PyTorch's C++ memory, allocated before save starts; what save
 adds is one pybind wrapper per event on the walk stack, the records joined
-per write -- at most memtl_torch._FLUSH_LINES -- and their UTF-8 encoding)
+per write -- at most recorder._FLUSH_LINES -- and their UTF-8 encoding)
 against the size of the uncompressed trace it wrote (zlib's ~260 KB of
 deflate state is among the traced allocations). The same save is also
 measured with the kernel's peak-RSS counter reset just before it (Linux
@@ -48,7 +48,7 @@ which is ~0 when save's memory fits in what profiling freed.
 
 --cprofile prints the top functions of one extra save per workload.
 --compare OLD saves the last profile of each workload with the recorder
-module at path OLD too (e.g. `git show REV:collect/torch/memtl_torch.py >
+module at path OLD too (e.g. `git show REV:python/memtl/_recorder.py >
 /tmp/old.py`) and says whether the files, and their decompressed bytes, are
 identical: the check that an optimization did not change the output.
 """
@@ -71,9 +71,9 @@ import torch.autograd.profiler as autograd_profiler
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "collect", "torch"))
+sys.path.insert(0, os.path.join(ROOT, "python"))  # the source tree's package
 sys.path.insert(0, HERE)
-import memtl_torch  # noqa: E402
+from memtl import _recorder as recorder  # noqa: E402
 import record_workloads  # noqa: E402
 
 
@@ -143,7 +143,7 @@ def timed_save(prof, path):
     profiler.kineto_results = proxy
     try:
         start = time.perf_counter()
-        memtl_torch.save(prof, path)
+        recorder.save(prof, path)
         total = time.perf_counter() - start
     finally:
         profiler.kineto_results = results
@@ -152,12 +152,12 @@ def timed_save(prof, path):
 
 def timed_python_save(prof, path):
     """timed_save with memtl_torch's Python walk forced."""
-    saved = memtl_torch._native
-    memtl_torch._native = False
+    saved = recorder._native
+    recorder._native = False
     try:
         return timed_save(prof, path)
     finally:
-        memtl_torch._native = saved
+        recorder._native = saved
 
 
 def trace_stats(path):
@@ -199,7 +199,7 @@ def main():
     ap.add_argument("--steps", type=int, default=1, help="training steps per profile")
     ap.add_argument("--out", help="where the traces go (default: a temporary directory)")
     ap.add_argument("--cprofile", action="store_true", help="print a cProfile of one more save per workload")
-    ap.add_argument("--compare", metavar="OLD", help="another memtl_torch.py whose output must be identical")
+    ap.add_argument("--compare", metavar="OLD", help="another recorder.py whose output must be identical")
     ap.add_argument("workloads", nargs="*", help="%s (default: all)" % ", ".join(WORKLOADS))
     args = ap.parse_args()
     if args.reps < 1 or args.steps < 1:
@@ -222,7 +222,7 @@ def main():
         spec = importlib.util.spec_from_file_location("memtl_torch_old", args.compare)
         old = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(old)
-    native = memtl_torch.native_walk() is not None
+    native = recorder.native_walk() is not None
     rows = []
     mem_rows = []
     same = []
@@ -261,10 +261,10 @@ def main():
         tracemalloc.start()
         tracemalloc.reset_peak()
         base, _ = tracemalloc.get_traced_memory()
-        memtl_torch.save(prof, path)
+        recorder.save(prof, path)
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
-        rss = rss_growth_during(functools.partial(memtl_torch.save, prof, path))
+        rss = rss_growth_during(functools.partial(recorder.save, prof, path))
         mem_rows.append((name, events, raw, peak - base, rss))
 
         if old is not None:
@@ -280,7 +280,7 @@ def main():
         if args.cprofile:
             pr = cProfile.Profile()
             pr.enable()
-            memtl_torch.save(prof, path)
+            recorder.save(prof, path)
             pr.disable()
             s = io.StringIO()
             pstats.Stats(pr, stream=s).sort_stats("tottime").print_stats(15)
@@ -289,7 +289,7 @@ def main():
 
     print("torch %s, Python %s, %d step(s) per profile, best of %d, 1 intra-op thread, %s walk%s\n"
           % (torch.__version__, sys.version.split()[0], args.steps, args.reps, "native" if native else "Python",
-             "" if native else " (native: %s)" % memtl_torch.NATIVE_ERROR))
+             "" if native else " (native: %s)" % recorder.NATIVE_ERROR))
     print("| workload | events | walk | tree s | save s | save-minus-tree s | ratio (save-minus-tree)/tree "
           "| target <= 2x met | python ratio | call s | walk s | (save-minus-tree)/walk |")
     print("|---|---:|---|---:|---:|---:|---:|---|---:|---:|---:|---:|")

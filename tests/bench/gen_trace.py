@@ -22,7 +22,7 @@ slot per rewritten value; a copy is then one `%` formatting of a whole copy's
 template, so the rewriting never touches string contents. The output is
 streamed (one copy in memory at a time). Needs no torch; the default source is
 the committed resnet18 fixture. Compression level 6 by default (--level);
-collect/torch/memtl_torch.py writes level 2.
+python/memtl/_recorder.py writes level 2.
 """
 
 import argparse

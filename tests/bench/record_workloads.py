@@ -25,8 +25,8 @@ import time
 import torch
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "collect", "torch"))
-import memtl_torch  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "python"))  # the source tree's package
+from memtl import _recorder as recorder  # noqa: E402
 
 
 def transformer_adam():
@@ -99,7 +99,7 @@ def main():
             for _ in range(args.steps):
                 step()
         path = os.path.join(args.out, "%s_%dsteps.trace.jsonl.gz" % (name, args.steps))
-        memtl_torch.save(prof, path)
+        recorder.save(prof, path)
         with gzip.open(path, "rt") as f:
             next(f)
             events = sum(1 for line in f if not line.startswith('{"k":"schema"'))

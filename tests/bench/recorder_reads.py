@@ -1,5 +1,5 @@
 """What each read of PyTorch's profiler bindings costs: the reads the
-recorder (collect/torch/memtl_torch.py) makes per event, op, input list and
+recorder (python/memtl/_recorder.py) makes per event, op, input list and
 tensor, each timed alone over one profile of the transformer step.
 
     /usr/bin/python3 tests/bench/recorder_reads.py [--reps 20] [resnet18_sgd|transformer_adam]

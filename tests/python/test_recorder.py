@@ -1,4 +1,4 @@
-"""Tests of the PyTorch recorder (collect/torch/memtl_torch.py) with Debian's
+"""Tests of the PyTorch recorder (python/memtl/_recorder.py) with Debian's
 torch 1.13, plus the PyTorch >= 2.0 path on faithful stand-in objects.
 
 Run from the repository root: /usr/bin/python3 -m unittest discover -s tests/python
@@ -17,11 +17,16 @@ import unittest
 import zlib
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "collect", "torch"))
+sys.path.insert(0, os.path.join(ROOT, "python"))  # the source tree's package
 
 import torch  # noqa: E402
 
-import memtl_torch  # noqa: E402
+import memtl  # noqa: E402
+from memtl import _recorder as recorder  # noqa: E402
+
+# PyTorch >= 2.0: events are `typed`, tensors carry the producer's ids, tensor
+# lists are captured and optimizer state is attributed to parameters.
+V2 = int(torch.__version__.split(".")[0]) >= 2
 
 MEMTL = os.environ.get("MEMTL_BIN", os.path.join(ROOT, "build", "cli", "memtl"))
 
@@ -67,8 +72,8 @@ class SaveTest(unittest.TestCase):
 
     def test_gzip_and_plain_hold_the_same_records(self):
         prof = small_step()
-        memtl_torch.save(prof, self.path("a.trace.jsonl.gz"))
-        memtl_torch.save(prof, self.path("a.trace.jsonl"))
+        recorder.save(prof, self.path("a.trace.jsonl.gz"))
+        recorder.save(prof, self.path("a.trace.jsonl"))
         with open(self.path("a.trace.jsonl.gz"), "rb") as f:
             self.assertEqual(f.read(2), b"\x1f\x8b")
         gz = read_lines(self.path("a.trace.jsonl.gz"))
@@ -77,12 +82,12 @@ class SaveTest(unittest.TestCase):
         header = gz[0]
         self.assertEqual(header["format"], "memtl-trace")
         self.assertEqual(header["version"], 1)
-        self.assertFalse(header["ids"])  # torch 1.13 gives no ids
+        self.assertEqual(header["ids"], V2)  # torch 1.13 gives no ids
         self.assertIn("cpu", header["devices"])
 
     def test_records_are_preorder_with_parents_first(self):
         prof = small_step()
-        memtl_torch.save(prof, self.path("a.trace.jsonl"))
+        recorder.save(prof, self.path("a.trace.jsonl"))
         records = [r for r in read_lines(self.path("a.trace.jsonl"))[1:] if r["k"] != "schema"]
         kinds = {r["k"] for r in records}
         self.assertTrue({"op", "alloc", "py"} <= kinds)
@@ -96,16 +101,28 @@ class SaveTest(unittest.TestCase):
         optimizers = [r for r in records if r["k"] == "py" and "optimizer" in r]
         self.assertTrue(optimizers)
         self.assertEqual(len(optimizers[0]["optimizer"]["params"]), 4)
-        self.assertEqual({s[0] for s in optimizers[0]["optimizer"]["state"]}, {"momentum_buffer"})
+        if V2:  # state per parameter, with the module's own objects
+            self.assertEqual([p["state"][0][0] for p in optimizers[0]["optimizer"]["params"]],
+                             ["momentum_buffer"] * 4)
+            self.assertEqual(modules[1]["module"]["params"][0]["t"]["id"],
+                             optimizers[0]["optimizer"]["params"][0]["t"]["id"])
+            self.assertIsInstance(modules[1]["module"]["self"], int)
+        else:  # 1.13 lists the state flat
+            self.assertEqual({s[0] for s in optimizers[0]["optimizer"]["state"]}, {"momentum_buffer"})
 
     def test_tensor_lists_and_schemas(self):
         x, y = torch.ones((2,)), torch.ones((2,))
         with profile() as prof:
             torch.cat([x, y])
-        memtl_torch.save(prof, self.path("cat.trace.jsonl"))
+        recorder.save(prof, self.path("cat.trace.jsonl"))
         lines = read_lines(self.path("cat.trace.jsonl"))
         cat = [r for r in lines[1:] if r["k"] == "op" and r["name"] == "aten::cat"][0]
-        self.assertEqual(cat["args"][0], {"list": []})  # 1.13 does not capture the elements
+        if V2:
+            self.assertEqual([t["ptr"] for t in cat["args"][0]["list"]],
+                             [x.untyped_storage().data_ptr(), y.untyped_storage().data_ptr()])
+            self.assertEqual(len({t["id"] for t in cat["args"][0]["list"]}), 2)
+        else:
+            self.assertEqual(cat["args"][0], {"list": []})  # 1.13 does not capture the elements
         self.assertEqual(cat["args"][1], {"int": 0})
         schemas = {r["op"]: r["schemas"] for r in lines[1:] if r["k"] == "schema"}
         self.assertIn("aten::cat(Tensor[] tensors, int dim=0) -> Tensor", schemas["aten::cat"])
@@ -114,8 +131,8 @@ class SaveTest(unittest.TestCase):
         for missing in ("profile_memory", "record_shapes", "with_stack"):
             with profile(**{missing: False}) as prof:
                 torch.ones((2,)).mul(2)
-            with self.assertRaises(memtl_torch.RecorderError) as cm:
-                memtl_torch.save(prof, self.path("x.trace.jsonl"))
+            with self.assertRaises(recorder.RecorderError) as cm:
+                recorder.save(prof, self.path("x.trace.jsonl"))
             self.assertIn(missing + "=True", str(cm.exception))
             self.assertFalse(os.path.exists(self.path("x.trace.jsonl")))
 
@@ -123,38 +140,38 @@ class SaveTest(unittest.TestCase):
         with profile(profile_memory=False, with_stack=False) as prof:
             pass
         with self.assertRaises(ValueError) as cm:  # RecorderError is a ValueError
-            memtl_torch.save(prof, self.path("x.trace.jsonl"))
+            recorder.save(prof, self.path("x.trace.jsonl"))
         self.assertIn("profile_memory=True, with_stack=True", str(cm.exception))
         self.assertNotIn("without record_shapes", str(cm.exception))
 
     def test_profiler_that_never_ran(self):
         prof = torch.profiler.profile(record_shapes=True, profile_memory=True, with_stack=True)
-        with self.assertRaises(memtl_torch.RecorderError) as cm:
-            memtl_torch.save(prof, self.path("x.trace.jsonl"))
+        with self.assertRaises(recorder.RecorderError) as cm:
+            recorder.save(prof, self.path("x.trace.jsonl"))
         self.assertIn("never ran", str(cm.exception))
 
     def test_failed_write_leaves_no_file(self):
         prof = small_step()
         target = self.path("y.trace.jsonl")
-        original = memtl_torch.write_events
+        original = recorder.write_events
 
         def failing(*args, **kwargs):
             original(*args, **kwargs)
             raise OSError("disk full")
 
-        memtl_torch.write_events = failing
+        recorder.write_events = failing
         try:
             with self.assertRaises(OSError):
-                memtl_torch.save(prof, target)
+                recorder.save(prof, target)
         finally:
-            memtl_torch.write_events = original
+            recorder.write_events = original
         self.assertEqual(os.listdir(self.dir.name), [])
         with self.assertRaises(OSError):
-            memtl_torch.save(prof, self.path("no/such/dir/z.trace.jsonl"))
+            recorder.save(prof, self.path("no/such/dir/z.trace.jsonl"))
 
     def test_gzip_header_names_the_final_file(self):
         prof = small_step()
-        memtl_torch.save(prof, self.path("named.trace.jsonl.gz"))
+        recorder.save(prof, self.path("named.trace.jsonl.gz"))
         with open(self.path("named.trace.jsonl.gz"), "rb") as f:
             head = f.read(64)
         self.assertEqual(head[3] & 0x08, 0x08)  # FNAME present
@@ -163,7 +180,7 @@ class SaveTest(unittest.TestCase):
 
     def test_header_states_the_settings(self):
         prof = small_step()
-        memtl_torch.save(prof, self.path("s.trace.jsonl"))
+        recorder.save(prof, self.path("s.trace.jsonl"))
         header = read_lines(self.path("s.trace.jsonl"))[0]
         for k in ("record_shapes", "profile_memory", "with_stack"):
             self.assertIs(header[k], True)
@@ -175,7 +192,7 @@ class SaveTest(unittest.TestCase):
         y = torch.ones((2, 3), dtype=torch.float64)
         with profile() as prof:
             x.add(y, alpha=2)
-        memtl_torch.save(prof, self.path("add.trace.jsonl"))
+        recorder.save(prof, self.path("add.trace.jsonl"))
         lines = read_lines(self.path("add.trace.jsonl"))
         add = [r for r in lines[1:] if r["k"] == "op" and r["name"] == "aten::add"][0]
         a, b, alpha = add["args"]
@@ -184,8 +201,12 @@ class SaveTest(unittest.TestCase):
         self.assertEqual(b["dtype"], "float64")
         self.assertEqual(a["ptr"], x.storage().data_ptr())
         self.assertEqual(b["ptr"], y.storage().data_ptr())
-        self.assertIsNone(a["id"])  # 1.13: ids are recycled, never written
-        self.assertIsNone(a["aid"])
+        if V2:  # the producer's ids: distinct tensors, distinct ids
+            self.assertNotEqual((a["id"], a["aid"]), (b["id"], b["aid"]))
+            self.assertIsInstance(a["id"], int)
+        else:
+            self.assertIsNone(a["id"])  # 1.13: ids are recycled, never written
+            self.assertIsNone(a["aid"])
         self.assertNotEqual(a["impl"], 0)
         self.assertEqual(alpha, {"int": 2})
         self.assertEqual(add["scope"], "function")
@@ -197,7 +218,7 @@ class SaveTest(unittest.TestCase):
             torch.full((2,), float("nan"))
             torch.full((2,), float("-inf"))
             torch.full((2,), 1 + 2j)
-        memtl_torch.save(prof, self.path("full.trace.jsonl.gz"))
+        recorder.save(prof, self.path("full.trace.jsonl.gz"))
         lines = read_lines(self.path("full.trace.jsonl.gz"))  # strict: no bare NaN
         fills = [r["args"][1] for r in lines[1:] if r["k"] == "op" and r["name"] == "aten::full"]
         self.assertEqual(fills, [{"float": "nan"}, {"float": "-inf"}, {"complex": [1.0, 2.0]}])
@@ -206,7 +227,7 @@ class SaveTest(unittest.TestCase):
         # A legitimately tiny run: the settings are on, so no allocation is no error.
         with profile() as prof:
             pass
-        memtl_torch.save(prof, self.path("empty.trace.jsonl"))
+        recorder.save(prof, self.path("empty.trace.jsonl"))
         lines = read_lines(self.path("empty.trace.jsonl"))
         self.assertEqual(lines[0]["devices"], [])
         self.assertFalse([r for r in lines[1:] if r["k"] in ("alloc", "op")])
@@ -214,36 +235,36 @@ class SaveTest(unittest.TestCase):
     def test_autograd_profiler_object(self):
         with torch.autograd.profiler.profile(record_shapes=True, profile_memory=True, with_stack=True) as prof:
             torch.ones((2,)).mul(2)
-        memtl_torch.save(prof, self.path("ag.trace.jsonl"))
+        recorder.save(prof, self.path("ag.trace.jsonl"))
         self.assertTrue(read_lines(self.path("ag.trace.jsonl"))[0]["profile_memory"])
         with torch.autograd.profiler.profile(record_shapes=True, profile_memory=False) as prof:
             pass
-        with self.assertRaises(memtl_torch.RecorderError) as cm:
-            memtl_torch.save(prof, self.path("ag2.trace.jsonl"))
+        with self.assertRaises(recorder.RecorderError) as cm:
+            recorder.save(prof, self.path("ag2.trace.jsonl"))
         self.assertIn("profile_memory=True", str(cm.exception))
 
     def test_save_inside_the_profiling_block(self):
         with profile() as prof:
-            with self.assertRaises(memtl_torch.RecorderError) as cm:
-                memtl_torch.save(prof, self.path("x.trace.jsonl"))
+            with self.assertRaises(recorder.RecorderError) as cm:
+                recorder.save(prof, self.path("x.trace.jsonl"))
         self.assertIn("after the profiling block", str(cm.exception))
 
     def test_failed_save_keeps_the_previous_file(self):
         target = self.path("keep.trace.jsonl")
         with open(target, "w") as f:
             f.write("previous\n")
-        original = memtl_torch.write_events
+        original = recorder.write_events
 
         def failing(roots, out, *args, **kwargs):
             out.write("partial")
             raise RuntimeError("interrupted")
 
-        memtl_torch.write_events = failing
+        recorder.write_events = failing
         try:
             with self.assertRaises(RuntimeError):
-                memtl_torch.save(small_step(), target)
+                recorder.save(small_step(), target)
         finally:
-            memtl_torch.write_events = original
+            recorder.write_events = original
         with open(target) as f:
             self.assertEqual(f.read(), "previous\n")
         self.assertEqual(os.listdir(self.dir.name), ["keep.trace.jsonl"])
@@ -254,8 +275,8 @@ class SaveTest(unittest.TestCase):
         # gzip member of its own before it. The text is what write_events
         # writes to a text stream, and the plain file holds it too.
         prof = small_step()
-        memtl_torch.save(prof, self.path("m.trace.jsonl.gz"))
-        memtl_torch.save(prof, self.path("m.trace.jsonl"))
+        recorder.save(prof, self.path("m.trace.jsonl.gz"))
+        recorder.save(prof, self.path("m.trace.jsonl"))
         with open(self.path("m.trace.jsonl.gz"), "rb") as f:
             data = f.read()
         first = zlib.decompressobj(16 + zlib.MAX_WBITS)
@@ -269,27 +290,27 @@ class SaveTest(unittest.TestCase):
         text = gzip.decompress(data)
         self.assertEqual(text, header + gzip.decompress(body))
         out = io.StringIO()
-        memtl_torch.write_events(prof.profiler.kineto_results.experimental_event_tree(), out, torch.__version__,
-                                 memtl_torch._schema_lookup(), memtl_torch._settings(prof))
+        recorder.write_events(prof.profiler.kineto_results.experimental_event_tree(), out, torch.__version__,
+                                 recorder._schema_lookup(), recorder._settings(prof))
         self.assertEqual(text, out.getvalue().encode("utf-8"))
         with open(self.path("m.trace.jsonl"), "rb") as f:
             self.assertEqual(f.read(), text)
         self.assertEqual(sorted(os.listdir(self.dir.name)), ["m.trace.jsonl", "m.trace.jsonl.gz"])
 
     def test_scalars(self):
-        self.assertEqual(memtl_torch._scalar(float("nan")), '{"float":"nan"}')
-        self.assertEqual(memtl_torch._scalar(float("-inf")), '{"float":"-inf"}')
-        self.assertEqual(memtl_torch._scalar(True), '{"bool":true}')
-        self.assertEqual(memtl_torch._scalar(3), '{"int":3}')
-        self.assertEqual(memtl_torch._scalar(0.5), '{"float":0.5}')
-        self.assertEqual(memtl_torch._scalar(1 + 2j), '{"complex":[1.0,2.0]}')
-        self.assertEqual(memtl_torch._scalar("floor"), '{"str":"floor"}')
-        self.assertEqual(memtl_torch._scalar(None), "null")
-        self.assertEqual(memtl_torch._scalar(float("inf")), '{"float":"inf"}')
-        self.assertEqual(memtl_torch._scalar(complex(float("nan"), float("-inf"))), '{"complex":["nan","-inf"]}')
-        self.assertEqual(memtl_torch._scalar(-7), '{"int":-7}')
-        self.assertEqual(memtl_torch._scalar('a"b\\'), '{"str":"a\\"b\\\\"}')
-        self.assertEqual(memtl_torch._scalar(object()), "null")  # not a form the format carries
+        self.assertEqual(recorder._scalar(float("nan")), '{"float":"nan"}')
+        self.assertEqual(recorder._scalar(float("-inf")), '{"float":"-inf"}')
+        self.assertEqual(recorder._scalar(True), '{"bool":true}')
+        self.assertEqual(recorder._scalar(3), '{"int":3}')
+        self.assertEqual(recorder._scalar(0.5), '{"float":0.5}')
+        self.assertEqual(recorder._scalar(1 + 2j), '{"complex":[1.0,2.0]}')
+        self.assertEqual(recorder._scalar("floor"), '{"str":"floor"}')
+        self.assertEqual(recorder._scalar(None), "null")
+        self.assertEqual(recorder._scalar(float("inf")), '{"float":"inf"}')
+        self.assertEqual(recorder._scalar(complex(float("nan"), float("-inf"))), '{"complex":["nan","-inf"]}')
+        self.assertEqual(recorder._scalar(-7), '{"int":-7}')
+        self.assertEqual(recorder._scalar('a"b\\'), '{"str":"a\\"b\\\\"}')
+        self.assertEqual(recorder._scalar(object()), "null")  # not a form the format carries
 
 
 # ---- PyTorch >= 2.0 stand-ins -------------------------------------------------
@@ -348,69 +369,86 @@ def _op(name, inputs, t0, t1, children=(), scope=_Scope.FUNCTION, seq=-1):
 
 def _records(roots, **kw):
     out = io.StringIO()
-    memtl_torch.write_events(roots, out, "2.1.0", **kw)
+    recorder.write_events(roots, out, "2.1.0", **kw)
     return [strict_loads(x) for x in out.getvalue().splitlines()]
 
 
-class V2Test(unittest.TestCase):
-    def test_v2_events_carry_ids(self):
-        w, g, buf = _TM(10, 100, 0, 1), _TM(11, 200, 1, 2), _TM(12, 300, 2, 3)
-        alloc = _event(_EventType.Allocation,
-                       _Obj(ptr=400, id=3, allocation_id=4, alloc_size=16, device=torch.device("cpu"),
-                            total_allocated=16, total_reserved=0), "[memory]", 5, 5)
-        op = _event(_EventType.TorchOp,
-                    _Obj(inputs=[w, [g, None], 2.5, None, True], scope=_Scope.FUNCTION, sequence_number=-1),
-                    "aten::foo", 2, 9, [alloc])
-        module = _event(_EventType.PyCall,
-                        _Obj(module=_Obj(self_ptr=77, cls_name="Linear", parameters=[("weight", w, g)]),
-                             optimizer=None), "nn.Module: Linear_0", 1, 10, [op])
-        opt = _event(_EventType.PyCall,
-                     _Obj(module=None, optimizer=_Obj(self_ptr=88, parameters=[(w, g, [("momentum_buffer", buf)])])),
-                     "Optimizer.step", 11, 12)
-        out = io.StringIO()
-        n, allocs = memtl_torch.write_events([module, opt], out, "2.1.0")
-        self.assertEqual((n, allocs), (4, 1))
-        lines = [json.loads(x) for x in out.getvalue().splitlines()]
-        self.assertTrue(lines[0]["ids"])
-        m, o, a, s = lines[1], lines[2], lines[3], lines[4]
-        self.assertEqual(m["module"]["self"], 77)
-        self.assertEqual(m["module"]["params"][0]["t"]["aid"], 1)
-        self.assertEqual(m["module"]["params"][0]["grad"]["id"], 1)
-        self.assertEqual(o["p"], 0)
-        self.assertEqual(o["args"][0]["impl"], 10)
-        self.assertEqual(o["args"][1]["list"][0]["aid"], 2)
-        self.assertIsNone(o["args"][1]["list"][1])
-        self.assertEqual(o["args"][2:], [{"float": 2.5}, None, {"bool": True}])
-        self.assertEqual((a["k"], a["p"], a["id"], a["aid"]), ("alloc", 1, 3, 4))
-        self.assertEqual(s["optimizer"]["params"][0]["state"][0][0], "momentum_buffer")
-        self.assertEqual(s["optimizer"]["params"][0]["state"][0][1]["aid"], 3)
-        self.assertNotIn("state", s["optimizer"])  # 2.x attributes all state to parameters
+@unittest.skipUnless(V2, "needs PyTorch >= 2.0")
+class RealV2Test(unittest.TestCase):
+    """The 2.x path on real profiles of the installed torch."""
 
-    def test_fields_classes_kinds_and_devices(self):
-        t = _TM(10, 100, 5, 6, sizes=(2, 3), strides=(3, 1))
-        roots = [
-            _op("aten::mul", [t, 2, float("nan"), "floor", 1j], 1, 10,
-                [_alloc(500, 24, 2, id=7, aid=8, dev="cuda:0"), _alloc(500, -24, 9, id=7, aid=8, dev="cuda:0")],
-                scope=_Scope.BACKWARD_FUNCTION, seq=12),
-            _typed(_EventType.PyCCall, "<built-in method mul>", 11, 12),
-            _typed(_EventType.Kineto, "cudaLaunchKernel", 13, 14),
-            _alloc(600, 8, 15, id=9, aid=10),
-        ]
-        lines = _records(roots, settings={"record_shapes": True, "profile_memory": True, "with_stack": True})
-        header, op, a, f, pyc, kin, a2 = lines
-        self.assertEqual(header["devices"], ["cpu", "cuda:0"])
-        self.assertTrue(header["ids"] and header["profile_memory"])
-        self.assertEqual((op["k"], op["scope"], op["seq"], op["t0"], op["t1"]), ("op", "backward_function", 12, 1, 10))
-        self.assertEqual(op["args"], [
-            {"impl": 10, "ptr": 100, "id": 5, "aid": 6, "dev": "cpu", "dtype": "float32", "layout": "strided",
-             "sizes": [2, 3], "strides": [3, 1]},
-            {"int": 2}, {"float": "nan"}, {"str": "floor"}, {"complex": [0.0, 1.0]}])
-        self.assertEqual((a["bytes"], a["dev"], a["id"], a["aid"], a["p"]), (24, "cuda:0", 7, 8, 0))
-        self.assertEqual((f["bytes"], f["t"]), (-24, 9))
-        self.assertEqual((pyc["k"], pyc["p"]), ("py", -1))
-        self.assertNotIn("module", pyc)
-        self.assertEqual((kin["k"], kin["type"], kin["name"]), ("other", "kineto", "cudaLaunchKernel"))
-        self.assertEqual((a2["i"], a2["p"], a2["dev"]), (5, -1, "cpu"))
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.addCleanup(self.dir.cleanup)
+
+    def save(self, prof):
+        path = os.path.join(self.dir.name, "t.trace.jsonl")
+        recorder.save(prof, path)
+        return read_lines(path)
+
+    def test_ids_are_pytorchs_own(self):
+        prof = small_step()
+        lines = self.save(prof)
+        self.assertTrue(lines[0]["ids"])
+        # Every tensor argument and allocation, in pre-order, against the
+        # event tree's own _TensorMetadata and allocation fields.
+        expected, stack = [], list(reversed(prof.profiler.kineto_results.experimental_event_tree()))
+        while stack:
+            e = stack.pop()
+            kind, f = e.typed
+            if kind.name == "TorchOp":
+                for i in f.inputs:
+                    for t in (i if isinstance(i, list) else [i]):
+                        if hasattr(t, "impl_ptr"):
+                            expected.append(("t", t.id, t.allocation_id, t.storage_data_ptr or 0))
+            elif kind.name == "Allocation":
+                expected.append(("a", f.id, f.allocation_id, f.ptr))
+            stack.extend(reversed(e.children))
+        written = []
+        for r in lines[1:]:
+            if r["k"] == "op":
+                for arg in r["args"]:
+                    for t in (arg["list"] if isinstance(arg, dict) and "list" in arg else [arg]):
+                        if isinstance(t, dict) and "impl" in t:
+                            written.append(("t", t["id"], t["aid"], t["ptr"]))
+            elif r["k"] == "alloc":
+                written.append(("a", r["id"], r["aid"], r["ptr"]))
+        self.assertGreater(len(written), 20)
+        self.assertEqual(written, expected)
+
+    def test_kinds_scopes_modules_and_optimizer(self):
+        lines = self.save(small_step())
+        ops = [r for r in lines[1:] if r["k"] == "op"]
+        backward = [r for r in ops if r["scope"] == "backward_function"]
+        self.assertTrue(backward)
+        self.assertTrue(any(r["name"] == "autograd::engine::evaluate_function: AddmmBackward0" for r in ops))
+        self.assertTrue(all(r["t0"] <= r["t1"] for r in ops))
+        allocs = [r for r in lines[1:] if r["k"] == "alloc"]
+        self.assertTrue(all(isinstance(r["id"], int) or r["id"] is None for r in allocs))
+        self.assertTrue(all(isinstance(r["aid"], int) for r in allocs))
+        self.assertEqual({r["dev"] for r in allocs}, {"cpu"})
+        linear = [r for r in lines[1:] if r["k"] == "py" and r.get("module", {}).get("cls") == "Linear"]
+        self.assertEqual(len(linear), 2)
+        self.assertEqual([p["name"] for p in linear[0]["module"]["params"]], ["weight", "bias"])
+        opt = [r for r in lines[1:] if r["k"] == "py" and "optimizer" in r]
+        self.assertEqual(len(opt[0]["optimizer"]["params"]), 4)
+        self.assertIsInstance(opt[0]["optimizer"]["self"], int)
+
+    def test_storage_less_tensors_are_written_with_pointer_0(self):
+        x = torch.ones((4,))
+        with profile() as prof:
+            torch.abs(x, out=torch.empty(0))
+        lines = self.save(prof)
+        outs = [r["args"][1] for r in lines[1:] if r["k"] == "op" and r["name"] == "aten::abs"]
+        self.assertTrue(outs)
+        self.assertEqual(outs[0]["ptr"], 0)  # PyTorch's storage_data_ptr is None
+        self.assertEqual(outs[0]["sizes"], [0])
+
+
+class V2EdgeCaseTest(unittest.TestCase):
+    """Shapes of the 2.x event tree that a real profile of this torch does not
+    produce on demand (missing ids, scalar lists, unknown settings, very deep
+    trees), on stand-in objects of PyTorch's classes."""
 
     def test_scalar_lists_are_not_tensor_lists(self):
         # Newer PyTorch records some int[] inputs as concrete values: the
@@ -448,11 +486,11 @@ class V2Test(unittest.TestCase):
     def test_settings_judged_from_events_when_unknown(self):
         t = _TM(10, 100, 1, 1)
         # no allocation at all: profile_memory was off
-        with self.assertRaises(memtl_torch.RecorderError) as cm:
+        with self.assertRaises(recorder.RecorderError) as cm:
             _records([_op("aten::add", [t], 1, 5)])
         self.assertIn("profile_memory=True", str(cm.exception))
         # operators, none with any input: record_shapes was off
-        with self.assertRaises(memtl_torch.RecorderError) as cm:
+        with self.assertRaises(recorder.RecorderError) as cm:
             _records([_op("aten::add", [], 1, 5), _op("aten::mul", [], 6, 7), _alloc(1, 4, 8, 1, 1)])
         self.assertIn("record_shapes=True", str(cm.exception))
         # a legitimately tiny trace: one annotation (no "::") and one allocation
@@ -463,8 +501,8 @@ class V2Test(unittest.TestCase):
         self.assertEqual(len(lines), 2)
         # nothing is written before an error
         out = io.StringIO()
-        with self.assertRaises(memtl_torch.RecorderError):
-            memtl_torch.write_events([_op("aten::add", [t], 1, 5)], out)
+        with self.assertRaises(recorder.RecorderError):
+            recorder.write_events([_op("aten::add", [t], 1, 5)], out)
         self.assertEqual(out.getvalue(), "")
 
     def test_deep_tree_is_walked_iteratively(self):
@@ -472,7 +510,7 @@ class V2Test(unittest.TestCase):
         node = _alloc(1, 4, depth, 1, 1)
         for d in range(depth - 1, -1, -1):
             node = _op("aten::f%d" % (d % 3), [], d, 2 * depth - d, [node])
-        n, allocs = memtl_torch.write_events([node], io.StringIO(), settings={"record_shapes": True})
+        n, allocs = recorder.write_events([node], io.StringIO(), settings={"record_shapes": True})
         self.assertEqual((n, allocs), (depth + 1, 1))
         lines = _records([node], settings={"record_shapes": True}, schema_lookup=lambda name: [name + "() -> ()"])
         self.assertEqual(lines[-4]["p"], depth - 1)  # the allocation, below the deepest op
@@ -564,28 +602,28 @@ class python_walk:
     """Within the block, memtl_torch walks in Python."""
 
     def __enter__(self):
-        self.saved = memtl_torch._native
-        memtl_torch._native = False
+        self.saved = recorder._native
+        recorder._native = False
 
     def __exit__(self, *exc):
-        memtl_torch._native = self.saved
+        recorder._native = self.saved
 
 
 class NativeWalkTest(unittest.TestCase):
     def setUp(self):
-        if memtl_torch.native_walk() is None:
+        if recorder.native_walk() is None:
             if NATIVE_EXPECTED:
-                self.fail("the native walk was built but does not load: " + memtl_torch.NATIVE_ERROR)
-            self.skipTest("native walk not available: " + memtl_torch.NATIVE_ERROR)
+                self.fail("the native walk was built but does not load: " + recorder.NATIVE_ERROR)
+            self.skipTest("native walk not available: " + recorder.NATIVE_ERROR)
         self.dir = tempfile.TemporaryDirectory()
         self.addCleanup(self.dir.cleanup)
 
     def assertSameTrace(self, prof, name):
         native = os.path.join(self.dir.name, "native." + name)
         python = os.path.join(self.dir.name, "python." + name)
-        memtl_torch.save(prof, native)
+        recorder.save(prof, native)
         with python_walk():
-            memtl_torch.save(prof, python)
+            recorder.save(prof, python)
         opener = gzip.open if name.endswith(".gz") else open
         with opener(native, "rb") as f:
             a = f.read()
@@ -619,20 +657,20 @@ class NativeWalkTest(unittest.TestCase):
         # refused before loading, and the Python walk is used.
         import shutil
 
-        native = memtl_torch.native_walk()
+        native = recorder.native_walk()
         d = os.path.join(self.dir.name, "other")
         os.makedirs(d)
         shutil.copy(native.__file__, d)
         with open(os.path.join(d, "_memtl_torch_native.torch_lib"), "w") as f:
             f.write("/nonexistent/libtorch_cpu.so.1.13.0\n")
-        saved, saved_env = memtl_torch._native, os.environ.get("MEMTL_TORCH_NATIVE")
+        saved, saved_env = recorder._native, os.environ.get("MEMTL_TORCH_NATIVE")
         try:
-            memtl_torch._native = None
+            recorder._native = None
             os.environ["MEMTL_TORCH_NATIVE"] = d
-            self.assertIsNone(memtl_torch.native_walk())
-            self.assertIn("built against /nonexistent/libtorch_cpu.so.1.13.0", memtl_torch.NATIVE_ERROR)
+            self.assertIsNone(recorder.native_walk())
+            self.assertIn("built against /nonexistent/libtorch_cpu.so.1.13.0", recorder.NATIVE_ERROR)
         finally:
-            memtl_torch._native = saved
+            recorder._native = saved
             if saved_env is None:
                 del os.environ["MEMTL_TORCH_NATIVE"]
             else:
@@ -640,7 +678,7 @@ class NativeWalkTest(unittest.TestCase):
 
     def test_a_stand_in_takes_the_python_walk(self):
         with self.assertRaises(TypeError):
-            memtl_torch.native_walk().walk_v1([object()], lambda b: None)
+            recorder.native_walk().walk_v1([object()], lambda b: None)
 
 
 # ---- End to end with the memtl binary ----------------------------------------------
@@ -657,7 +695,7 @@ class EndToEndTest(unittest.TestCase):
         with profile() as prof:
             (x * w).sin().backward()
         path = os.path.join(self.dir.name, "fresh.trace.jsonl.gz")
-        memtl_torch.save(prof, path)
+        recorder.save(prof, path)
         r = subprocess.run([MEMTL, "graph", path], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.assertEqual(r.returncode, 0, r.stderr)
         lines = r.stdout.splitlines()
@@ -668,7 +706,7 @@ class EndToEndTest(unittest.TestCase):
         prof = small_step()
         for name in ("t.html", "t.raw.json.gz", "t.json.gz", "t.json"):
             out = os.path.join(self.dir.name, name)
-            memtl_torch.export_memory_timeline(prof, out)
+            memtl.export_memory_timeline(prof, out)
             self.assertTrue(os.path.getsize(out) > 0, name)
         with open(os.path.join(self.dir.name, "t.json")) as f:
             times, sizes = json.load(f)
@@ -678,8 +716,28 @@ class EndToEndTest(unittest.TestCase):
             raw = json.load(f)
         self.assertTrue(all(len(row) == 4 for row in raw))
         with self.assertRaises(RuntimeError) as cm:
-            memtl_torch.export_memory_timeline(prof, os.path.join(self.dir.name, "t.json"), device="cuda:0")
+            memtl.export_memory_timeline(prof, os.path.join(self.dir.name, "t.json"), device="cuda:0")
         self.assertIn("cuda:0", str(cm.exception))
+
+    def test_unknown_suffix_fails_before_recording(self):
+        prof = small_step()
+        saved = recorder.write_events
+        recorder.write_events = None  # recording would fail with a TypeError
+        try:
+            with self.assertRaises(ValueError) as cm:
+                memtl.export_memory_timeline(prof, os.path.join(self.dir.name, "t.png"))
+        finally:
+            recorder.write_events = saved
+        self.assertIn("t.png: unknown output suffix", str(cm.exception))
+        self.assertEqual(os.listdir(self.dir.name), [])
+
+    def test_unwritable_destination_names_the_users_path(self):
+        prof = small_step()
+        path = os.path.join(self.dir.name, "no", "such", "t.html")
+        with self.assertRaises(memtl.ExportError) as cm:
+            memtl.export_memory_timeline(prof, path)
+        self.assertIn(path, str(cm.exception))
+        self.assertEqual(os.listdir(self.dir.name), [])
 
 
 if __name__ == "__main__":

@@ -5,8 +5,7 @@ Usage::
     with torch.profiler.profile(record_shapes=True, profile_memory=True,
                                 with_stack=True) as prof:
         ...
-    memtl_torch.save(prof, "run.trace.jsonl.gz")
-    memtl_torch.export_memory_timeline(prof, "timeline.html")  # runs memtl
+    memtl.save(prof, "run.trace.jsonl.gz")
 
 The trace format is docs/trace-format.md. The event tree is walked once
 (iteratively: trees can be deep); records are written as they are formatted,
@@ -14,12 +13,12 @@ to a temporary file, and follow the header (which states what the walk
 learnt) into the output, so the serialized trace is never held in memory.
 Works with PyTorch 1.13 (Debian's; no tensor or
 allocation ids, tensor lists not captured) and PyTorch >= 2.0 (`typed`
-events with ids); the 2.x path is tested with stand-in objects.
+events with ids); both are tested on real profiles (tests/python/).
 Depends on nothing but torch.
 
 With PyTorch 1.13 the walk runs in C++ when the optional extension
 `_memtl_torch_native` is built (collect/CMakeLists.txt; the build puts it in
-build/collect/torch/): it reads the profiler's records directly instead of
+build/collect/torch/, a pip install beside this file): it reads the profiler's records directly instead of
 through PyTorch's Python bindings, and writes the same bytes. The
 environment variable MEMTL_TORCH_NATIVE names the directory holding it, or
 turns it off with 0; native_walk() says whether it is in use.
@@ -37,7 +36,7 @@ import zlib
 
 FORMAT = "memtl-trace"
 VERSION = 1
-PRODUCER = "memtl_torch 0.1"
+PRODUCER = "memtl_torch 0.1"  # the trace format names its producer; kept across renames
 
 # The settings PyTorch's memory profiler requires (torch.profiler.profile
 # attribute names; the same names as the constructor's keyword arguments).
@@ -91,7 +90,8 @@ def native_walk():
                 directories = [setting]
             else:
                 here = os.path.dirname(os.path.abspath(__file__))
-                directories = [os.path.normpath(os.path.join(here, "..", "..", "build", "collect", "torch"))]
+                # Installed by pip beside this file, or a source checkout's build.
+                directories = [here, os.path.normpath(os.path.join(here, "..", "..", "build", "collect", "torch"))]
             _native = _load_extension(directories)
         except Exception as e:  # noqa: BLE001 -- any failure to load means the Python walk
             NATIVE_ERROR = "%s: %s" % (type(e).__name__, e)
@@ -740,35 +740,3 @@ def save(prof, path):
         except OSError:
             pass
         raise
-
-
-# ---- memtl's drop-in export ------------------------------------------------------------
-
-def _find_memtl():
-    env = os.environ.get("MEMTL_BIN")
-    if env:
-        return env
-    found = shutil.which("memtl")
-    if found:
-        return found
-    here = os.path.dirname(os.path.abspath(__file__))
-    candidate = os.path.normpath(os.path.join(here, "..", "..", "build", "cli", "memtl"))
-    if os.path.exists(candidate):
-        return candidate
-    raise RuntimeError("memtl binary not found: put it on PATH or set MEMTL_BIN")
-
-
-def export_memory_timeline(prof, path, device=None):
-    """Drop-in for torch.profiler.profile.export_memory_timeline: records the
-    trace to a temporary file and runs `memtl export TRACE -o PATH [--device DEV]`."""
-    binary = _find_memtl()
-    with tempfile.TemporaryDirectory(prefix="memtl_") as d:
-        trace = os.path.join(d, "run.trace.jsonl.gz")
-        save(prof, trace)
-        cmd = [binary, "export", trace, "-o", os.fspath(path)]
-        if device is not None:
-            cmd += ["--device", str(device)]
-        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        if r.returncode != 0:
-            raise RuntimeError("memtl export failed (status %d): %s"
-                               % (r.returncode, r.stderr.strip() or "no message"))
