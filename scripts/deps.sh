@@ -2,14 +2,12 @@
 # Installs the Debian packages memtl needs, only those that are missing.
 # usage: scripts/deps.sh build|test
 set -euo pipefail
-# lld links the static memtl with its hot functions together (cli/CMakeLists.txt;
-# without it the build falls back to the default linker).
-build_pkgs=(cmake g++ make nlohmann-json3-dev zlib1g-dev lld)
+build_pkgs=(cmake g++ make zlib1g-dev python3-venv)
 # libtorch-dev and pybind11-dev build the recorder's native walk
 # (collect/CMakeLists.txt), which the Python tests compare with the Python walk.
 # libpng-dev (found with pkg-config): the unit tests decode the plot's PNG with
 # libpng, not with our own code.
-test_pkgs=(doctest-dev pkg-config libpng-dev python3-torch python3-torchvision libtorch-dev pybind11-dev)
+test_pkgs=(doctest-dev nlohmann-json3-dev pkg-config libpng-dev python3-pytest python3-torch python3-torchvision libtorch-dev pybind11-dev)
 case "${1:-build}" in
   build) want=("${build_pkgs[@]}") ;;
   test) want=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;

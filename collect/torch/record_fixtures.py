@@ -1,107 +1,191 @@
-"""Records memtl's fixtures with Debian's torch (CPU only).
+"""Records memtl's fixtures (CPU only).
 
-    /usr/bin/python3 collect/torch/record_fixtures.py --out fixtures/
+    /usr/bin/python3 collect/torch/record_fixtures.py --out fixtures/             # Debian's torch 1.13
+    python collect/torch/record_fixtures.py --out fixtures/torch2                 # a torch 2.x
+    python collect/torch/record_fixtures.py --list                                # the scenarios
+
+The fixtures in fixtures/ are recorded with Debian's torch 1.13; a torch 2.x
+records into fixtures/torch2 unless --out says otherwise, so that the two
+never overwrite each other.
 
 Each scenario mirrors a test of PyTorch's test/profiler/test_memory_profiler.py
 (TestDataFlow and TestMemoryProfilerE2E): inputs are created outside the
 profiler, the step runs inside it, and gc.collect() runs inside the profiler as
 PyTorch's `_run_and_format_data_flow` does. The real-model fixture is one
 resnet18 SGD-momentum training step at a small input.
+
+SCENARIOS is shared with the oracle tests (tests/python/workloads.py), which
+profile each scenario with torch 2.x and compare memtl's answers with
+PyTorch's own memory profiler.
 """
 
 import argparse
+import dataclasses
 import gc
+import importlib.util
 import os
 import sys
+from typing import Callable, Tuple
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import memtl_torch  # noqa: E402
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
 def profile():
     return torch.profiler.profile(record_shapes=True, profile_memory=True, with_stack=True)
 
 
-def record(out_dir, name, inputs, fn):
+@dataclasses.dataclass(frozen=True)
+class Scenario:
+    name: str    # the fixture's stem: fixtures/<name>.trace.jsonl.gz
+    group: str   # "dataflow", "e2e" or "resnet" (--only)
+    # Builds what the step needs (warm-up steps included) outside the
+    # profiler; returns (inputs, step): step(**inputs) is what is profiled.
+    setup: Callable[[], Tuple[dict, Callable]]
+    needs: Tuple[str, ...] = ()  # modules it imports beyond torch
+
+    def missing(self):
+        """The modules this scenario needs that are not installed."""
+        return [m for m in self.needs if importlib.util.find_spec(m) is None]
+
+
+def run(scenario, seed=True):
+    """Profiles one scenario and returns the finished profile. `seed` seeds
+    torch's generator first; the fixture recorder instead seeds once per
+    group, as the fixtures were first recorded (the scenarios of a group draw
+    their parameters one after another from that stream)."""
+    if seed:
+        torch.manual_seed(0)
+    inputs, step = scenario.setup()
     with profile() as prof:
-        outputs = fn(**inputs)  # held until the profiler exits, as PyTorch's test helper does
+        outputs = step(**inputs)  # held until the profiler exits, as PyTorch's test helper does
         gc.collect()
     del outputs
-    path = os.path.join(out_dir, name + ".trace.jsonl.gz")
-    memtl_torch.save(prof, path)
-    print("%-40s %8d bytes" % (path, os.path.getsize(path)))
+    return prof
+
+
+SCENARIOS = []
+
+
+def scenario(name, group, needs=()):
+    def register(setup):
+        SCENARIOS.append(Scenario(name, group, setup, tuple(needs)))
+        return setup
+    return register
 
 
 # ---- TestDataFlow -----------------------------------------------------------
 
-def dataflow(out):
-    def annotations(x, y):
+@scenario("dataflow_annotations", "dataflow")
+def _annotations():
+    def step(x, y):
         with torch.profiler.record_function("Namespaced::Annotation"):
             with torch.profiler.record_function("My Annotation"):
                 x.zero_()
                 y.zero_()
                 return {"x0": torch.ones_like(x), "y0": torch.zeros_like(y)}
 
-    record(out, "dataflow_annotations", {"x": torch.ones((1,)), "y": torch.ones((1,))}, annotations)
-    record(out, "dataflow_non_op_allocations", {"x": torch.ones((1,))}, lambda x: x.mul(2))
+    return {"x": torch.ones((1,)), "y": torch.ones((1,))}, step
 
-    def simple(x, y):
-        z = x.mul(y)
-        return {"z": z.view_as(z)}
 
-    def simple_no_grad(x, y):
+@scenario("dataflow_non_op_allocations", "dataflow")
+def _non_op_allocations():
+    return {"x": torch.ones((1,))}, lambda x: x.mul(2)
+
+
+def _simple(x, y):
+    z = x.mul(y)
+    return {"z": z.view_as(z)}
+
+
+def _simple_inputs():
+    return {"x": torch.ones((25,)), "y": torch.ones((25,), requires_grad=True)}
+
+
+@scenario("dataflow_simple", "dataflow")
+def _simple_scenario():
+    return _simple_inputs(), _simple
+
+
+@scenario("dataflow_simple_no_grad", "dataflow")
+def _simple_no_grad():
+    def step(x, y):
         with torch.no_grad():
-            return simple(x, y)
+            return _simple(x, y)
 
-    inputs = {"x": torch.ones((25,)), "y": torch.ones((25,), requires_grad=True)}
-    record(out, "dataflow_simple", inputs, simple)
-    record(out, "dataflow_simple_no_grad", inputs, simple_no_grad)
+    return _simple_inputs(), step
 
-    def inplace(x, y):
-        x.mul_(y)
 
-    def inplace_no_grad(x, y):
+def _inplace(x, y):
+    x.mul_(y)
+
+
+@scenario("dataflow_inplace", "dataflow")
+def _inplace_scenario():
+    return _simple_inputs(), _inplace
+
+
+@scenario("dataflow_inplace_no_grad", "dataflow")
+def _inplace_no_grad():
+    def step(x, y):
         with torch.no_grad():
-            inplace(x, y)
+            _inplace(x, y)
 
-    record(out, "dataflow_inplace", {"x": torch.ones((25,)), "y": torch.ones((25,), requires_grad=True)}, inplace)
-    record(out, "dataflow_inplace_no_grad", {"x": torch.ones((25,)), "y": torch.ones((25,), requires_grad=True)},
-           inplace_no_grad)
+    return _simple_inputs(), step
 
-    record(out, "dataflow_simple_backward", {"x": torch.ones((1,)), "w": torch.ones((1,), requires_grad=True)},
-           lambda x, w: (x * w).sin().backward())
 
-    def complicated():
+@scenario("dataflow_simple_backward", "dataflow")
+def _simple_backward():
+    return ({"x": torch.ones((1,)), "w": torch.ones((1,), requires_grad=True)},
+            lambda x, w: (x * w).sin().backward())
+
+
+@scenario("dataflow_complicated", "dataflow")
+def _complicated():
+    def step():
         x = torch.ones((25,))
         y = x.mul(2).add_(2)
         z = torch.sin(y, out=torch.empty_like(y))
         return {"x": x, "y": y, "z": z}
 
-    record(out, "dataflow_complicated", {}, complicated)
+    return {}, step
 
-    def stacked(x, w0, w1):
-        return x.mul(w0).relu().mul(w1).relu().sum()
 
-    def stacked_fwd(**kw):
+def _stacked(x, w0, w1):
+    return x.mul(w0).relu().mul(w1).relu().sum()
+
+
+def _stacked_fwd_bwd(**kw):
+    loss = _stacked(**kw)
+    loss.backward()
+    return {"loss": loss}
+
+
+def _stacked_inputs():
+    return {"x": torch.ones((25,)), "w0": torch.ones((1,), requires_grad=True),
+            "w1": torch.ones((1,), requires_grad=True)}
+
+
+@scenario("dataflow_stacked_fwd", "dataflow")
+def _stacked_fwd():
+    def step(**kw):
         with torch.no_grad():
-            return {"loss": stacked(**kw)}
+            return {"loss": _stacked(**kw)}
 
-    def stacked_fwd_bwd(**kw):
-        loss = stacked(**kw)
-        loss.backward()
-        return {"loss": loss}
+    return _stacked_inputs(), step
 
-    def stacked_inputs():
-        return {"x": torch.ones((25,)), "w0": torch.ones((1,), requires_grad=True),
-                "w1": torch.ones((1,), requires_grad=True)}
 
-    record(out, "dataflow_stacked_fwd", stacked_inputs(), stacked_fwd)
-    record(out, "dataflow_stacked_fwd_bwd", stacked_inputs(), stacked_fwd_bwd)
-    warm = stacked_inputs()
-    stacked_fwd_bwd(**warm)  # grads exist before the profiled step
-    record(out, "dataflow_stacked_second_step", warm, stacked_fwd_bwd)
+@scenario("dataflow_stacked_fwd_bwd", "dataflow")
+def _stacked_fwd_bwd_scenario():
+    return _stacked_inputs(), _stacked_fwd_bwd
+
+
+@scenario("dataflow_stacked_second_step", "dataflow")
+def _stacked_second_step():
+    warm = _stacked_inputs()
+    _stacked_fwd_bwd(**warm)  # grads exist before the profiled step
+    return warm, _stacked_fwd_bwd
 
 
 # ---- TestMemoryProfilerE2E ----------------------------------------------------
@@ -115,53 +199,72 @@ class ScaleLayer(torch.nn.Module):
         return x * self.scale
 
 
-def e2e(out):
-    torch.manual_seed(0)
+def _small():
+    return torch.nn.Sequential(torch.nn.Linear(2, 4, bias=True), torch.nn.ReLU(),
+                               torch.nn.Linear(4, 4, bias=False), torch.nn.Softmax(dim=1))
 
-    def small():
-        return torch.nn.Sequential(torch.nn.Linear(2, 4, bias=True), torch.nn.ReLU(),
-                                   torch.nn.Linear(4, 4, bias=False), torch.nn.Softmax(dim=1))
 
-    model = small()
-    record(out, "e2e_simple_fwd", {}, lambda: model(torch.ones((2, 2))))
+def _fwd_bwd(model):
+    x = torch.ones((2, 2))
+    targets = torch.ones((2, 4))
+    y = model(x)
+    loss = torch.sum((y - targets) ** 2).mean()
+    loss.backward()
 
-    def fwd_bwd(model):
-        x = torch.ones((2, 2))
-        targets = torch.ones((2, 4))
-        y = model(x)
-        loss = torch.sum((y - targets) ** 2).mean()
-        loss.backward()
 
-    model = small()
-    record(out, "e2e_fwd_bwd", {}, lambda: fwd_bwd(model))
+@scenario("e2e_simple_fwd", "e2e")
+def _simple_fwd():
+    model = _small()
+    return {}, lambda: model(torch.ones((2, 2)))
 
-    model = small()
+
+@scenario("e2e_fwd_bwd", "e2e")
+def _fwd_bwd_scenario():
+    model = _small()
+    return {}, lambda: _fwd_bwd(model)
+
+
+@scenario("e2e_fwd_bwd_sgd", "e2e")
+def _fwd_bwd_sgd():
+    model = _small()
     sgd = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
 
-    def fwd_bwd_step():
-        fwd_bwd(model)
+    def step():
+        _fwd_bwd(model)
         sgd.step()
 
-    fwd_bwd_step()  # momentum buffers exist before the profiled step
-    record(out, "e2e_fwd_bwd_sgd", {}, fwd_bwd_step)
+    step()  # momentum buffers exist before the profiled step
+    return {}, step
 
-    for set_to_none in (True, False):
-        model = small()
+
+def _sequential(set_to_none):
+    def setup():
+        model = _small()
         opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
 
-        def two_steps(model=model, opt=opt):
+        def two_steps():
             for _ in range(2):
                 opt.zero_grad(set_to_none=set_to_none)
-                fwd_bwd(model)
+                _fwd_bwd(model)
                 opt.step()
 
-        record(out, "e2e_sequential_set_to_none_%s" % str(set_to_none).lower(), {}, two_steps)
+        return {}, two_steps
 
+    return setup
+
+
+# True before False: the order the fixtures were recorded in (one seed per group).
+for _set_to_none in (True, False):
+    scenario("e2e_sequential_set_to_none_%s" % str(_set_to_none).lower(), "e2e")(_sequential(_set_to_none))
+
+
+@scenario("e2e_adam", "e2e")
+def _adam():
     model = torch.nn.Sequential(torch.nn.Linear(64, 128, bias=True), torch.nn.ReLU(),
                                 torch.nn.Linear(128, 128, bias=False), torch.nn.Softmax(dim=1))
     adam = torch.optim.Adam(model.parameters(), lr=0.1)
 
-    def adam_step():
+    def step():
         x = torch.ones((32, 64))
         targets = torch.ones((32, 128))
         y = model(x)
@@ -170,31 +273,39 @@ def e2e(out):
         adam.step()
         adam.zero_grad()
 
-    record(out, "e2e_adam", {}, adam_step)
+    return {}, step
 
+
+@scenario("e2e_custom_param", "e2e")
+def _custom_param():
     model = torch.nn.Sequential(torch.nn.Linear(2, 4), ScaleLayer())
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
 
-    def custom_param_step():
+    def step():
         opt.zero_grad()
         model(torch.ones((2, 2))).sum().backward()
         opt.step()
 
-    record(out, "e2e_custom_param", {}, custom_param_step)
+    return {}, step
 
-    model = small()
 
-    def inference():
+@scenario("e2e_inference", "e2e")
+def _inference():
+    model = _small()
+
+    def step():
         with torch.no_grad():
             model(torch.ones((8, 2)))
 
-    record(out, "e2e_inference", {}, inference)
+    return {}, step
 
 
-def resnet(out):
+# ---- a real model ---------------------------------------------------------------
+
+@scenario("resnet18_sgd_step", "resnet", needs=("torchvision",))
+def _resnet18():
     import torchvision
 
-    torch.manual_seed(0)
     model = torchvision.models.resnet18(num_classes=10)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     x = torch.randn(2, 3, 32, 32)
@@ -207,20 +318,64 @@ def resnet(out):
         opt.step()
 
     step()  # warm-up: momentum buffers exist
-    record(out, "resnet18_sgd_step", {}, step)
+    return {}, step
+
+
+GROUPS = ("dataflow", "e2e", "resnet")
+
+
+def default_out():
+    """fixtures/ holds torch 1.x recordings; a torch 2.x writes beside them."""
+    major = int(torch.__version__.split(".")[0])
+    return os.path.join("fixtures", "torch2") if major >= 2 else "fixtures"
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--out", default="fixtures")
-    ap.add_argument("--only", choices=["dataflow", "e2e", "resnet"], default=None)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=None,
+                    help="directory to record into (default: %s with this torch)" % default_out())
+    ap.add_argument("--only", choices=GROUPS, default=None, help="record one group only")
+    ap.add_argument("--scenario", action="append", default=[], metavar="NAME",
+                    help="record only this scenario (repeatable; seeded on its own)")
+    ap.add_argument("--list", action="store_true", help="list the scenarios and exit")
     args = ap.parse_args()
-    os.makedirs(args.out, exist_ok=True)
-    torch.manual_seed(0)
-    for name, fn in (("dataflow", dataflow), ("e2e", e2e), ("resnet", resnet)):
-        if args.only in (None, name):
-            fn(args.out)
+    if args.list:
+        for s in SCENARIOS:
+            print("%-36s %s%s" % (s.name, s.group, "  (needs %s)" % ", ".join(s.needs) if s.needs else ""))
+        return 0
+    names = {s.name for s in SCENARIOS}
+    unknown = [n for n in args.scenario if n not in names]
+    if unknown:
+        ap.error("unknown scenario %s (see --list)" % ", ".join(unknown))
+
+    sys.path.insert(0, os.path.join(ROOT, "python"))  # the source tree's memtl package
+    import memtl
+
+    out = args.out or default_out()
+    os.makedirs(out, exist_ok=True)
+    chosen = [s for s in SCENARIOS
+              if (not args.scenario or s.name in args.scenario) and args.only in (None, s.group)]
+    seeded = set()
+    status = 0
+    for s in chosen:
+        missing = s.missing()
+        if missing:
+            print("%s: not recorded: needs %s" % (s.name, ", ".join(missing)), file=sys.stderr)
+            status = 1
+            continue
+        # One seed per group, in list order (what the fixtures were recorded
+        # with); a scenario picked by name is seeded on its own.
+        if args.scenario:
+            torch.manual_seed(0)
+        elif s.group not in seeded:
+            seeded.add(s.group)
+            torch.manual_seed(0)
+        prof = run(s, seed=False)
+        path = os.path.join(out, s.name + ".trace.jsonl.gz")
+        memtl.save(prof, path)
+        print("%-40s %8d bytes" % (path, os.path.getsize(path)))
+    return status
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
