@@ -321,7 +321,78 @@ def _resnet18():
     return {}, step
 
 
-GROUPS = ("dataflow", "e2e", "resnet")
+
+class _Block(torch.nn.Module):
+    """resnet's basic block written out (PyPI's torchvision does not import
+    beside the torch 2.13 wheel): conv-bn-relu-conv-bn plus the shortcut."""
+
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        nn = torch.nn
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.down = None
+        if stride != 1 or cin != cout:
+            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        out = torch.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        return torch.relu(out + (x if self.down is None else self.down(x)))
+
+
+@scenario("resnet_bn_sgd_step", "resnet")
+def _resnet_bn():
+    nn = torch.nn
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, 1, 1, bias=False), nn.BatchNorm2d(8), nn.ReLU(),
+                          _Block(8, 8, 1), _Block(8, 16, 2), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                          nn.Linear(16, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x = torch.randn(2, 3, 16, 16)
+    y = torch.tensor([1, 7])
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+
+    step()  # warm-up: momentum buffers exist
+    return {}, step
+
+
+# ---- tensors without storage ------------------------------------------------------
+# PyTorch's memory profiler gives a tensor whose storage pointer is null no
+# TensorKey: it joins no edge and matches a Tensor schema argument only
+# where None would. One scenario per way such a tensor reaches an op.
+
+@scenario("null_out_empty", "null")
+def _null_out_empty():
+    # torch.empty(0) as out=: the op receives a storage-less tensor and resizes it.
+    return {"x": torch.ones((25,))}, lambda x: {"y": torch.abs(x, out=torch.empty(0))}
+
+
+@scenario("null_unary_resize", "null")
+def _null_unary_resize():
+    # x.abs() makes a 0-element result, then resizes it in its out= variant.
+    return {"x": torch.ones((25,))}, lambda x: {"y": x.abs(), "z": x.neg().sin()}
+
+
+@scenario("null_undefined_grad", "null")
+def _null_undefined_grad():
+    # LayerNorm's backward kernel resizes storage-less tensors into the
+    # gradients it returns (aten::resize_ inside native_layer_norm_backward).
+    norm = torch.nn.LayerNorm(8)
+
+    def step(x):
+        norm(x).sum().backward()
+
+    return {"x": torch.ones((4, 8))}, step
+
+
+GROUPS = ("dataflow", "e2e", "resnet", "null")
 
 
 def default_out():

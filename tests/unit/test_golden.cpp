@@ -1,6 +1,7 @@
 // Golden files: `memtl graph` and `memtl categories` output for every
 // recorded fixture, compared with tests/golden/<fixture>.graph and
-// .categories, and the HTML report's plot of the resnet18 step drawn as text
+// .categories (torch 1.13's fixtures in fixtures/, torch 2.x's in
+// fixtures/torch2/ with their goldens in tests/golden/torch2/), and the HTML report's plot of the resnet18 step drawn as text
 // (.plot). MEMTL_UPDATE_GOLDENS=1 rewrites them (review the diff; a golden
 // changes only with a reason in the commit).
 #include <doctest/doctest.h>
@@ -30,19 +31,25 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// The recorded fixtures of both torch versions, sorted.
 std::vector<fs::path> Fixtures() {
   std::vector<fs::path> out;
-  for (const auto& e : fs::directory_iterator(fs::path(MEMTL_SOURCE_DIR) / "fixtures")) {
-    const std::string name = e.path().filename().string();
-    if (name.size() > 15 && name.find(".trace.jsonl") != std::string::npos) out.push_back(e.path());
+  const fs::path root = fs::path(MEMTL_SOURCE_DIR) / "fixtures";
+  for (const fs::path& dir : {root, root / "torch2"}) {
+    for (const auto& e : fs::directory_iterator(dir)) {
+      const std::string name = e.path().filename().string();
+      if (name.size() > 15 && name.find(".trace.jsonl") != std::string::npos) out.push_back(e.path());
+    }
   }
   std::sort(out.begin(), out.end());
   return out;
 }
 
+// The golden's name without its suffix: "NAME" or "torch2/NAME".
 std::string Stem(const fs::path& p) {
   std::string n = p.filename().string();
-  return n.substr(0, n.find(".trace.jsonl"));
+  n = n.substr(0, n.find(".trace.jsonl"));
+  return p.parent_path().filename() == "torch2" ? "torch2/" + n : n;
 }
 
 std::string ReadFile(const fs::path& p) {
@@ -169,7 +176,7 @@ std::string PlotAsText(const Image& img) {
 TEST_SUITE("golden") {
   TEST_CASE("golden: memtl graph on every fixture") {
     const auto fixtures = Fixtures();
-    REQUIRE(fixtures.size() >= 10);
+    REQUIRE(fixtures.size() >= 40);
     for (const auto& f : fixtures) {
       CAPTURE(f);
       auto a = AnalyzeFile(f.string());
