@@ -235,6 +235,7 @@ class _Writer:
     def __init__(self, ids):
         self.ids = ids  # write the producer's ids (PyTorch >= 2.0)
         self.meta = {}  # (device, dtype, layout) -> '"dev":..,"dtype":..,"layout":..'
+        self.tensor_class = None  # the class of 2.x tensor arguments, once one is seen
 
     def _meta(self, device, dtype, layout):
         key = (device, dtype, layout)
@@ -251,14 +252,24 @@ class _Writer:
 
     # ---- tensors -------------------------------------------------------
     def tensor_v2(self, t):
-        """A PyTorch >= 2.0 _TensorMetadata (ids present)."""
+        """A PyTorch >= 2.0 _TensorMetadata (ids present). Runs once per
+        tensor argument: every field is read once, the commonest forms
+        inline (sizes and strides are lists of ints: their repr less the
+        spaces is _ints' form)."""
         if self.ids:
-            ids = "%s,\"aid\":%s" % (_opt_int(getattr(t, "id", None)), _opt_int(getattr(t, "allocation_id", None)))
+            tid, aid = t.id, t.allocation_id
+            ids = '"id":%s,"aid":%s' % ("null" if tid is None else "%d" % tid,
+                                        "null" if aid is None else "%d" % aid)
         else:
-            ids = 'null,"aid":null'
-        return '{"impl":%d,"ptr":%d,"id":%s,%s,"sizes":%s,"strides":%s}' % (
-            t.impl_ptr or 0, t.storage_data_ptr or 0, ids,
-            self._meta(t.device, t.dtype, t.layout), _ints(t.sizes), _ints(t.strides))
+            ids = '"id":null,"aid":null'
+        device, dtype, layout = t.device, t.dtype, t.layout
+        try:
+            m = self.meta.get((device, dtype, layout)) or self._meta(device, dtype, layout)
+        except TypeError:  # unhashable stand-ins
+            m = self._meta(device, dtype, layout)
+        return '{"impl":%d,"ptr":%d,%s,%s,"sizes":%s,"strides":%s}' % (
+            t.impl_ptr or 0, t.storage_data_ptr or 0, ids, m,
+            repr(t.sizes).replace(" ", ""), repr(t.strides).replace(" ", ""))
 
     def opt_tensor_v2(self, t):
         return "null" if t is None else self.tensor_v2(t)
@@ -266,20 +277,27 @@ class _Writer:
     # ---- events --------------------------------------------------------
     def args_v2(self, inputs):
         args = []
+        add = args.append
+        tensor = self.tensor_v2
+        tensor_class = self.tensor_class
         for a in inputs:
-            if a is None:
-                args.append("null")
+            cls = type(a)
+            if cls is tensor_class:
+                add(tensor(a))
+            elif a is None:
+                add("null")
             elif hasattr(a, "impl_ptr"):
-                args.append(self.tensor_v2(a))
+                self.tensor_class = tensor_class = cls  # PyTorch's _TensorMetadata
+                add(tensor(a))
             elif isinstance(a, (list, tuple)):
                 if all(x is None or hasattr(x, "impl_ptr") for x in a):
-                    args.append('{"list":[%s]}' % ",".join(self.opt_tensor_v2(x) for x in a))
+                    add('{"list":[%s]}' % ",".join(self.opt_tensor_v2(x) for x in a))
                 else:
                     # A list of scalars (an int[] value, should a PyTorch
                     # version record one): not a form the format carries.
-                    args.append("null")
+                    add("null")
             else:
-                args.append(_scalar(a))
+                add(_scalar(a))
         return args
 
     def args_v1(self, inputs, dtypes):
@@ -434,7 +452,6 @@ def _walk(roots, write, v2, ids, schema_lookup=None, check_inputs=False):
     index = 0
     allocations = 0
     aten_ops = ops_with_inputs = 0
-    tag = None
     stack = []  # (iterator over a children list, the index of their parent)
     push, pop = stack.append, stack.pop
     it, parent = iter(roots), -1
@@ -442,11 +459,11 @@ def _walk(roots, write, v2, ids, schema_lookup=None, check_inputs=False):
         for e in it:
             i = index
             index += 1
-            if v2:
-                tag, f = e.typed
-            else:
-                f = e.extra_fields
-            kind = kind_by_class.get(type(f)) or _kind(tag, f)
+            # Both versions bind the fields as `extra_fields`; 2.x's `typed`
+            # pairs them with the tag in a new tuple each time (twice the
+            # cost), and the tag is needed only for an unknown fields class.
+            f = e.extra_fields
+            kind = kind_by_class.get(type(f)) or _kind(e.typed[0] if v2 else None, f)
             if kind == "TorchOp":
                 name = e.name
                 inputs = f.inputs
@@ -710,26 +727,56 @@ class _TraceFile:
         self.body.close()
 
 
+def _torch_field_error(e, torch_version):
+    """A RecorderError for an AttributeError raised by one of PyTorch's
+    objects during the walk (a torch whose event tree lacks a field the
+    recorder reads), or None for any other AttributeError."""
+    obj = getattr(e, "obj", None)
+    module = type(obj).__module__ or ""
+    if obj is None or not module.startswith("torch"):
+        return None
+    return RecorderError("torch %s: the profiler's %s has no field %r, which memtl reads; "
+                         "memtl records profiles of torch 1.13 and 2.x"
+                         % (torch_version, type(obj).__name__, getattr(e, "name", None) or str(e)))
+
+
 def save(prof, path):
     """Writes `prof` (a finished torch.profiler.profile, or a
     torch.autograd.profiler.profile) to `path` as a memtl trace; gzip when
     `path` ends in `.gz`. The file appears whole or not at all: it is written
-    to a temporary file in the same directory and renamed into place."""
+    to a temporary file in the same directory and renamed into place.
+    Raises RecorderError when the profile cannot give a memory timeline,
+    and OSError naming `path` when it cannot be written."""
     import torch
 
     path = os.fspath(path)
     settings = _settings(prof)
     _check_settings(settings)
-    roots = _event_tree(prof)
+    try:
+        roots = _event_tree(prof)
+    except AttributeError as e:
+        err = _torch_field_error(e, torch.__version__)
+        if err is None:
+            raise
+        raise err from e
     directory = os.path.dirname(os.path.abspath(path))
     base = os.path.basename(path)
-    fd, tmp = tempfile.mkstemp(prefix="." + base + ".", suffix=".tmp", dir=directory)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix="." + base + ".", suffix=".tmp", dir=directory)
+    except OSError as e:
+        # Name the user's path, not the temporary one.
+        raise type(e)(e.errno, "cannot write %s: %s" % (path, e.strerror)) from None
     try:
         with os.fdopen(fd, "wb") as raw:
             # The gzip header names the final file, not the temporary one.
             trace = _TraceFile(raw, directory, base[:-3] if path.endswith(".gz") else None)
             try:
                 write_events(roots, trace, torch.__version__, _schema_lookup(), settings)
+            except AttributeError as e:
+                err = _torch_field_error(e, torch.__version__)
+                if err is None:
+                    raise
+                raise err from e
             finally:
                 trace.close()
         os.chmod(tmp, 0o644)  # mkstemp creates 0600

@@ -169,6 +169,44 @@ class SaveTest(unittest.TestCase):
         with self.assertRaises(OSError):
             recorder.save(prof, self.path("no/such/dir/z.trace.jsonl"))
 
+    def test_event_tree_without_a_field_names_torch_and_the_field(self):
+        class _Results:
+            def __init__(self, results):
+                self.results = results
+
+            def experimental_event_tree(self):
+                return [_OldEvent(e) for e in self.results.experimental_event_tree()]
+
+        class _OldEvent:
+            """A real event as a torch that lacks `start_tid` would bind it."""
+
+            __module__ = "torch._C._profiler"
+
+            def __init__(self, e):
+                self._e = e
+
+            def __getattr__(self, name):
+                if name == "start_tid":
+                    raise AttributeError(name, name=name, obj=self)
+                value = getattr(self._e, name)
+                return [_OldEvent(c) for c in value] if name == "children" else value
+
+        prof = small_step()
+        prof.profiler.kineto_results = _Results(prof.profiler.kineto_results)
+        with self.assertRaises(recorder.RecorderError) as cm:
+            recorder.save(prof, self.path("old.trace.jsonl"))
+        self.assertIn("torch %s" % torch.__version__, str(cm.exception))
+        self.assertIn("'start_tid'", str(cm.exception))
+        self.assertEqual(os.listdir(self.dir.name), [])
+
+    def test_unwritable_folder_names_the_users_path(self):
+        prof = small_step()
+        path = self.path("missing/run.trace.jsonl")
+        with self.assertRaises(OSError) as cm:
+            recorder.save(prof, path)
+        self.assertIn(path, str(cm.exception))
+        self.assertNotIn(".tmp", str(cm.exception))
+
     def test_gzip_header_names_the_final_file(self):
         prof = small_step()
         recorder.save(prof, self.path("named.trace.jsonl.gz"))
@@ -345,7 +383,7 @@ class _Obj:
 
 
 def _event(kind, fields, name, t0, t1, children=()):
-    return _Obj(typed=(kind, fields), name=name, start_time_ns=t0, end_time_ns=t1, start_tid=1,
+    return _Obj(typed=(kind, fields), extra_fields=fields, name=name, start_time_ns=t0, end_time_ns=t1, start_tid=1,
                 children=list(children))
 
 
