@@ -1,6 +1,8 @@
-// The memtl command: parses flags and runs the pipeline stages in order.
-// Every failure is one line on stderr and exit status 2.
+// The memtl command: parses the command line (CLI11) and runs the pipeline
+// stages in order. Every failure is one line on stderr and exit status 2;
+// `--help` and `--version` exit 0 (docs/reliability.md lists the statuses).
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <exception>
 #include <memory>
@@ -11,6 +13,8 @@
 #include <malloc.h>
 #endif
 
+#include <CLI/CLI.hpp>
+
 #include "core/pipeline/analysis.h"
 #include "core/timeline/timeline.h"
 #include "export/export.h"
@@ -18,38 +22,9 @@
 
 namespace {
 
-constexpr const char* kUsage =
-    "usage: memtl export TRACE -o PATH [--device DEV] [--partial] [--strict]\n"
-    "       memtl categories TRACE [--partial] [--strict]\n"
-    "       memtl graph TRACE [--partial] [--strict]\n"
-    "\n"
-    "commands:\n"
-    "  export TRACE -o PATH  write the memory timeline as PyTorch's\n"
-    "                        export_memory_timeline does, by PATH's suffix:\n"
-    "                        .html (report with plot), .raw.json.gz (raw events),\n"
-    "                        .json.gz / .json ([times_us, sizes by category])\n"
-    "  categories TRACE      print the timeline: action, tensor(version), bytes, category\n"
-    "  graph TRACE           print the versioned data-flow graph over top-level ops,\n"
-    "                        in the layout of PyTorch's memory-profiler tests\n"
-    "\n"
-    "options:\n"
-    "  -o, --output PATH     output file (export)\n"
-    "  --device DEV          device to export (default: cuda:0 if the trace has CUDA\n"
-    "                        memory, else cpu)\n"
-    "  --partial             read a truncated trace up to its last complete record\n"
-    "  --strict              treat trace inconsistencies (double frees, free sizes that\n"
-    "                        differ from the allocation, ops with no end) as errors\n"
-    "  --timings             print the wall time, peak memory, page faults (first\n"
-    "                        touches of memory) and the memory still resident after\n"
-    "                        each stage on stderr\n"
-    "  --threads N           1: read and write on the calling thread only; 2 (default):\n"
-    "                        inflate and write on a second thread (same output bytes)\n"
-    "  -h, --help            show this help\n"
-    "  -V, --version         print memtl's version\n";
+constexpr const char* kCommands = "export, categories, graph";
 
-// Messages go through stdio, not iostreams: with libstdc++ linked in, <iostream>
-// would construct the standard streams and every locale facet at start-up,
-// which maps about 0.5 MB more of the binary (docs/performance.md).
+// Messages go through stdio, not iostreams (CLI11 itself prints only help).
 void PrintErr(const std::string& text) { std::fwrite(text.data(), 1, text.size(), stderr); }
 
 int Fail(const std::string& message) {
@@ -59,56 +34,74 @@ int Fail(const std::string& message) {
 
 struct Args {
   std::string command;
-  std::vector<std::string> positional;
-  std::string output;
+  std::string trace;
+  std::vector<std::string> outputs;
   std::string device;
   bool partial = false;
   bool strict = false;
   bool timings = false;
+  bool quiet = false;
   int threads = 2;
-  bool help = false;
-  bool version = false;
 };
 
-// False with the first problem in *error, unless -h/--help or --version is
-// on the line (outside an option's value): they win over everything else.
-bool ParseArgs(int argc, char** argv, Args* args, std::string* error) {
-  auto problem = [&](const std::string& what) {
-    if (error->empty()) *error = what;
-  };
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "-h" || a == "--help") {
-      args->help = true;
-    } else if (a == "--version" || a == "-V") {
-      args->version = true;
-    } else if (a == "--partial") {
-      args->partial = true;
-    } else if (a == "--strict") {
-      args->strict = true;
-    } else if (a == "--timings") {
-      args->timings = true;
-    } else if (a == "--threads") {
-      if (i + 1 >= argc || (std::string(argv[i + 1]) != "1" && std::string(argv[i + 1]) != "2")) {
-        problem("--threads needs 1 or 2");
-        continue;
-      }
-      args->threads = argv[++i][0] - '0';
-    } else if (a == "-o" || a == "--output" || a == "--device") {
-      if (i + 1 >= argc) {
-        problem(a + " needs a value");
-        continue;
-      }
-      (a == "--device" ? args->device : args->output) = argv[++i];
-    } else if (!a.empty() && a[0] == '-' && a != "-") {
-      problem("unknown option " + a + " (see memtl --help)");
-    } else if (args->command.empty()) {
-      args->command = a;
-    } else {
-      args->positional.push_back(a);
-    }
-  }
-  return args->help || args->version || error->empty();
+// The options every command takes.
+void AddReadOptions(CLI::App* cmd, Args& args) {
+  cmd->add_option("TRACE", args.trace, "the trace (memtl-trace JSON Lines, plain or gzip)")
+      ->required();
+  cmd->add_flag("--partial", args.partial,
+                "read a truncated trace up to its last complete record");
+  cmd->add_flag("--strict", args.strict,
+                "treat trace inconsistencies (double frees, free sizes that differ from the "
+                "allocation, ops with no end) as errors");
+  cmd->add_flag("--timings", args.timings,
+                "print each stage's wall time, peak memory, page faults and the memory still "
+                "resident after it on stderr");
+  cmd->add_option("--threads", args.threads,
+                  "1: read and write on the calling thread only; 2: inflate and write on a "
+                  "second thread (same output bytes)")
+      ->check(CLI::Range(1, 2))
+      ->default_val(2);
+}
+
+// Builds the command line; `args` receives the values.
+std::unique_ptr<CLI::App> MakeApp(Args& args) {
+  auto app = std::make_unique<CLI::App>(
+      "memtl: the memory timeline of a profiled PyTorch run, every byte categorized "
+      "(parameter, optimizer state, input, activation, gradient, autograd detail, temporary, "
+      "unknown)",
+      "memtl");
+  app->set_version_flag("-V,--version", "memtl " MEMTL_VERSION, "print memtl's version");
+  app->require_subcommand(1);
+  app->fallthrough(false);
+
+  CLI::App* exp = app->add_subcommand(
+      "export",
+      "write the memory timeline as PyTorch's export_memory_timeline does, chosen by each "
+      "output's suffix: .html (report with plot), .raw.json.gz (raw events), .json.gz / .json "
+      "([times_us, sizes by category])");
+  AddReadOptions(exp, args);
+  exp->add_option("-o,--output", args.outputs,
+                  "output file; repeat to write several formats from one analysis")
+      ->required()
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  exp->add_option("--device", args.device,
+                  "device to export (default: cuda:0 if the trace has CUDA memory, else cpu)");
+  exp->add_flag("-q,--quiet", args.quiet, "no result line on stderr");
+  exp->callback([&args] { args.command = "export"; });
+
+  CLI::App* cat = app->add_subcommand(
+      "categories", "print the timeline: action, tensor(version), bytes, category");
+  AddReadOptions(cat, args);
+  cat->callback([&args] { args.command = "categories"; });
+
+  CLI::App* graph = app->add_subcommand(
+      "graph",
+      "print the versioned data-flow graph over top-level ops, in the layout of PyTorch's "
+      "memory-profiler tests");
+  AddReadOptions(graph, args);
+  graph->callback([&args] { args.command = "graph"; });
+  return app;
 }
 
 std::string PartialNote(const memtl::Analysis& a) {
@@ -118,10 +111,7 @@ std::string PartialNote(const memtl::Analysis& a) {
 
 // Reads and analyzes the one TRACE argument; prints notes to stderr.
 memtl::Expected<std::unique_ptr<memtl::Analysis>> Load(const Args& args) {
-  if (args.positional.size() != 1) {
-    return memtl::Status::Error(args.command + " takes exactly one TRACE (see memtl --help)");
-  }
-  const std::string& path = args.positional[0];
+  const std::string& path = args.trace;
   memtl::ReadOptions options;
   options.partial = args.partial;
   options.threaded = args.threads > 1;
@@ -238,29 +228,75 @@ void KeepUntilExit(std::unique_ptr<T> p) {
   kept->push_back(std::move(p));
 }
 
+// "12.3 MiB", "512 B": the result line's sizes.
+std::string HumanBytes(int64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
+  return buf;
+}
+
+// The result line: what was written, and the exported device's peak (all
+// categories together, as the plot's stack) and when, from the first row.
+std::string ResultLine(const Args& args, const memtl::Trace& trace,
+                       const std::vector<memtl::TimelineEvent>& timeline,
+                       const memtl::CategoryDict& cats, memtl::DeviceIndex device) {
+  int64_t peak = -1, peak_at = 0, first = 0;
+  bool any = false;
+  memtl::CoalescedRows(timeline, cats, device,
+                       [&](int64_t t, const std::array<int64_t, 9>& sizes) {
+                         if (!any) first = t;
+                         any = true;
+                         int64_t total = 0;
+                         for (int64_t b : sizes) total += b;
+                         if (total > peak) peak = total, peak_at = t;
+                       });
+  std::string written;
+  for (const std::string& o : args.outputs) written += (written.empty() ? "" : ", ") + o;
+  const std::string name = device < trace.devices.size() ? trace.devices[device].name : "cpu";
+  std::string line = "memtl: wrote " + written + " (" + name;
+  if (!any) return line + ": no memory events)\n";
+  char when[48];
+  std::snprintf(when, sizeof when, "%.3f ms", static_cast<double>(peak_at - first) / 1000.0);
+  return line + " peak " + HumanBytes(peak) + " at " + when + ")\n";
+}
+
 int RunExport(const Args& args) {
-  if (args.output.empty()) return Fail("export needs -o PATH (see memtl --help)");
-  // Check the output name before the (possibly long) analysis.
-  auto format = memtl::FormatForPath(args.output);
-  if (!format.ok()) return Fail(format.status().message());
+  // Check every output name before the (possibly long) analysis.
+  for (const std::string& o : args.outputs) {
+    auto format = memtl::FormatForPath(o);
+    if (!format.ok()) return Fail(format.status().message());
+  }
   auto c = Categorize(args);
   if (!c.ok()) return Fail(c.status().message());
   const memtl::Analysis& a = *c.value()->analysis;
   auto device = memtl::ResolveDevice(a.trace, args.device);
   if (!device.ok()) return Fail(a.name + ": " + device.status().message());
   // The export reads the timeline, the categories and the trace's devices:
-  // the rest goes before the export adds its own (the plot's libraries and
-  // canvas, the output buffers).
+  // the rest goes before the export adds its own (the plot's canvas, the
+  // output buffers).
   memtl::ReleaseAfterTimeline(*c.value()->analysis, c.value()->categories);
   memtl::ExportInput in{a.trace, c.value()->timeline, c.value()->categories, a.diagnostics, a.name,
                         ""};
   if (a.read_info.stopped_early) in.note = PartialNote(a);
   in.threaded = args.threads > 1;
-  if (auto s = memtl::ExportMemoryTimeline(in, args.output, device.value()); !s.ok())
-    return Fail(s.message());
+  for (const std::string& o : args.outputs) {
+    if (auto s = memtl::ExportMemoryTimeline(in, o, device.value()); !s.ok())
+      return Fail(s.message());
+  }
   c.value()->analysis->timer.Mark("export");
   PrintTimings(args, a.timer);
   PrintNotes(a.diagnostics);
+  if (!args.quiet) {
+    PrintErr(ResultLine(args, a.trace, c.value()->timeline, c.value()->categories,
+                        device.value()));
+  }
   KeepUntilExit(std::move(c.value()));
   return 0;
 }
@@ -285,25 +321,38 @@ int main(int argc, char** argv) {
   mallopt(M_MMAP_THRESHOLD, 64 << 10);
 #endif
   try {
+    // A first word that is no option and no command gets its own message
+    // (CLI11 would call it an unexpected argument).
+    if (argc > 1 && argv[1][0] != '-') {
+      const std::string first = argv[1];
+      if (first != "export" && first != "categories" && first != "graph") {
+        return Fail("unknown command \"" + first + "\" (commands: " + kCommands +
+                    "; see memtl --help)");
+      }
+    }
     Args args;
-    std::string error;
-    if (!ParseArgs(argc, argv, &args, &error)) return Fail(error);
-    if (args.help) {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-    if (args.version) {
-      std::fputs("memtl " MEMTL_VERSION "\n", stdout);
-      return 0;
-    }
-    if (args.command.empty()) {
-      std::fputs(kUsage, stderr);
-      return 2;
+    std::unique_ptr<CLI::App> app = MakeApp(args);
+    try {
+      app->parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+      return app->exit(e);  // the help of the command named, on stdout
+    } catch (const CLI::CallForAllHelp& e) {
+      return app->exit(e);
+    } catch (const CLI::CallForVersion& e) {
+      return app->exit(e);
+    } catch (const CLI::ParseError& e) {
+      if (argc == 1) {
+        std::fputs(app->help().c_str(), stderr);
+        return 2;
+      }
+      const std::string where = args.command.empty() && argc > 1 && argv[1][0] != '-'
+                                    ? std::string(" ") + argv[1]
+                                    : std::string();
+      return Fail(std::string(e.what()) + " (see memtl" + where + " --help)");
     }
     if (args.command == "graph") return RunGraph(args);
     if (args.command == "categories") return RunCategories(args);
-    if (args.command == "export") return RunExport(args);
-    return Fail("unknown command \"" + args.command + "\" (see memtl --help)");
+    return RunExport(args);
   } catch (const std::bad_alloc&) {
     return Fail("out of memory");
   } catch (const std::exception& e) {

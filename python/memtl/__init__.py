@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["__version__", "save", "export_memory_timeline", "binary", "RecorderError", "ExportError"]
 
-PathLike = Union[str, "os.PathLike[str]"]
+PathLike = Union[str, "os.PathLike[str]"]  # what open() takes
 
 
 class ExportError(RuntimeError):
@@ -94,7 +94,7 @@ def binary() -> str:
     raise ExportError("the memtl command was not found: install memtl with pip, or set MEMTL_BIN")
 
 
-def export_memory_timeline(prof: "torch.profiler.profile", path: PathLike, device: Optional[str] = None) -> None:
+def export_memory_timeline(prof: torch.profiler.profile, path: PathLike, device: Optional[str] = None) -> None:
     """Writes the memory timeline of ``prof`` to ``path``, as
     ``prof.export_memory_timeline(path, device)`` does, and much faster.
 

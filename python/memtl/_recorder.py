@@ -24,6 +24,8 @@ environment variable MEMTL_TORCH_NATIVE names the directory holding it, or
 turns it off with 0; native_walk() says whether it is in use.
 """
 
+from __future__ import annotations
+
 import gzip
 import json
 import math
@@ -33,6 +35,10 @@ import subprocess
 import sys
 import tempfile
 import zlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # torch is imported when a profile is saved, not before
+    import torch
 
 FORMAT = "memtl-trace"
 VERSION = 1
@@ -740,7 +746,7 @@ def _torch_field_error(e, torch_version):
                          % (torch_version, type(obj).__name__, getattr(e, "name", None) or str(e)))
 
 
-def save(prof, path):
+def save(prof: torch.profiler.profile, path: str | os.PathLike[str]) -> None:
     """Writes `prof` (a finished torch.profiler.profile, or a
     torch.autograd.profiler.profile) to `path` as a memtl trace; gzip when
     `path` ends in `.gz`. The file appears whole or not at all: it is written

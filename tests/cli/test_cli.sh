@@ -36,23 +36,45 @@ head -c 300 "$root/fixtures/dataflow_simple.trace.jsonl.gz" >"$tmp/cut.gz"
 check truncated-gzip 2 "truncated gzip stream" -- "$bin" graph "$tmp/cut.gz"
 check unknown-command 2 "unknown command" -- "$bin" frobnicate
 "$bin" >/dev/null 2>"$tmp/err"
-if [ $? -eq 2 ] && grep -q "usage: memtl" "$tmp/err"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL no-args"; fi
+if [ $? -eq 2 ] && grep -qi "usage: memtl" "$tmp/err"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL no-args"; fi
 for h in --help -h; do
   check "help$h" 0 "" -- "$bin" "$h"
-  grep -q "usage: memtl" "$tmp/out" || { fail=$((fail + 1)); echo "FAIL help$h: no usage on stdout"; }
+  grep -qi "usage: memtl" "$tmp/out" || { fail=$((fail + 1)); echo "FAIL help$h: no usage on stdout"; }
   check "help-after-command$h" 0 "" -- "$bin" export "$h"
 done
-# An option's value is not an option: "--device -h" names a device.
+# Each command's help lists its own options only.
+check help-export 0 "" -- "$bin" export --help
+grep -q -- "--device" "$tmp/out" && grep -qi "usage: memtl export" "$tmp/out" && pass=$((pass + 1)) ||
+  { fail=$((fail + 1)); echo "FAIL help-export: no export usage or --device"; }
+check help-graph 0 "" -- "$bin" graph --help
+grep -q -- "--device" "$tmp/out" && { fail=$((fail + 1)); echo "FAIL help-graph lists --device"; } || pass=$((pass + 1))
+for v in --version -V; do
+  check "version$v" 0 "" -- "$bin" "$v"
+  grep -qE "^memtl [0-9]+\.[0-9]+" "$tmp/out" && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL version$v"; }
+done
+# An option that does not apply to a command is an error, not ignored.
+check graph-with-output 2 "not expected" -- "$bin" graph "$root/fixtures/dataflow_simple.trace.jsonl.gz" -o "$tmp/g.json"
+check export-no-output 2 "--output is required (see memtl export --help)" -- \
+  "$bin" export "$root/fixtures/dataflow_simple.trace.jsonl.gz"
+check unknown-option 2 "(see memtl export --help)" -- \
+  "$bin" export "$root/fixtures/dataflow_simple.trace.jsonl.gz" -o "$tmp/u.json" --bogus
+# --opt=value; a value that starts with a dash is given that way.
 check device-named-h 2 'device "-h" is not in the trace' -- \
-  "$bin" export "$root/fixtures/dataflow_simple.trace.jsonl.gz" -o "$tmp/h.json" --device -h
+  "$bin" export "$root/fixtures/dataflow_simple.trace.jsonl.gz" --output="$tmp/h.json" --device=-h
 check graph-ok 0 "" -- "$bin" graph "$root/fixtures/dataflow_simple.trace.jsonl.gz"
 if [ ! -s "$tmp/out" ]; then fail=$((fail + 1)); echo "FAIL graph-ok: empty output"; fi
 # export: formats by suffix, bad device, bad suffix, no partial output.
 fx="$root/fixtures/e2e_fwd_bwd_sgd.trace.jsonl.gz"
-check export-json 0 "" -- "$bin" export "$fx" -o "$tmp/t.json"
-check export-raw 0 "" -- "$bin" export "$fx" -o "$tmp/t.raw.json.gz"
-check export-gz 0 "" -- "$bin" export "$fx" -o "$tmp/t.json.gz"
-check export-html 0 "" -- "$bin" export "$fx" -o "$tmp/t.html"
+check export-json 0 "memtl: wrote $tmp/t.json (cpu peak " -- "$bin" export "$fx" -o "$tmp/t.json"
+check export-raw 0 "memtl: wrote $tmp/t.raw.json.gz (cpu peak " -- "$bin" export "$fx" -o "$tmp/t.raw.json.gz"
+check export-gz 0 "memtl: wrote" -- "$bin" export "$fx" -o "$tmp/t.json.gz"
+check export-html 0 "" -- "$bin" export "$fx" -o "$tmp/t.html" --quiet
+# Several outputs from one analysis: the same bytes as one at a time.
+check export-several 0 "memtl: wrote $tmp/s.json, $tmp/s.html" -- "$bin" export "$fx" -o "$tmp/s.json" -o "$tmp/s.html"
+if cmp -s "$tmp/s.json" "$tmp/t.json" && cmp -s "$tmp/s.html" "$tmp/t.html"; then pass=$((pass + 1)); else
+  fail=$((fail + 1)); echo "FAIL export-several: outputs differ from single exports"; fi
+check export-several-bad-suffix 2 "unknown output format" -- "$bin" export "$fx" -o "$tmp/b.json" -o "$tmp/b.txt"
+[ ! -e "$tmp/b.json" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: wrote b.json before refusing b.txt"; }
 if head -c 1 "$tmp/t.json" | grep -q '\[' && gzip -t "$tmp/t.raw.json.gz" && gzip -t "$tmp/t.json.gz" &&
   grep -q "data:image/png;base64," "$tmp/t.html"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL export contents"; fi
 # The HTML export loads nothing at run time (the plot is drawn by memtl):
@@ -68,13 +90,13 @@ check categories 0 "" -- "$bin" categories "$fx"
 # The same bytes whatever the thread count (reading and writing on one thread).
 big="$root/fixtures/resnet18_sgd_step.trace.jsonl.gz"
 for suffix in json raw.json.gz json.gz html; do
-  check "threads-2-$suffix" 0 "" -- "$bin" export "$big" -o "$tmp/m2.$suffix"
-  check "threads-1-$suffix" 0 "" -- "$bin" export "$big" -o "$tmp/m1.$suffix" --threads 1
+  check "threads-2-$suffix" 0 "" -- "$bin" export "$big" -o "$tmp/m2.$suffix" -q
+  check "threads-1-$suffix" 0 "" -- "$bin" export "$big" -o "$tmp/m1.$suffix" --threads 1 -q
   if cmp -s "$tmp/m1.$suffix" "$tmp/m2.$suffix"; then pass=$((pass + 1)); else
     fail=$((fail + 1))
     echo "FAIL threads: .$suffix differs between --threads 1 and 2"
   fi
 done
-check threads-bad 2 "--threads needs 1 or 2" -- "$bin" export "$big" -o "$tmp/m3.json" --threads 3
+check threads-bad 2 "--threads: Value 3 not in range 1 to 2" -- "$bin" export "$big" -o "$tmp/m3.json" --threads 3
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
