@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <sys/stat.h>
+
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -17,6 +19,7 @@
 
 #include "core/pipeline/analysis.h"
 #include "core/timeline/timeline.h"
+#include "export/atomic_file.h"
 #include "export/export.h"
 #include "passes/pass.h"
 
@@ -267,11 +270,21 @@ std::string ResultLine(const Args& args, const memtl::Trace& trace,
   return line + " peak " + HumanBytes(peak) + " at " + when + ")\n";
 }
 
+// True when `a` and `b` name one file (through links or other paths).
+bool SameFile(const std::string& a, const std::string& b) {
+  struct stat sa {}, sb {};
+  return stat(a.c_str(), &sa) == 0 && stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
+}
+
 int RunExport(const Args& args) {
-  // Check every output name before the (possibly long) analysis.
+  // Check every output before the (possibly long) analysis: its suffix, and
+  // that it is not the trace itself (which the export would replace).
   for (const std::string& o : args.outputs) {
     auto format = memtl::FormatForPath(o);
     if (!format.ok()) return Fail(format.status().message());
+    if (SameFile(o, args.trace))
+      return Fail(o + ": is the trace being read; choose another output path");
   }
   auto c = Categorize(args);
   if (!c.ok()) return Fail(c.status().message());
@@ -320,6 +333,7 @@ int main(int argc, char** argv) {
   // 10^6 times alike).
   mallopt(M_MMAP_THRESHOLD, 64 << 10);
 #endif
+  memtl::InstallCleanupOnSignals();  // Ctrl-C leaves no temporary output behind
   try {
     // A first word that is no option and no command gets its own message
     // (CLI11 would call it an unexpected argument).

@@ -2,13 +2,18 @@
 #include "export/atomic_file.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
+#include <atomic>
 #include <cerrno>
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "core/util/crc32.h"
@@ -39,21 +44,81 @@ struct AtomicFile::Deflater {
   uint32_t size = 0;  // their count, mod 2^32
 };
 
+namespace {
+
+// The named temporary files of live AtomicFiles, for the signal handler:
+// fixed slots of fixed size, claimed and released with atomics, so the
+// handler reads them without locks or allocation.
+constexpr int kSlots = 16;
+constexpr size_t kSlotBytes = 4096;
+std::atomic<bool> slot_used[kSlots];
+char slot_path[kSlots][kSlotBytes];
+
+int ClaimSlot(const std::string& path) {
+  if (path.size() >= kSlotBytes) return -1;
+  for (int i = 0; i < kSlots; ++i) {
+    bool expected = false;
+    if (slot_used[i].load() || !slot_used[i].compare_exchange_strong(expected, true)) continue;
+    std::memcpy(slot_path[i], path.c_str(), path.size() + 1);
+    return i;
+  }
+  return -1;  // more live outputs than slots: only the destructor removes it
+}
+
+void ReleaseSlot(int slot) {
+  if (slot >= 0) slot_used[slot].store(false);
+}
+
+extern "C" void RemoveTempsAndReraise(int sig) {
+  for (int i = 0; i < kSlots; ++i) {
+    if (slot_used[i].load()) unlink(slot_path[i]);
+  }
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+std::atomic<bool> force_named{false};
+
+// NAME_MAX of the file systems memtl meets; a temporary name stays within it.
+constexpr size_t kNameMax = 255;
+
+// ".BASE.tmp.XXXXXX", with BASE cut so that the name fits in kNameMax.
+std::string TempName(const std::string& dir, const std::string& base) {
+  const size_t room = kNameMax - std::string_view(".").size() - std::string_view(".tmp.XXXXXX").size();
+  return dir + "/." + base.substr(0, std::min(base.size(), room)) + ".tmp.XXXXXX";
+}
+
+std::string Errno(const std::string& path) {
+  return path + ": cannot write: " + std::strerror(errno);
+}
+
+// fsync of a directory, so that a link or rename in it survives power loss.
+void SyncDirectory(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  fsync(fd);
+  ::close(fd);
+}
+
+}  // namespace
+
+void ForceNamedTemporaryFilesForTests(bool named) { force_named.store(named); }
+
+void InstallCleanupOnSignals() {
+  static std::atomic<bool> installed{false};
+  if (installed.exchange(true)) return;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) {
+    struct sigaction sa {};
+    sa.sa_handler = RemoveTempsAndReraise;
+    sigemptyset(&sa.sa_mask);
+    sigaction(sig, &sa, nullptr);
+  }
+}
+
 Expected<AtomicFile*> AtomicFile::Create(const std::string& path, bool gzip) {
   std::unique_ptr<AtomicFile> f(new AtomicFile());
   f->path_ = path;
-  const size_t slash = path.rfind('/');
-  const std::string dir =
-      slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  if (base.empty()) return Status::Error(path + ": not a file name");
-  std::string tmpl = dir + "/." + base + ".tmp.XXXXXX";
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back('\0');
-  f->fd_ = mkstemp(buf.data());
-  if (f->fd_ < 0) return Status::Error(path + ": cannot write: " + std::strerror(errno));
-  fchmod(f->fd_, 0644);
-  f->temp_ = buf.data();
+  if (Status s = f->Open(); !s.ok()) return s;
   f->gzip_ = gzip;
   if (gzip) {
     f->deflater_ = new Deflater();
@@ -66,13 +131,60 @@ Expected<AtomicFile*> AtomicFile::Create(const std::string& path, bool gzip) {
   return f.release();
 }
 
+Status AtomicFile::Open() {
+  target_ = path_;
+  struct stat st {};
+  if (lstat(path_.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+    // The link's target is what gets replaced (the link stays).
+    char* real = realpath(path_.c_str(), nullptr);
+    if (real != nullptr) {
+      target_ = real;
+      std::free(real);
+    }
+  }
+  if (stat(target_.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (S_ISDIR(st.st_mode)) return Status::Error(path_ + ": cannot write: is a directory");
+    // A pipe, a terminal, /dev/stdout: written in place, as a stream.
+    fd_ = ::open(target_.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd_ < 0) return Status::Error(Errno(path_));
+    stream_ = true;
+    return Status();
+  }
+  const size_t slash = target_.rfind('/');
+  dir_ = slash == std::string::npos ? "." : (slash == 0 ? "/" : target_.substr(0, slash));
+  const std::string base = slash == std::string::npos ? target_ : target_.substr(slash + 1);
+  if (base.empty()) return Status::Error(path_ + ": not a file name");
+#ifdef O_TMPFILE
+  fd_ = force_named.load() ? -1 : ::open(dir_.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+  if (fd_ < 0 && force_named.load()) errno = EOPNOTSUPP;
+  if (fd_ >= 0) {
+    unnamed_ = true;
+    return Status();
+  }
+  // ENOENT, EACCES, ENOTDIR: the directory is the problem, and the named
+  // fallback would fail the same way; others: no O_TMPFILE here.
+  if (errno == ENOENT || errno == EACCES || errno == ENOTDIR || errno == EROFS)
+    return Status::Error(Errno(path_));
+#endif
+  std::string tmpl = TempName(dir_, base);
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  fd_ = mkostemp(buf.data(), O_CLOEXEC);
+  if (fd_ < 0) return Status::Error(Errno(path_));
+  fchmod(fd_, 0644);
+  temp_ = buf.data();
+  slot_ = ClaimSlot(temp_);
+  return Status();
+}
+
 AtomicFile::~AtomicFile() {
   if (deflater_ != nullptr) {
     deflateEnd(&deflater_->zs);
     delete deflater_;
   }
-  if (fd_ >= 0) close(fd_);
+  if (fd_ >= 0) ::close(fd_);  // an unnamed file vanishes with its descriptor
   if (!committed_ && !temp_.empty()) unlink(temp_.c_str());
+  ReleaseSlot(slot_);
 }
 
 Status AtomicFile::WriteRaw(const void* data, size_t n) {
@@ -122,15 +234,45 @@ Status AtomicFile::Commit() {
     PutLe32(trailer + 4, deflater_->size);
     if (Status s = WriteRaw(trailer, sizeof trailer); !s.ok()) return s;
   }
-  if (::close(fd_) != 0) {
+  if (stream_) {
+    const int rc = ::close(fd_);
     fd_ = -1;
-    return Status::Error(path_ + ": cannot write: " + std::strerror(errno));
+    if (rc != 0) return Status::Error(Errno(path_));
+    committed_ = true;
+    return Status();
   }
-  fd_ = -1;
-  if (std::rename(temp_.c_str(), path_.c_str()) != 0) {
-    return Status::Error(path_ + ": cannot write: " + std::strerror(errno));
+  if (fsync(fd_) != 0) return Status::Error(Errno(path_));
+  if (unnamed_) {
+    // Linked in by its /proc name (linkat's AT_EMPTY_PATH needs a
+    // capability). A new destination appears whole at once; an existing
+    // one is replaced through a short-lived name and rename.
+    const std::string proc = "/proc/self/fd/" + std::to_string(fd_);
+    if (linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, target_.c_str(), AT_SYMLINK_FOLLOW) != 0) {
+      if (errno != EEXIST) return Status::Error(Errno(path_));
+      const size_t slash = target_.rfind('/');
+      const std::string base = slash == std::string::npos ? target_ : target_.substr(slash + 1);
+      // A free name: mkstemp makes it, and it is removed again for linkat.
+      std::string tmpl = TempName(dir_, base);
+      std::vector<char> buf(tmpl.begin(), tmpl.end());
+      buf.push_back('\0');
+      const int probe = mkostemp(buf.data(), O_CLOEXEC);
+      if (probe < 0) return Status::Error(Errno(path_));
+      ::close(probe);
+      temp_ = buf.data();
+      slot_ = ClaimSlot(temp_);
+      unlink(temp_.c_str());
+      if (linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, temp_.c_str(), AT_SYMLINK_FOLLOW) != 0)
+        return Status::Error(Errno(path_));
+      if (std::rename(temp_.c_str(), target_.c_str()) != 0) return Status::Error(Errno(path_));
+    }
+  } else if (std::rename(temp_.c_str(), target_.c_str()) != 0) {
+    return Status::Error(Errno(path_));
   }
   committed_ = true;
+  const int rc = ::close(fd_);
+  fd_ = -1;
+  if (rc != 0) return Status::Error(Errno(path_));
+  SyncDirectory(dir_);
   return Status();
 }
 

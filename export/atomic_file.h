@@ -1,5 +1,17 @@
-// Output files that appear whole or not at all: bytes go to a temporary file
-// in the destination directory, renamed over the destination only on Commit.
+// Output files that appear whole or not at all, and nothing else left
+// behind, whatever stops the run:
+// - where the file system supports it (Linux O_TMPFILE: ext4, xfs, btrfs,
+//   tmpfs), bytes go to an unnamed file in the destination's directory,
+//   which Commit syncs and links into place (under a short temporary name
+//   renamed over an existing destination), then syncs the directory: a
+//   killed run, SIGKILL and power loss included, leaves no file at all;
+// - elsewhere to a named temporary file (`.NAME.tmp.XXXXXX`, shortened so
+//   that it stays within the name limit when NAME does), which the
+//   destructor removes and so does SIGINT, SIGTERM, SIGHUP or SIGPIPE
+//   (InstallCleanupOnSignals), before the signal ends the process;
+// - a destination that is no regular file (a named pipe, a terminal,
+//   /dev/stdout) is written as a stream, in place;
+// - a symbolic link is followed: its target is replaced.
 // A failed or interrupted run leaves any previous output intact.
 #pragma once
 
@@ -21,14 +33,29 @@ class AtomicFile {
  private:
   AtomicFile() = default;
   Status WriteRaw(const void* data, size_t n);
-  std::string path_;
-  std::string temp_;
+  Status Open();
+  std::string path_;    // as the user gave it, for messages
+  std::string target_;  // the file replaced: path_, or the target of a link
+  std::string dir_;     // target_'s directory
+  std::string temp_;    // the named temporary file, when there is one
+  int slot_ = -1;       // temp_'s entry in the signal handler's list
+  bool unnamed_ = false;  // an O_TMPFILE file, linked in on Commit
+  bool stream_ = false;   // written in place (no regular file)
   int fd_ = -1;
   bool gzip_ = false;
   bool committed_ = false;
   struct Deflater;
   Deflater* deflater_ = nullptr;
 };
+
+// Removes the named temporary files of live AtomicFiles on SIGINT, SIGTERM,
+// SIGHUP and SIGPIPE, then ends the process as the signal would have.
+// Idempotent; the command installs it at start.
+void InstallCleanupOnSignals();
+
+// For tests: behave as on a file system without O_TMPFILE (named
+// temporary files) when `named` is true.
+void ForceNamedTemporaryFilesForTests(bool named);
 
 // Writes `data` to `path` atomically (see AtomicFile).
 Status WriteFileAtomically(const std::string& path, std::string_view data, bool gzip);

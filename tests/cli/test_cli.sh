@@ -87,6 +87,26 @@ check export-bad-suffix 2 "unknown output format" -- "$bin" export "$fx" -o "$tm
 check export-unwritable 2 "cannot write" -- "$bin" export "$fx" -o "$tmp/no/such/dir/d.json"
 if ls -A "$tmp" | grep -q -E '^(d\.|\.d\.)'; then fail=$((fail + 1)); echo "FAIL partial output left behind"; else pass=$((pass + 1)); fi
 check categories 0 "" -- "$bin" categories "$fx"
+# The trace is never an output, whatever the path names it by.
+cp "$fx" "$tmp/in.trace.json"
+ln -s in.trace.json "$tmp/link.json"
+check output-is-trace 2 "is the trace being read" -- "$bin" export "$tmp/in.trace.json" -o "$tmp/in.trace.json"
+check output-links-to-trace 2 "is the trace being read" -- "$bin" export "$tmp/in.trace.json" -o "$tmp/link.json"
+cmp -s "$fx" "$tmp/in.trace.json" && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL the trace was changed"; }
+rm "$tmp/in.trace.json" "$tmp/link.json"
+# A symbolic link's target is replaced; a named pipe is written as a stream.
+echo old >"$tmp/real.json"
+ln -s real.json "$tmp/lnk.json"
+check export-through-link 0 "" -- "$bin" export "$fx" -o "$tmp/lnk.json" -q
+[ -L "$tmp/lnk.json" ] && cmp -s "$tmp/real.json" "$tmp/t.json" && pass=$((pass + 1)) ||
+  { fail=$((fail + 1)); echo "FAIL export-through-link"; }
+rm "$tmp/lnk.json" "$tmp/real.json"
+mkfifo "$tmp/pipe.json"
+cat "$tmp/pipe.json" >"$tmp/from_pipe.json" &
+check export-to-fifo 0 "" -- "$bin" export "$fx" -o "$tmp/pipe.json" -q
+wait
+cmp -s "$tmp/from_pipe.json" "$tmp/t.json" && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL export-to-fifo"; }
+rm "$tmp/pipe.json" "$tmp/from_pipe.json"
 # The same bytes whatever the thread count (reading and writing on one thread).
 big="$root/fixtures/resnet18_sgd_step.trace.jsonl.gz"
 for suffix in json raw.json.gz json.gz html; do

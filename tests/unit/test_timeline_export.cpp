@@ -1,6 +1,9 @@
 // Timeline arithmetic and exports: PyTorch's time conversion, suffix
 // dispatch, JSON layout, atomic writes and the PNG plot.
 #include <doctest/doctest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -129,6 +132,66 @@ TEST_CASE("export: atomic writes leave no partial file") {
   std::getline(in, text);
   CHECK(text == "[[], []]");
   CHECK_FALSE(WriteFileAtomically((dir / "missing" / "x.json").string(), "x", false).ok());
+  fs::remove_all(dir);
+}
+
+// Runs `body` in a child process and returns how it ended (waitpid status).
+template <typename Body>
+int InChild(Body body) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    body();
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return status;
+}
+
+TEST_CASE("export: nothing is left behind when the run is killed or interrupted, named or not") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("memtl_kill_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string big(1 << 20, 'x');
+  for (const bool named : {false, true}) {
+    CAPTURE(named);
+    // SIGKILL: no handler runs; only an unnamed file leaves nothing.
+    if (!named) {
+      const int status = InChild([&] {
+        auto f = AtomicFile::Create((dir / "k.json").string(), false);
+        if (!f.ok() || !f.value()->Write(big).ok()) _exit(3);
+        raise(SIGKILL);
+      });
+      CHECK((WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL));
+      CHECK(fs::is_empty(dir));
+    }
+    // SIGINT and SIGTERM: the handler removes a named temporary file.
+    for (const int sig : {SIGINT, SIGTERM}) {
+      const int status = InChild([&] {
+        ForceNamedTemporaryFilesForTests(named);
+        InstallCleanupOnSignals();
+        auto f = AtomicFile::Create((dir / "i.json").string(), true);
+        if (!f.ok() || !f.value()->Write(big).ok()) _exit(3);
+        if (named && fs::is_empty(dir)) _exit(4);  // the named file must exist to be removed
+        raise(sig);
+      });
+      CHECK((WIFSIGNALED(status) && WTERMSIG(status) == sig));
+      CHECK(fs::is_empty(dir));
+    }
+    // A name at the limit: the temporary name is shortened to fit.
+    ForceNamedTemporaryFilesForTests(named);
+    const std::string longest = (dir / (std::string(250, 'a') + ".json")).string();
+    REQUIRE(WriteFileAtomically(longest, "[]", false).ok());
+    // An existing destination is replaced.
+    REQUIRE(WriteFileAtomically(longest, "[[]]", false).ok());
+    std::ifstream in(longest);
+    std::string text;
+    std::getline(in, text);
+    CHECK(text == "[[]]");
+    fs::remove(longest);
+    CHECK(fs::is_empty(dir));
+    ForceNamedTemporaryFilesForTests(false);
+  }
   fs::remove_all(dir);
 }
 
