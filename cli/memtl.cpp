@@ -177,40 +177,19 @@ int RunGraph(const Args& args) {
   return 0;
 }
 
-struct Categorized {
-  std::unique_ptr<memtl::Analysis> analysis;
-  memtl::CategoryDict categories;
-  std::vector<memtl::TimelineEvent> timeline;
-};
-
-memtl::Expected<std::unique_ptr<Categorized>> Categorize(const Args& args) {
+// The whole pipeline through the timeline, keeping what `retain` says.
+memtl::Expected<std::unique_ptr<memtl::Categorized>> Categorize(const Args& args,
+                                                                 memtl::Retain retain) {
   auto analysis = Load(args);
   if (!analysis.ok()) return analysis.status();
-  auto c = std::make_unique<Categorized>();
-  c->analysis = std::move(analysis.value());
-  memtl::Analysis& a = *c->analysis;
-  const bool no_memory_events = a.allocations.allocations + a.allocations.frees == 0;
-  if (a.trace.header.profile_memory == 0 ||
-      (no_memory_events && a.trace.header.profile_memory != 1)) {
-    // As PyTorch's _memory_profile: without memory events there is no timeline.
-    return memtl::Status::Error(
-        a.name +
-        ": the trace has no memory events (it was recorded without profile_memory=True?); "
-        "record with torch.profiler.profile(record_shapes=True, profile_memory=True, "
-        "with_stack=True)");
-  }
-  memtl::ReleaseAfterGraph(a);  // the passes read none of it
-  const memtl::PassInput in{a.trace, *a.tree, *a.graph, *a.sizes};
-  memtl::RunAllPasses(in, c->categories);
-  memtl::ReleaseAfterPasses(a);  // the timeline reads none of it
-  a.timer.Mark("passes");
-  c->timeline = memtl::BuildTimeline(*a.tree, *a.graph, *a.sizes, c->categories, a.diagnostics);
-  a.timer.Mark("timeline");
-  return c;
+  memtl::PipelineOptions options;
+  options.retain = retain;
+  options.device = args.device;
+  return memtl::Categorize(std::move(analysis.value()), options);
 }
 
 int RunCategories(const Args& args) {
-  auto c = Categorize(args);
+  auto c = Categorize(args, memtl::Retain::kTimeline);
   if (!c.ok()) return Fail(c.status().message());
   const memtl::Trace& trace = c.value()->analysis->trace;
   if (int rc =
@@ -286,29 +265,23 @@ int RunExport(const Args& args) {
     if (SameFile(o, args.trace))
       return Fail(o + ": is the trace being read; choose another output path");
   }
-  auto c = Categorize(args);
+  auto c = Categorize(args, memtl::Retain::kExport);
   if (!c.ok()) return Fail(c.status().message());
   const memtl::Analysis& a = *c.value()->analysis;
-  auto device = memtl::ResolveDevice(a.trace, args.device);
-  if (!device.ok()) return Fail(a.name + ": " + device.status().message());
-  // The export reads the timeline, the categories and the trace's devices:
-  // the rest goes before the export adds its own (the plot's canvas, the
-  // output buffers).
-  memtl::ReleaseAfterTimeline(*c.value()->analysis, c.value()->categories);
+  const memtl::DeviceIndex device = c.value()->device;
   memtl::ExportInput in{a.trace, c.value()->timeline, c.value()->categories, a.diagnostics, a.name,
                         ""};
   if (a.read_info.stopped_early) in.note = PartialNote(a);
   in.threaded = args.threads > 1;
   for (const std::string& o : args.outputs) {
-    if (auto s = memtl::ExportMemoryTimeline(in, o, device.value()); !s.ok())
+    if (auto s = memtl::ExportMemoryTimeline(in, o, device); !s.ok())
       return Fail(s.message());
   }
   c.value()->analysis->timer.Mark("export");
   PrintTimings(args, a.timer);
   PrintNotes(a.diagnostics);
   if (!args.quiet) {
-    PrintErr(ResultLine(args, a.trace, c.value()->timeline, c.value()->categories,
-                        device.value()));
+    PrintErr(ResultLine(args, a.trace, c.value()->timeline, c.value()->categories, device));
   }
   KeepUntilExit(std::move(c.value()));
   return 0;

@@ -37,11 +37,6 @@ struct ExportInput {
   bool threaded = true;
 };
 
-// The device to export: `requested` when given (an error lists the devices
-// the trace has when it is not one of them), else cuda:0 when the trace has
-// CUDA memory, else cpu (PyTorch's default).
-Expected<DeviceIndex> ResolveDevice(const Trace& trace, const std::string& requested);
-
 // Serializations, byte for byte what Python's json.dump writes.
 std::string SizesJson(const CoalescedTimeline& c);
 std::string RawJson(const std::vector<TimelineEvent>& timeline, const CategoryDict& cats,

@@ -33,26 +33,6 @@ Expected<ExportFormat> FormatForPath(const std::string& path) {
                        ": unknown output format (use .html, .json, .json.gz or .raw.json.gz)");
 }
 
-Expected<DeviceIndex> ResolveDevice(const Trace& trace, const std::string& requested) {
-  std::string want = requested;
-  if (want.empty()) {
-    want = "cpu";
-    for (const auto& a : trace.allocs) {
-      if (trace.devices[a.device].name == "cuda:0") want = "cuda:0";
-    }
-  }
-  for (size_t i = 0; i < trace.devices.size(); ++i) {
-    if (trace.devices[i].name == want) return static_cast<DeviceIndex>(i);
-  }
-  if (!requested.empty()) {
-    std::string list;
-    for (const auto& d : trace.devices) list += (list.empty() ? "" : ", ") + d.name;
-    return Status::Error("device \"" + requested + "\" is not in the trace (devices: " +
-                         (list.empty() ? std::string("none") : list) + ")");
-  }
-  return static_cast<DeviceIndex>(trace.devices.size());  // no such device: an empty export
-}
-
 namespace {
 
 // JSON text built with to_chars (number formatting dominated the export).

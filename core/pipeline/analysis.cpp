@@ -11,6 +11,7 @@
 #include <sys/resource.h>
 
 #include "core/model/large_array.h"
+#include "passes/pass.h"
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -150,18 +151,31 @@ Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string&
 
 }  // namespace
 
+namespace {
+
+// Each stage's data goes once its last reader is done, as Retain asks:
+// - after the graph: what only the graph reads (the op tree's schema facts)
+//   and the schema registry (read by identity and the op tree's facts);
 void ReleaseAfterGraph(Analysis& a) {
   if (a.tree) a.tree->ReleaseGraphFacts();
   a.schemas = SchemaRegistry();  // its last reader was the op tree's facts
   ReturnFreedPages();
 }
 
+// - after the passes: what only the graph and the passes read (op
+//   arguments, python calls, the op tree's schema facts and backward flags,
+//   the key slots of tensor observations); the timeline needs none of it;
 void ReleaseAfterPasses(Analysis& a) {
   a.trace.ReleaseOpDetails();
   if (a.tree) a.tree->ReleaseOpFacts();
   ReturnFreedPages();
 }
 
+// - after the timeline, before an export: every trace record, the op tree,
+//   the graph and the size map. The trace keeps its header, strings and
+//   devices, and the diagnostics stay. `cats`, which the passes filled from
+//   `a`, takes over the key table's and the graph's arrays it refers to
+//   (CategoryDict::Keep) before they go.
 void ReleaseAfterTimeline(Analysis& a, CategoryDict& cats) {
   if (a.graph) cats.Keep(std::move(a.trace.key_table.id_slot), a.graph->TakeValueBegin());
   a.tree.reset();
@@ -171,8 +185,65 @@ void ReleaseAfterTimeline(Analysis& a, CategoryDict& cats) {
   ReturnFreedPages();
 }
 
+}  // namespace
+
 Expected<std::unique_ptr<Analysis>> Analyze(Trace trace, const std::string& name, bool threaded) {
   return AnalyzeTimed(std::move(trace), name, PhaseTimer(), threaded);
+}
+
+Expected<DeviceIndex> ResolveDevice(const Trace& trace, const std::string& requested) {
+  std::string want = requested;
+  if (want.empty()) {
+    want = "cpu";
+    for (const auto& a : trace.allocs) {
+      if (trace.devices[a.device].name == "cuda:0") want = "cuda:0";
+    }
+  }
+  for (size_t i = 0; i < trace.devices.size(); ++i) {
+    if (trace.devices[i].name == want) return static_cast<DeviceIndex>(i);
+  }
+  if (!requested.empty()) {
+    std::string list;
+    for (const auto& d : trace.devices) list += (list.empty() ? "" : ", ") + d.name;
+    return Status::Error("device \"" + requested + "\" is not in the trace (devices: " +
+                         (list.empty() ? std::string("none") : list) + ")");
+  }
+  return static_cast<DeviceIndex>(trace.devices.size());  // no such device: an empty export
+}
+
+Expected<std::unique_ptr<Categorized>> Categorize(std::unique_ptr<Analysis> analysis,
+                                                  const PipelineOptions& options) {
+  Analysis& a = *analysis;
+  const bool no_memory_events = a.allocations.allocations + a.allocations.frees == 0;
+  if (a.trace.header.profile_memory == 0 ||
+      (no_memory_events && a.trace.header.profile_memory != 1)) {
+    // As PyTorch's _memory_profile: without memory events there is no timeline.
+    return Status::Error(
+        a.name +
+        ": the trace has no memory events (it was recorded without profile_memory=True?); "
+        "record with torch.profiler.profile(record_shapes=True, profile_memory=True, "
+        "with_stack=True)");
+  }
+  auto device = ResolveDevice(a.trace, options.device);
+  if (!device.ok()) return Status::Error(a.name + ": " + device.status().message());
+  auto c = std::make_unique<Categorized>();
+  c->device = device.value();
+  if (options.retain != Retain::kAll) ReleaseAfterGraph(a);  // the passes read none of it
+  RunAllPasses(PassInput{a.trace, *a.tree, *a.graph, *a.sizes}, c->categories);
+  if (options.retain != Retain::kAll) ReleaseAfterPasses(a);  // the timeline reads none of it
+  a.timer.Mark("passes");
+  c->timeline = BuildTimeline(*a.tree, *a.graph, *a.sizes, c->categories, a.diagnostics);
+  a.timer.Mark("timeline");
+  if (options.retain == Retain::kExport) ReleaseAfterTimeline(a, c->categories);
+  c->analysis = std::move(analysis);
+  return c;
+}
+
+Expected<std::unique_ptr<Categorized>> RunPipeline(const std::string& path,
+                                                   const PipelineOptions& options) {
+  auto a = AnalyzeFile(path, options.read);
+  if (!a.ok()) return a.status();
+  return Categorize(std::move(a.value()), options);
 }
 
 Expected<std::unique_ptr<Analysis>> AnalyzeFile(const std::string& path,

@@ -1,6 +1,8 @@
-// Wires the core stages in their fixed order for one trace: read, schemas,
-// identity, op tree, data-flow graph. The CLI, tests and fuzzers share it so
-// that every caller runs exactly the same pipeline.
+// Wires the stages in their fixed order for one trace: read, schemas,
+// identity, op tree, size map, data-flow graph (Analyze), then the passes and
+// the timeline (Categorize); RunPipeline does both. The CLI, the tests and
+// the fuzzers call these, so that every caller runs exactly the same
+// pipeline; exporters then read what Categorized holds.
 #pragma once
 
 #include <chrono>
@@ -18,6 +20,7 @@
 #include "core/model/diagnostics.h"
 #include "core/read/trace_reader.h"
 #include "core/schema/schema.h"
+#include "core/timeline/timeline.h"
 
 namespace memtl {
 
@@ -75,22 +78,6 @@ struct Analysis {
   PhaseTimer timer;
 };
 
-// Each stage's data may go once its last reader is done (the CLI frees them;
-// tests and tools that inspect an analysis keep everything):
-// - after the graph: what only the graph reads (the op tree's schema facts)
-//   and the schema registry (read by identity and the op tree's facts);
-void ReleaseAfterGraph(Analysis& a);
-// - after the passes: what only the graph and the passes read (op
-//   arguments, python calls, the op tree's schema facts and backward flags,
-//   the key slots of tensor observations); the timeline needs none of it;
-void ReleaseAfterPasses(Analysis& a);
-// - after the timeline, before an export: every trace record, the op tree,
-//   the graph and the size map. The trace keeps its header, strings and
-//   devices, and the diagnostics stay.
-// `cats`, which the passes filled from `a`, takes over the key table's and
-// the graph's arrays it refers to (CategoryDict::Keep) before they go.
-void ReleaseAfterTimeline(Analysis& a, CategoryDict& cats);
-
 // Runs the core stages on a trace already read. Errors name `name`.
 // `threaded`: the allocation checks and the op tree's orders are built on a
 // second thread beside identity (the result is the same either way);
@@ -99,5 +86,47 @@ Expected<std::unique_ptr<Analysis>> Analyze(Trace trace, const std::string& name
                                             bool threaded = false);
 Expected<std::unique_ptr<Analysis>> AnalyzeFile(const std::string& path,
                                                 const ReadOptions& options = {});
+
+// The device to export: `requested` when given (an error lists the devices
+// the trace has when it is not one of them), else cuda:0 when the trace has
+// CUDA memory, else cpu (PyTorch's default); devices.size() when the trace
+// has neither (an empty export). Reads the trace's allocations, so it is
+// resolved by Categorize, before they may go.
+Expected<DeviceIndex> ResolveDevice(const Trace& trace, const std::string& requested);
+
+// What stays of an analysis once Categorize has built the timeline.
+enum class Retain {
+  kAll,       // every stage's result (tests and tools that inspect them)
+  kTimeline,  // what the timeline and its dump read: the trace's events,
+              // allocations, keys and strings (the op details, python calls,
+              // schemas and the op tree's facts go after their last reader)
+  kExport,    // what an export reads: the trace's header, strings and
+              // devices; every record, the op tree, the graph and the size
+              // map go (the categories keep the arrays they refer to)
+};
+
+// An analysis categorized and turned into the timeline.
+struct Categorized {
+  std::unique_ptr<Analysis> analysis;
+  CategoryDict categories;
+  std::vector<TimelineEvent> timeline;
+  DeviceIndex device = 0;  // the export device (ResolveDevice)
+};
+
+struct PipelineOptions {
+  ReadOptions read;
+  Retain retain = Retain::kAll;
+  std::string device;  // requested export device; empty: the default
+};
+
+// The passes (passes/passes.def order), then the timeline, on an analysis
+// from Analyze. A trace recorded without profile_memory (its header says
+// so, or says nothing and has no allocation event) is an error, as in
+// PyTorch's _memory_profile; so is a requested device the trace lacks.
+Expected<std::unique_ptr<Categorized>> Categorize(std::unique_ptr<Analysis> analysis,
+                                                  const PipelineOptions& options = {});
+// The whole pipeline on a file: AnalyzeFile, then Categorize.
+Expected<std::unique_ptr<Categorized>> RunPipeline(const std::string& path,
+                                                   const PipelineOptions& options = {});
 
 }  // namespace memtl

@@ -7,7 +7,6 @@
 #include "core/pipeline/analysis.h"
 #include "core/timeline/timeline.h"
 #include "export/export.h"
-#include "passes/pass.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size > (64u << 10)) return 0;
@@ -16,10 +15,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!trace.ok()) return 0;
   auto analysis = memtl::Analyze(std::move(trace.value()), "fuzz");
   if (!analysis.ok()) return 0;
-  memtl::Analysis& a = *analysis.value();
-  memtl::CategoryDict cats;
-  memtl::RunAllPasses(memtl::PassInput{a.trace, *a.tree, *a.graph, *a.sizes}, cats);
-  const auto timeline = memtl::BuildTimeline(*a.tree, *a.graph, *a.sizes, cats, a.diagnostics);
+  auto c = memtl::Categorize(std::move(analysis.value()));
+  if (!c.ok()) return 0;
+  const memtl::Analysis& a = *c.value()->analysis;
+  const auto& cats = c.value()->categories;
+  const auto& timeline = c.value()->timeline;
   (void)memtl::FormatTimeline(a.trace, timeline, cats);
   (void)memtl::FormatDataFlow(a.trace, *a.graph);
   for (size_t d = 0; d < a.trace.devices.size(); ++d) {

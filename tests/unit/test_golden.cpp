@@ -71,22 +71,11 @@ void CheckGolden(const std::string& name, const std::string& actual) {
   CHECK_MESSAGE(ReadFile(golden) == actual, "golden " << golden << " differs; actual:\n" << actual);
 }
 
-// A fixture analyzed, categorized and turned into a timeline.
-struct Categorized {
-  std::unique_ptr<Analysis> analysis;
-  CategoryDict cats;
-  std::vector<TimelineEvent> timeline;
-};
-Categorized CategorizeFixture(const std::string& file) {
-  const auto path = fs::path(MEMTL_SOURCE_DIR) / "fixtures" / file;
-  auto r = AnalyzeFile(path.string());
+// A file through the whole pipeline, everything kept.
+std::unique_ptr<Categorized> Pipeline(const fs::path& path) {
+  auto r = RunPipeline(path.string());
   REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.status().message()));
-  Categorized c;
-  c.analysis = std::move(r.value());
-  Analysis& a = *c.analysis;
-  RunAllPasses(PassInput{a.trace, *a.tree, *a.graph, *a.sizes}, c.cats);
-  c.timeline = BuildTimeline(*a.tree, *a.graph, *a.sizes, c.cats, a.diagnostics);
-  return c;
+  return std::move(r.value());
 }
 
 // The bytes of standard base64 text (no line breaks).
@@ -188,20 +177,16 @@ TEST_SUITE("golden") {
   TEST_CASE("golden: memtl categories on every fixture, and the exports agree") {
     for (const auto& f : Fixtures()) {
       CAPTURE(f);
-      auto r = AnalyzeFile(f.string());
-      REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.status().message()));
-      Analysis& a = *r.value();
-      CategoryDict cats;
-      RunAllPasses(PassInput{a.trace, *a.tree, *a.graph, *a.sizes}, cats);
-      const auto timeline = BuildTimeline(*a.tree, *a.graph, *a.sizes, cats, a.diagnostics);
+      const auto c = Pipeline(f);
+      const Analysis& a = *c->analysis;
+      const auto& cats = c->categories;
+      const auto& timeline = c->timeline;
       CheckGolden(Stem(f) + ".categories", FormatTimeline(a.trace, timeline, cats));
 
       // The raw events summed per category equal the last row of sizes, and
       // the sizes' times never go backwards.
-      auto device = ResolveDevice(a.trace, "");
-      REQUIRE(device.ok());
-      const auto raw = nlohmann::json::parse(RawJson(timeline, cats, device.value()));
-      const auto sizes = nlohmann::json::parse(SizesJson(Coalesce(timeline, cats, device.value())));
+      const auto raw = nlohmann::json::parse(RawJson(timeline, cats, c->device));
+      const auto sizes = nlohmann::json::parse(SizesJson(Coalesce(timeline, cats, c->device)));
       std::array<int64_t, 8> sum{};
       for (const auto& row : raw) sum[row[3].get<int>()] += row[2].get<int64_t>();
       REQUIRE(!sizes[1].empty());
@@ -220,11 +205,11 @@ TEST_SUITE("golden") {
     // pixels are the same on every machine (the PNG's bytes may not be,
     // with another zlib): the golden holds a hash of the pixels and the
     // plot drawn in characters.
-    const Categorized c = CategorizeFixture("resnet18_sgd_step.trace.jsonl.gz");
-    const Analysis& a = *c.analysis;
+    const auto c = Pipeline(fs::path(MEMTL_SOURCE_DIR) / "fixtures" / "resnet18_sgd_step.trace.jsonl.gz");
+    const Analysis& a = *c->analysis;
     const fs::path dir = fs::temp_directory_path() / ("memtl_plot_" + std::to_string(::getpid()));
     fs::create_directories(dir);
-    const ExportInput in{a.trace, c.timeline, c.cats, a.diagnostics, "resnet18_sgd_step", ""};
+    const ExportInput in{a.trace, c->timeline, c->categories, a.diagnostics, "resnet18_sgd_step", ""};
     REQUIRE(ExportMemoryTimeline(in, (dir / "r.html").string(), 0).ok());
     const std::string html = ReadFile(dir / "r.html");
     fs::remove_all(dir);
@@ -249,47 +234,43 @@ TEST_CASE("determinism: the threaded file reader and the in-memory reader give t
   REQUIRE(inline_read.ok());
   auto single = Analyze(std::move(inline_read.value()), path.string());
   REQUIRE(single.ok());
-  auto render = [](Analysis& a) {
-    CategoryDict cats;
-    RunAllPasses(PassInput{a.trace, *a.tree, *a.graph, *a.sizes}, cats);
-    const auto timeline = BuildTimeline(*a.tree, *a.graph, *a.sizes, cats, a.diagnostics);
-    return FormatDataFlow(a.trace, *a.graph) + RawJson(timeline, cats, 0);
+  auto render = [](std::unique_ptr<Analysis> analysis) {
+    auto c = Categorize(std::move(analysis));
+    REQUIRE(c.ok());
+    const Analysis& a = *c.value()->analysis;
+    return FormatDataFlow(a.trace, *a.graph) + RawJson(c.value()->timeline, c.value()->categories, 0);
   };
-  CHECK(render(*threaded.value()) == render(*single.value()));
+  CHECK(render(std::move(threaded.value())) == render(std::move(single.value())));
 }
 
 TEST_CASE("pipeline: dropping data after its last reader changes no timeline or export") {
-  // The CLI drops what only the graph and passes read before the timeline,
-  // and the rest before an export; the timeline and every export must be
-  // what they are with everything kept, on every fixture.
+  // The CLI keeps only what the timeline reads (categories) or what an
+  // export reads (export); the timeline and every export must be what they
+  // are with everything kept, on every fixture.
   for (const auto& f : Fixtures()) {
     CAPTURE(f);
-    auto kept = AnalyzeFile(f);
-    auto dropped = AnalyzeFile(f);
-    REQUIRE(kept.ok());
-    REQUIRE(dropped.ok());
-    Analysis& k = *kept.value();
-    Analysis& d = *dropped.value();
-    CategoryDict kc, dc;
-    RunAllPasses(PassInput{k.trace, *k.tree, *k.graph, *k.sizes}, kc);
-    ReleaseAfterGraph(d);
-    RunAllPasses(PassInput{d.trace, *d.tree, *d.graph, *d.sizes}, dc);
-    ReleaseAfterPasses(d);
-    CHECK(d.trace.arg_kinds.empty());
-    const auto kt = BuildTimeline(*k.tree, *k.graph, *k.sizes, kc, k.diagnostics);
-    const auto dt = BuildTimeline(*d.tree, *d.graph, *d.sizes, dc, d.diagnostics);
-    CHECK(FormatTimeline(k.trace, kt, kc) == FormatTimeline(d.trace, dt, dc));
-    const auto device = ResolveDevice(k.trace, "");
-    REQUIRE(device.ok());
-    ReleaseAfterTimeline(d, dc);
-    CHECK(d.trace.events.empty());
-    CHECK(d.graph == nullptr);
-    CHECK(RawJson(kt, kc, device.value()) == RawJson(dt, dc, device.value()));
+    const auto k = Pipeline(f);
+    PipelineOptions timeline_only, export_only;
+    timeline_only.retain = Retain::kTimeline;
+    export_only.retain = Retain::kExport;
+    auto t = RunPipeline(f.string(), timeline_only);
+    auto d = RunPipeline(f.string(), export_only);
+    REQUIRE(t.ok());
+    REQUIRE(d.ok());
+    CHECK(t.value()->analysis->trace.arg_kinds.empty());
+    CHECK(FormatTimeline(k->analysis->trace, k->timeline, k->categories) ==
+          FormatTimeline(t.value()->analysis->trace, t.value()->timeline, t.value()->categories));
+    const Categorized& dc = *d.value();
+    CHECK(dc.analysis->trace.events.empty());
+    CHECK(dc.analysis->graph == nullptr);
+    CHECK(dc.device == k->device);
+    CHECK(RawJson(k->timeline, k->categories, k->device) ==
+          RawJson(dc.timeline, dc.categories, dc.device));
     std::string ks, ds;
-    CoalescedSizes(kt, kc, device.value(), [&](const std::array<int64_t, 9>& row) {
+    CoalescedSizes(k->timeline, k->categories, k->device, [&](const std::array<int64_t, 9>& row) {
       for (int64_t v : row) ks += std::to_string(v) + ",";
     });
-    CoalescedSizes(dt, dc, device.value(), [&](const std::array<int64_t, 9>& row) {
+    CoalescedSizes(dc.timeline, dc.categories, dc.device, [&](const std::array<int64_t, 9>& row) {
       for (int64_t v : row) ds += std::to_string(v) + ",";
     });
     CHECK(ks == ds);
@@ -297,20 +278,22 @@ TEST_CASE("pipeline: dropping data after its last reader changes no timeline or 
     const fs::path dir =
         fs::temp_directory_path() / ("memtl_release_" + std::to_string(::getpid()));
     fs::create_directories(dir);
-    const ExportInput ki{k.trace, kt, kc, k.diagnostics, "t", ""};
-    const ExportInput di{d.trace, dt, dc, d.diagnostics, "t", ""};
-    REQUIRE(ExportMemoryTimeline(ki, (dir / "k.html").string(), device.value()).ok());
-    REQUIRE(ExportMemoryTimeline(di, (dir / "d.html").string(), device.value()).ok());
+    const ExportInput ki{k->analysis->trace, k->timeline, k->categories, k->analysis->diagnostics,
+                         "t", ""};
+    const ExportInput di{dc.analysis->trace, dc.timeline, dc.categories,
+                         dc.analysis->diagnostics, "t", ""};
+    REQUIRE(ExportMemoryTimeline(ki, (dir / "k.html").string(), k->device).ok());
+    REQUIRE(ExportMemoryTimeline(di, (dir / "d.html").string(), dc.device).ok());
     CHECK(ReadFile(dir / "k.html") == ReadFile(dir / "d.html"));
     fs::remove_all(dir);
   }
 }
 
 TEST_CASE("exports: the streamed files hold exactly the JSON texts") {
-  const Categorized c = CategorizeFixture("e2e_adam.trace.jsonl.gz");
-  const Analysis& a = *c.analysis;
-  const auto& timeline = c.timeline;
-  const auto& cats = c.cats;
+  const auto c = Pipeline(fs::path(MEMTL_SOURCE_DIR) / "fixtures" / "e2e_adam.trace.jsonl.gz");
+  const Analysis& a = *c->analysis;
+  const auto& timeline = c->timeline;
+  const auto& cats = c->categories;
   const ExportInput in{a.trace, timeline, cats, a.diagnostics, "t", ""};
   const fs::path dir = fs::temp_directory_path() / ("memtl_stream_" + std::to_string(::getpid()));
   fs::create_directories(dir);
