@@ -51,8 +51,7 @@ struct Args {
 void AddReadOptions(CLI::App* cmd, Args& args) {
   cmd->add_option("TRACE", args.trace, "the trace (memtl-trace JSON Lines, plain or gzip)")
       ->required();
-  cmd->add_flag("--partial", args.partial,
-                "read a truncated trace up to its last complete record");
+  cmd->add_flag("--partial", args.partial, "read a truncated trace up to its last complete record");
   cmd->add_flag("--strict", args.strict,
                 "treat trace inconsistencies (double frees, free sizes that differ from the "
                 "allocation, ops with no end) as errors");
@@ -179,7 +178,7 @@ int RunGraph(const Args& args) {
 
 // The whole pipeline through the timeline, keeping what `retain` says.
 memtl::Expected<std::unique_ptr<memtl::Categorized>> Categorize(const Args& args,
-                                                                 memtl::Retain retain) {
+                                                                memtl::Retain retain) {
   auto analysis = Load(args);
   if (!analysis.ok()) return analysis.status();
   memtl::PipelineOptions options;
@@ -231,14 +230,13 @@ std::string ResultLine(const Args& args, const memtl::Trace& trace,
                        const memtl::CategoryDict& cats, memtl::DeviceIndex device) {
   int64_t peak = -1, peak_at = 0, first = 0;
   bool any = false;
-  memtl::CoalescedRows(timeline, cats, device,
-                       [&](int64_t t, const std::array<int64_t, 9>& sizes) {
-                         if (!any) first = t;
-                         any = true;
-                         int64_t total = 0;
-                         for (int64_t b : sizes) total += b;
-                         if (total > peak) peak = total, peak_at = t;
-                       });
+  memtl::CoalescedRows(timeline, cats, device, [&](int64_t t, const std::array<int64_t, 9>& sizes) {
+    if (!any) first = t;
+    any = true;
+    int64_t total = 0;
+    for (int64_t b : sizes) total += b;
+    if (total > peak) peak = total, peak_at = t;
+  });
   std::string written;
   for (const std::string& o : args.outputs) written += (written.empty() ? "" : ", ") + o;
   const std::string name = device < trace.devices.size() ? trace.devices[device].name : "cpu";
@@ -251,7 +249,8 @@ std::string ResultLine(const Args& args, const memtl::Trace& trace,
 
 // True when `a` and `b` name one file (through links or other paths).
 bool SameFile(const std::string& a, const std::string& b) {
-  struct stat sa {}, sb {};
+  struct stat sa {
+  }, sb{};
   return stat(a.c_str(), &sa) == 0 && stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
          sa.st_ino == sb.st_ino;
 }
@@ -274,8 +273,7 @@ int RunExport(const Args& args) {
   if (a.read_info.stopped_early) in.note = PartialNote(a);
   in.threaded = args.threads > 1;
   for (const std::string& o : args.outputs) {
-    if (auto s = memtl::ExportMemoryTimeline(in, o, device); !s.ok())
-      return Fail(s.message());
+    if (auto s = memtl::ExportMemoryTimeline(in, o, device); !s.ok()) return Fail(s.message());
   }
   c.value()->analysis->timer.Mark("export");
   PrintTimings(args, a.timer);
@@ -296,14 +294,10 @@ int main(int argc, char** argv) {
   // that a stage frees stay in malloc's heaps, or in a helper thread's
   // arena, instead of going back to the kernel, and a later stage's arrays
   // come on top of them. A fixed threshold keeps every large array mapped,
-  // so freeing it lowers the resident memory. Measured (export -o .json):
-  // peak RSS 10^5 events 17.2 -> 14.5 MB, 10^6 92.2 -> 84.1 MiB, 10^7
-  // 826 -> 789 MiB, times within run-to-run noise (docs/performance.md).
-  // 64 KiB rather than 256: a 10^5-event trace's arrays are 64-256 KiB, and
-  // below the threshold they were freed into the heap's holes instead of
-  // going back (peak 5440-5712 -> 5380-5672 KiB on the resnet18 input,
-  // 5964-6188 -> 5748-5976 KiB on the transformer one, 8 alternating runs;
-  // 10^6 times alike).
+  // so freeing it lowers the resident memory (docs/performance.md has the
+  // figures). 64 KiB rather than 256: a 10^5-event trace's arrays are
+  // 64-256 KiB, and below the threshold they were freed into the heap's
+  // holes instead of going back.
   mallopt(M_MMAP_THRESHOLD, 64 << 10);
 #endif
   memtl::InstallCleanupOnSignals();  // Ctrl-C leaves no temporary output behind

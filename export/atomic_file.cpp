@@ -84,7 +84,8 @@ constexpr size_t kNameMax = 255;
 
 // ".BASE.tmp.XXXXXX", with BASE cut so that the name fits in kNameMax.
 std::string TempName(const std::string& dir, const std::string& base) {
-  const size_t room = kNameMax - std::string_view(".").size() - std::string_view(".tmp.XXXXXX").size();
+  const size_t room =
+      kNameMax - std::string_view(".").size() - std::string_view(".tmp.XXXXXX").size();
   return dir + "/." + base.substr(0, std::min(base.size(), room)) + ".tmp.XXXXXX";
 }
 

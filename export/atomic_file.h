@@ -34,11 +34,11 @@ class AtomicFile {
   AtomicFile() = default;
   Status WriteRaw(const void* data, size_t n);
   Status Open();
-  std::string path_;    // as the user gave it, for messages
-  std::string target_;  // the file replaced: path_, or the target of a link
-  std::string dir_;     // target_'s directory
-  std::string temp_;    // the named temporary file, when there is one
-  int slot_ = -1;       // temp_'s entry in the signal handler's list
+  std::string path_;      // as the user gave it, for messages
+  std::string target_;    // the file replaced: path_, or the target of a link
+  std::string dir_;       // target_'s directory
+  std::string temp_;      // the named temporary file, when there is one
+  int slot_ = -1;         // temp_'s entry in the signal handler's list
   bool unnamed_ = false;  // an O_TMPFILE file, linked in on Commit
   bool stream_ = false;   // written in place (no regular file)
   int fd_ = -1;

@@ -224,8 +224,8 @@ Status StreamJson(const std::string& path, bool gzip, bool threaded, Write&& wri
   JsonText out(
       [&](std::string_view chunk) { return writer ? writer->Push(chunk) : file->Write(chunk); });
   write(out);
-  const Status formatted = out.Finish();
-  const Status written = writer ? writer->Finish() : Status();
+  Status formatted = out.Finish();
+  Status written = writer ? writer->Finish() : Status();
   if (!formatted.ok()) return formatted;
   if (!written.ok()) return written;
   return file->Commit();

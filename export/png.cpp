@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -60,7 +61,7 @@ void PutChunk(std::string& out, const char* type, const char* data, size_t size)
 // Opaque ARGB32 or RGB24: R, G, B are the low three bytes of a native-endian
 // word.
 void RowRgb(const uint32_t* src, int width, uint8_t* out) {
-  for (int x = 0; x < width; ++x) {
+  for (ptrdiff_t x = 0; x < width; ++x) {
     const uint32_t v = src[x];
     out[3 * x] = static_cast<uint8_t>(v >> 16);
     out[3 * x + 1] = static_cast<uint8_t>(v >> 8);
@@ -75,7 +76,7 @@ void RowRgba(const uint32_t* src, int width, uint8_t* out) {
   for (int x = 0; x < width; ++x) {
     const uint32_t v = src[x];
     const uint32_t alpha = v >> 24;
-    uint8_t* o = out + 4 * x;
+    uint8_t* o = out + ptrdiff_t{4} * x;
     if (alpha == 0) {
       o[0] = o[1] = o[2] = o[3] = 0;
       continue;

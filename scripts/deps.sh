@@ -7,7 +7,7 @@ build_pkgs=(cmake g++ make zlib1g-dev libcli11-dev python3-venv)
 # (collect/CMakeLists.txt), which the Python tests compare with the Python walk.
 # libpng-dev (found with pkg-config): the unit tests decode the plot's PNG with
 # libpng, not with our own code.
-test_pkgs=(doctest-dev nlohmann-json3-dev pkg-config libpng-dev python3-pytest python3-torch python3-torchvision libtorch-dev pybind11-dev)
+test_pkgs=(clang-format clang-tidy doctest-dev nlohmann-json3-dev pkg-config libpng-dev python3-pytest python3-torch python3-torchvision libtorch-dev pybind11-dev)
 case "${1:-build}" in
   build) want=("${build_pkgs[@]}") ;;
   test) want=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;

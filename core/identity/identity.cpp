@@ -477,7 +477,8 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
   }
   // Step 7's input, read before the pointers go (a bit per observation).
   std::vector<bool> null_storage(trace.tensors.size(), false);
-  for (size_t ti = 0; ti < trace.tensors.size(); ++ti) null_storage[ti] = trace.tensor_ptrs[ti] == 0;
+  for (size_t ti = 0; ti < trace.tensors.size(); ++ti)
+    null_storage[ti] = trace.tensor_ptrs[ti] == 0;
   FreeArray(trace.tensor_ptrs);
   for (uint32_t aid : tensor_aid) stats.raw_tensors += aid != 0 ? 1 : 0;
   stats.raw_tensors += trace.allocs.size();

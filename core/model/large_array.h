@@ -8,11 +8,10 @@
 // written is address space, not resident memory. A stage frees an array
 // with FreeArray as soon as no later reader needs it.
 //
-// (Until 2026-11-23 such arrays were also advised as transparent huge
-// pages. Measured again, the advice made a 10^7-event export 10% slower on
-// the development machine: the kernel zeroes each 2 MiB page when it is
-// first touched, and that zeroing was 15% of the run's samples against 0.4%
-// with 4 KiB pages. docs/performance.md.)
+// (Such arrays were once also advised as transparent huge pages. Measured
+// again, the advice made the largest exports slower: the kernel zeroes each
+// 2 MiB page when it is first touched, and that zeroing dominated the run;
+// docs/performance.md.)
 #pragma once
 
 #include <vector>

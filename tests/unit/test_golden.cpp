@@ -1,7 +1,8 @@
 // Golden files: `memtl graph` and `memtl categories` output for every
 // recorded fixture, compared with tests/golden/<fixture>.graph and
 // .categories (torch 1.13's fixtures in fixtures/, torch 2.x's in
-// fixtures/torch2/ with their goldens in tests/golden/torch2/), and the HTML report's plot of the resnet18 step drawn as text
+// fixtures/torch2/ with their goldens in tests/golden/torch2/), and the HTML report's plot of the
+// resnet18 step drawn as text
 // (.plot). MEMTL_UPDATE_GOLDENS=1 rewrites them (review the diff; a golden
 // changes only with a reason in the commit).
 #include <doctest/doctest.h>
@@ -38,7 +39,8 @@ std::vector<fs::path> Fixtures() {
   for (const fs::path& dir : {root, root / "torch2"}) {
     for (const auto& e : fs::directory_iterator(dir)) {
       const std::string name = e.path().filename().string();
-      if (name.size() > 15 && name.find(".trace.jsonl") != std::string::npos) out.push_back(e.path());
+      if (name.size() > 15 && name.find(".trace.jsonl") != std::string::npos)
+        out.push_back(e.path());
     }
   }
   std::sort(out.begin(), out.end());
@@ -205,11 +207,13 @@ TEST_SUITE("golden") {
     // pixels are the same on every machine (the PNG's bytes may not be,
     // with another zlib): the golden holds a hash of the pixels and the
     // plot drawn in characters.
-    const auto c = Pipeline(fs::path(MEMTL_SOURCE_DIR) / "fixtures" / "resnet18_sgd_step.trace.jsonl.gz");
+    const auto c =
+        Pipeline(fs::path(MEMTL_SOURCE_DIR) / "fixtures" / "resnet18_sgd_step.trace.jsonl.gz");
     const Analysis& a = *c->analysis;
     const fs::path dir = fs::temp_directory_path() / ("memtl_plot_" + std::to_string(::getpid()));
     fs::create_directories(dir);
-    const ExportInput in{a.trace, c->timeline, c->categories, a.diagnostics, "resnet18_sgd_step", ""};
+    const ExportInput in{a.trace,       c->timeline,         c->categories,
+                         a.diagnostics, "resnet18_sgd_step", ""};
     REQUIRE(ExportMemoryTimeline(in, (dir / "r.html").string(), 0).ok());
     const std::string html = ReadFile(dir / "r.html");
     fs::remove_all(dir);
@@ -238,7 +242,8 @@ TEST_CASE("determinism: the threaded file reader and the in-memory reader give t
     auto c = Categorize(std::move(analysis));
     REQUIRE(c.ok());
     const Analysis& a = *c.value()->analysis;
-    return FormatDataFlow(a.trace, *a.graph) + RawJson(c.value()->timeline, c.value()->categories, 0);
+    return FormatDataFlow(a.trace, *a.graph) +
+           RawJson(c.value()->timeline, c.value()->categories, 0);
   };
   CHECK(render(std::move(threaded.value())) == render(std::move(single.value())));
 }
@@ -278,10 +283,10 @@ TEST_CASE("pipeline: dropping data after its last reader changes no timeline or 
     const fs::path dir =
         fs::temp_directory_path() / ("memtl_release_" + std::to_string(::getpid()));
     fs::create_directories(dir);
-    const ExportInput ki{k->analysis->trace, k->timeline, k->categories, k->analysis->diagnostics,
-                         "t", ""};
-    const ExportInput di{dc.analysis->trace, dc.timeline, dc.categories,
-                         dc.analysis->diagnostics, "t", ""};
+    const ExportInput ki{k->analysis->trace,       k->timeline, k->categories,
+                         k->analysis->diagnostics, "t",         ""};
+    const ExportInput di{dc.analysis->trace,       dc.timeline, dc.categories,
+                         dc.analysis->diagnostics, "t",         ""};
     REQUIRE(ExportMemoryTimeline(ki, (dir / "k.html").string(), k->device).ok());
     REQUIRE(ExportMemoryTimeline(di, (dir / "d.html").string(), dc.device).ok());
     CHECK(ReadFile(dir / "k.html") == ReadFile(dir / "d.html"));
