@@ -14,9 +14,7 @@ memtl="$venv/bin/memtl"
 "$memtl" --version
 trace=fixtures/resnet18_sgd_step.trace.jsonl.gz
 mkdir -p out
-"$memtl" export "$trace" -o out/resnet18_memory.html
-"$memtl" export "$trace" -o out/resnet18_memory.raw.json.gz
-"$memtl" export "$trace" -o out/resnet18_memory.json
+"$memtl" export "$trace" -o out/resnet18_memory.html -o out/resnet18_memory.raw.json.gz -o out/resnet18_memory.json
 "$memtl" graph "$trace" >out/resnet18.graph
 "$memtl" categories "$trace" >out/resnet18.categories
 echo "== the timeline, first lines (out/resnet18.categories):"
