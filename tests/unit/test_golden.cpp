@@ -202,6 +202,58 @@ TEST_SUITE("golden") {
     }
   }
 
+  TEST_CASE("golden: what each pass decides, on every torch 2.x fixture") {
+    // The passes run one at a time, as RunAllPasses runs them; after each,
+    // every (tensor, version) whose category it changed is listed under the
+    // pass's label (tests/golden/torch2/NAME.passes). A pass whose rule
+    // breaks changes its own section, whatever the later passes do.
+    int checked = 0;
+    for (const auto& f : Fixtures()) {
+      if (f.parent_path().filename() != "torch2") continue;
+      CAPTURE(f);
+      auto r = AnalyzeFile(f.string());
+      REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.status().message()));
+      const Analysis& a = *r.value();
+      const PassInput in{a.trace, *a.tree, *a.graph, *a.sizes};
+      const KeyTable& kt = a.trace.key_table;
+      const auto& vb = a.graph->value_begin();
+      CategoryDict cats;
+      cats.Reset(kt.id_slot, kt.num_ids, vb);
+      CategoryWriter out(cats);
+      auto snapshot = [&] {
+        std::vector<std::string> names;
+        for (uint32_t k = 0; k < kt.size(); ++k) {
+          for (int32_t v = 0; v < static_cast<int32_t>(vb[k + 1] - vb[k]); ++v)
+            names.emplace_back(CategoryName(cats.Get(k, v)));
+        }
+        return names;
+      };
+      std::string text;
+      auto run = [&](const char* label, auto pass) {
+        const auto before = snapshot();
+        pass(in, out);
+        const auto after = snapshot();
+        text += std::string("== ") + label + "\n";
+        size_t i = 0, changed = 0;
+        for (uint32_t k = 0; k < kt.size(); ++k) {
+          for (int32_t v = 0; v < static_cast<int32_t>(vb[k + 1] - vb[k]); ++v, ++i) {
+            if (before[i] == after[i]) continue;
+            ++changed;
+            text += "T" + std::to_string(kt.keys[k].id.value()) + "(v" + std::to_string(v) + ")  " +
+                    before[i] + " -> " + after[i] + "\n";
+          }
+        }
+        if (changed == 0) text += "(no change)\n";
+      };
+#define MEMTL_PASS(Name, label) run(label, Run##Name);
+#include "passes/passes.def"
+#undef MEMTL_PASS
+      CheckGolden(Stem(f) + ".passes", text);
+      ++checked;
+    }
+    CHECK(checked >= 20);
+  }
+
   TEST_CASE("golden: the HTML report's plot of the resnet18 step") {
     // The plot is drawn by memtl from a committed glyph table, so its
     // pixels are the same on every machine (the PNG's bytes may not be,
