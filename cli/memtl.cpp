@@ -17,6 +17,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "core/explain/peak.h"
 #include "core/pipeline/analysis.h"
 #include "core/timeline/timeline.h"
 #include "export/atomic_file.h"
@@ -25,7 +26,7 @@
 
 namespace {
 
-constexpr const char* kCommands = "export, categories, graph";
+constexpr const char* kCommands = "export, peak, categories, graph";
 
 // Messages go through stdio, not iostreams (CLI11 itself prints only help).
 void PrintErr(const std::string& text) { std::fwrite(text.data(), 1, text.size(), stderr); }
@@ -40,6 +41,8 @@ struct Args {
   std::string trace;
   std::vector<std::string> outputs;
   std::string device;
+  std::string format = "text";  // peak: text or json
+  size_t top = 20;              // peak: how many tensors
   bool partial = false;
   bool strict = false;
   bool timings = false;
@@ -96,6 +99,20 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
       "categories", "print the timeline: action, tensor(version), bytes, category");
   AddReadOptions(cat, args);
   cat->callback([&args] { args.command = "categories"; });
+
+  CLI::App* peak = app->add_subcommand(
+      "peak",
+      "explain the peak: the exported device's largest total, by category, and the largest "
+      "tensors alive then with the op that created each, its modules and phase");
+  AddReadOptions(peak, args);
+  peak->add_option("--device", args.device,
+                   "device (default: cuda:0 if the trace has CUDA memory, else cpu)");
+  peak->add_option("--top", args.top, "how many of the largest live tensors to list")
+      ->default_val(20);
+  peak->add_option("--format", args.format, "text (for people) or json (for programs)")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->default_val("text");
+  peak->callback([&args] { args.command = "peak"; });
 
   CLI::App* graph = app->add_subcommand(
       "graph",
@@ -185,6 +202,20 @@ memtl::Expected<std::unique_ptr<memtl::Categorized>> Categorize(const Args& args
   options.retain = retain;
   options.device = args.device;
   return memtl::Categorize(std::move(analysis.value()), options);
+}
+
+int RunPeak(const Args& args) {
+  auto c = Categorize(args, memtl::Retain::kAll);
+  if (!c.ok()) return Fail(c.status().message());
+  const memtl::PeakReport report = memtl::ExplainPeak(*c.value(), args.top);
+  const memtl::Trace& trace = c.value()->analysis->trace;
+  if (int rc = WriteStdout(args.format == "json" ? memtl::PeakJson(trace, report)
+                                                 : memtl::FormatPeak(trace, report));
+      rc != 0) {
+    return rc;
+  }
+  PrintNotes(c.value()->analysis->diagnostics);
+  return 0;
 }
 
 int RunCategories(const Args& args) {
@@ -306,7 +337,7 @@ int main(int argc, char** argv) {
     // (CLI11 would call it an unexpected argument).
     if (argc > 1 && argv[1][0] != '-') {
       const std::string first = argv[1];
-      if (first != "export" && first != "categories" && first != "graph") {
+      if (first != "export" && first != "categories" && first != "graph" && first != "peak") {
         return Fail("unknown command \"" + first + "\" (commands: " + kCommands +
                     "; see memtl --help)");
       }
@@ -333,6 +364,7 @@ int main(int argc, char** argv) {
     }
     if (args.command == "graph") return RunGraph(args);
     if (args.command == "categories") return RunCategories(args);
+    if (args.command == "peak") return RunPeak(args);
     return RunExport(args);
   } catch (const std::bad_alloc&) {
     return Fail("out of memory");

@@ -87,6 +87,15 @@ check export-bad-suffix 2 "unknown output format" -- "$bin" export "$fx" -o "$tm
 check export-unwritable 2 "cannot write" -- "$bin" export "$fx" -o "$tmp/no/such/dir/d.json"
 if ls -A "$tmp" | grep -q -E '^(d\.|\.d\.)'; then fail=$((fail + 1)); echo "FAIL partial output left behind"; else pass=$((pass + 1)); fi
 check categories 0 "" -- "$bin" categories "$fx"
+# peak: the summary, the categories and the largest tensors; JSON for programs.
+check peak 0 "" -- "$bin" peak "$fx" --top 3
+head -n 1 "$tmp/out" | grep -qE "^peak of cpu: .* at [0-9.]+ ms \([0-9]+ tensors alive" &&
+  [ "$(sed -n '/^largest tensors/,$p' "$tmp/out" | wc -l)" -eq 5 ] && pass=$((pass + 1)) ||
+  { fail=$((fail + 1)); echo "FAIL peak: $(head -n 1 "$tmp/out")"; }
+check peak-json 0 "" -- "$bin" peak "$fx" --format=json --top 2
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['any'] and len(d['largest'])==2 and sum(d['by_category'].values())==d['bytes']" "$tmp/out" &&
+  pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL peak-json"; }
+check peak-bad-format 2 "--format" -- "$bin" peak "$fx" --format xml
 # The trace is never an output, whatever the path names it by.
 cp "$fx" "$tmp/in.trace.json"
 ln -s in.trace.json "$tmp/link.json"

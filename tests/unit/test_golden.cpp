@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/explain/peak.h"
 #include "core/pipeline/analysis.h"
 #include "core/timeline/timeline.h"
 #include "export/export.h"
@@ -252,6 +253,32 @@ TEST_SUITE("golden") {
       ++checked;
     }
     CHECK(checked >= 20);
+  }
+
+  TEST_CASE("golden: memtl peak on every torch 2.x fixture; the peak adds up, on every fixture") {
+    for (const auto& f : Fixtures()) {
+      CAPTURE(f);
+      const auto c = Pipeline(f);
+      const Trace& trace = c->analysis->trace;
+      // Every live tensor listed: they and the untracked allocations are the
+      // peak's bytes, and so are the categories; the peak is the plot's top.
+      const PeakReport all = ExplainPeak(*c, SIZE_MAX);
+      int64_t live = all.untracked_bytes, by_category = 0, top = 0;
+      for (const LiveTensor& t : all.largest) live += t.bytes;
+      for (const int64_t b : all.by_category) by_category += b;
+      CoalescedRows(c->timeline, c->categories, c->device,
+                    [&](int64_t, const std::array<int64_t, 9>& sizes) {
+                      int64_t total = 0;
+                      for (const int64_t b : sizes) total += b;
+                      top = std::max(top, total);
+                    });
+      CHECK(all.largest.size() == all.live_tensors);
+      CHECK(live == all.bytes);
+      CHECK(by_category == all.bytes);
+      CHECK(top == all.bytes);
+      if (f.parent_path().filename() == "torch2")
+        CheckGolden(Stem(f) + ".peak", FormatPeak(trace, ExplainPeak(*c, 10)));
+    }
   }
 
   TEST_CASE("golden: the HTML report's plot of the resnet18 step") {

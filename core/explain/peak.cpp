@@ -1,0 +1,245 @@
+// The peak explainer (peak.h): one walk of the timeline finds the peak row
+// exactly as the exports coalesce rows (CoalescedRows), a second replays the
+// events up to the end of that row and keeps, per tensor, the version and
+// bytes alive; the graph then names each live version's creating node.
+#include "core/explain/peak.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <string_view>
+
+namespace memtl {
+
+namespace {
+
+int64_t MicrosOf(const TimelineEvent& e) { return e.time == -1 ? -1 : PyTrueDivTrunc1000(e.time); }
+
+// "nn.Module: Linear_1" -> "Linear_1"; empty for any other event.
+std::string_view ModuleName(const Trace& trace, uint32_t event) {
+  const Event& e = trace.events[event];
+  if (e.kind != EventKind::kPy) return {};
+  constexpr std::string_view kPrefix = "nn.Module: ";
+  const std::string& name = trace.Name(e);
+  if (name.compare(0, kPrefix.size(), kPrefix) != 0) return {};
+  return std::string_view(name).substr(kPrefix.size());
+}
+
+// The modules around `event`, outermost first, and whether an optimizer
+// runs it: an enclosing python call into torch/optim/ (the optimizer's
+// step, its state's set-up, zero_grad). PyTorch's own markers do not nest
+// over the step's ops: the "Optimizer.step#Adam.step" record_function is
+// their sibling in the event tree, and the python tracer's optimizer call
+// is an empty marker.
+std::pair<std::string, bool> Context(const Trace& trace, uint32_t event) {
+  constexpr std::string_view kOptim = "torch/optim/";
+  std::vector<std::string_view> modules;
+  bool optimizer = false;
+  for (uint32_t p = event; p != kNone32; p = trace.events[p].parent) {
+    const Event& e = trace.events[p];
+    if (e.kind != EventKind::kPy) continue;
+    const std::string& name = trace.Name(e);
+    if (name.find(kOptim) != std::string::npos) optimizer = true;
+    if (const auto m = ModuleName(trace, p); !m.empty()) modules.push_back(m);
+  }
+  std::string path;
+  for (auto it = modules.rbegin(); it != modules.rend(); ++it)
+    path += (path.empty() ? "" : " > ") + std::string(*it);
+  return {path, optimizer};
+}
+
+// The export's category names, with "unknown" as the other outputs write it.
+std::string ExportName(int index) {
+  return index == kUnknownIndex ? "unknown" : std::string(kExportIndexNames[index]);
+}
+
+std::string Human(int64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while ((v >= 1024 || v <= -1024) && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
+  return buf;
+}
+
+std::string JsonString(std::string_view s) {
+  std::string out = "\"";
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+PeakReport ExplainPeak(const Categorized& c, size_t top) {
+  const Analysis& a = *c.analysis;
+  const Trace& trace = a.trace;
+  PeakReport r;
+  r.device = c.device < trace.devices.size() ? trace.devices[c.device].name : "cpu";
+
+  // The peak row, as the exports coalesce them: its ordinal and time.
+  size_t row = 0, peak_row = 0;
+  int64_t first_time = 0;
+  CoalescedRows(c.timeline, c.categories, c.device,
+                [&](int64_t t, const std::array<int64_t, 9>& sizes) {
+                  int64_t total = 0;
+                  for (const int64_t b : sizes) total += b;
+                  if (!r.any || total > r.bytes) {
+                    r.bytes = total;
+                    r.time_us = t;
+                    peak_row = row;
+                    for (int i = 0; i < 8; ++i) r.by_category[i] = sizes[i + 1];
+                  }
+                  if (!r.any) first_time = t;
+                  r.any = true;
+                  ++row;
+                });
+  if (!r.any) return r;
+  r.since_start_us = r.time_us - first_time;
+
+  // Replay through the end of the peak row: per key, the version alive.
+  constexpr int32_t kDead = -1;
+  std::vector<int32_t> alive(trace.key_table.size(), kDead);
+  std::vector<int64_t> bytes(trace.key_table.size(), 0);
+  row = 0;
+  bool started = false;
+  int64_t last = 0;
+  for (const TimelineEvent& e : c.timeline) {
+    if (e.device != c.device) continue;
+    const int64_t t = MicrosOf(e);
+    if (started && t != last && ++row > peak_row) break;
+    started = true;
+    last = t;
+    const int64_t sign = e.action == Action::kDestroy ? -1 : 1;
+    if (!e.has_key()) {
+      if (e.action != Action::kIncrementVersion) r.untracked_bytes += sign * e.bytes;
+      continue;
+    }
+    switch (e.action) {
+      case Action::kPreexisting:
+      case Action::kCreate:
+        alive[e.key] = e.version;
+        bytes[e.key] = e.bytes;
+        break;
+      case Action::kIncrementVersion:
+        alive[e.key] = e.version + 1;
+        break;
+      case Action::kDestroy:
+        alive[e.key] = kDead;
+        break;
+    }
+  }
+
+  // Each (key, version) the graph outputs: the node's event that made it.
+  const DataFlowGraph& g = *a.graph;
+  std::vector<uint32_t> creator_of_value(g.num_values(), kNone32);
+  for (const FlowNode& n : g.nodes()) {
+    for (const FlowEdge* e = g.begin(n); e != g.end(n); ++e) {
+      if (e->is_output()) creator_of_value[g.value(e->key, e->output_version())] = n.event;
+    }
+  }
+
+  std::vector<uint32_t> live;
+  for (uint32_t k = 0; k < alive.size(); ++k) {
+    if (alive[k] != kDead) live.push_back(k);
+  }
+  r.live_tensors = live.size();
+  std::stable_sort(live.begin(), live.end(),
+                   [&](uint32_t x, uint32_t y) { return bytes[x] > bytes[y]; });
+  live.resize(std::min(live.size(), top));
+  for (const uint32_t k : live) {
+    LiveTensor t;
+    t.key = k;
+    t.version = alive[k];
+    t.bytes = bytes[k];
+    t.category = c.categories.Get(k, t.version);
+    if (g.last_version(k) >= 0) t.creator = creator_of_value[g.value(k, 0)];
+    if (t.creator == kNone32) {
+      t.creator_name = "before the profile";
+      t.phase = "other";
+    } else {
+      t.creator_name = trace.Name(trace.events[t.creator]);
+      const auto [module, optimizer] = Context(trace, t.creator);
+      t.module = module;
+      t.phase = a.tree->in_backward(t.creator) ? "backward"
+                : optimizer                    ? "optimizer"
+                : !module.empty()              ? "forward"
+                                               : "other";
+    }
+    r.largest.push_back(std::move(t));
+  }
+  return r;
+}
+
+std::string FormatPeak(const Trace& trace, const PeakReport& r) {
+  if (!r.any) return "no memory events on " + r.device + "\n";
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "peak of %s: %s at %.3f ms (%zu tensors alive", r.device.c_str(),
+                Human(r.bytes).c_str(), static_cast<double>(r.since_start_us) / 1000.0,
+                r.live_tensors);
+  std::string out = buf;
+  out += r.untracked_bytes != 0 ? ", " + Human(r.untracked_bytes) + " in untracked allocations)\n"
+                                : ")\n";
+  out += "\nby category:\n";
+  for (int i = 0; i < 8; ++i) {
+    if (r.by_category[i] == 0) continue;
+    std::snprintf(buf, sizeof buf, "  %-16s %12s  %5.1f%%\n", ExportName(i).c_str(),
+                  Human(r.by_category[i]).c_str(),
+                  r.bytes > 0
+                      ? 100.0 * static_cast<double>(r.by_category[i]) / static_cast<double>(r.bytes)
+                      : 0.0);
+    out += buf;
+  }
+  out += "\nlargest tensors alive at the peak:\n";
+  std::snprintf(buf, sizeof buf, "  %12s  %-16s %-12s %-10s %-32s %s\n", "bytes", "category",
+                "tensor", "phase", "created by", "module");
+  out += buf;
+  for (const LiveTensor& t : r.largest) {
+    const std::string tensor = "T" + std::to_string(trace.key_table.keys[t.key].id.value()) + "(v" +
+                               std::to_string(t.version) + ")";
+    std::snprintf(buf, sizeof buf, "  %12s  %-16s %-12s %-10s %-32s %s\n", Human(t.bytes).c_str(),
+                  std::string(CategoryName(t.category)).c_str(), tensor.c_str(), t.phase.c_str(),
+                  t.creator_name.c_str(), t.module.c_str());
+    out += buf;
+  }
+  return out;
+}
+
+std::string PeakJson(const Trace& trace, const PeakReport& r) {
+  std::string out =
+      "{\"device\":" + JsonString(r.device) + ",\"any\":" + (r.any ? "true" : "false");
+  out += ",\"bytes\":" + std::to_string(r.bytes) + ",\"time_us\":" + std::to_string(r.time_us) +
+         ",\"since_start_us\":" + std::to_string(r.since_start_us) +
+         ",\"live_tensors\":" + std::to_string(r.live_tensors) +
+         ",\"untracked_bytes\":" + std::to_string(r.untracked_bytes) + ",\"by_category\":{";
+  for (int i = 0; i < 8; ++i) {
+    out += (i ? "," : "") + JsonString(ExportName(i)) + ":" + std::to_string(r.by_category[i]);
+  }
+  out += "},\"largest\":[";
+  for (size_t i = 0; i < r.largest.size(); ++i) {
+    const LiveTensor& t = r.largest[i];
+    out += std::string(i ? "," : "") +
+           "{\"tensor\":" + std::to_string(trace.key_table.keys[t.key].id.value()) +
+           ",\"version\":" + std::to_string(t.version) + ",\"bytes\":" + std::to_string(t.bytes) +
+           ",\"category\":" + JsonString(CategoryName(t.category)) +
+           ",\"created_by\":" + JsonString(t.creator_name) + ",\"module\":" + JsonString(t.module) +
+           ",\"phase\":" + JsonString(t.phase) + "}";
+  }
+  return out + "]}\n";
+}
+
+}  // namespace memtl

@@ -1,0 +1,61 @@
+// Who holds the memory at the peak: the exported device's largest total in
+// the timeline (the top of the plot's stack), what it is made of by
+// category, and the largest tensors alive then, each with the op that
+// created it, the modules around that op and the phase (forward, backward,
+// optimizer step, other). It reads a whole analysis (Retain::kAll): the
+// graph gives each tensor version's creating node, the trace's parent links
+// the modules (python tracer `nn.Module: Class_n` calls) and the optimizer
+// step around it, the op tree whether it ran in backward.
+//
+// Known limits: module paths are the python tracer's names (class and call
+// index, `Sequential_0 > Linear_1`), not attribute paths (PyTorch's profile
+// does not record them); a tensor created before the profile started has no
+// creator ("before the profile").
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/pipeline/analysis.h"
+
+namespace memtl {
+
+struct LiveTensor {
+  uint32_t key = 0;     // slot in trace.key_table
+  int32_t version = 0;  // the version alive at the peak
+  int64_t bytes = 0;
+  std::optional<Category> category;
+  uint32_t creator = kNone32;  // event of the node that allocated it; kNone32: before the profile
+  std::string creator_name;    // that event's name, or "before the profile"
+  std::string module;          // "Sequential_0 > Linear_1"; empty when none
+  std::string phase;           // "forward", "backward", "optimizer", "other"
+};
+
+struct PeakReport {
+  bool any = false;            // the device has memory events
+  std::string device;          // its name
+  int64_t bytes = 0;           // the largest total, all categories together
+  int64_t time_us = 0;         // the row where it is first reached (PyTorch's times)
+  int64_t since_start_us = 0;  // from the first row
+  // Bytes by category at the peak, in the export's order (PARAMETER,
+  // OPTIMIZER_STATE, INPUT, TEMPORARY, ACTIVATION, GRADIENT,
+  // AUTOGRAD_DETAIL, unknown).
+  std::array<int64_t, 8> by_category{};
+  size_t live_tensors = 0;          // tensors alive at the peak
+  int64_t untracked_bytes = 0;      // allocations with no tensor identity, alive then
+  std::vector<LiveTensor> largest;  // the `top` largest live tensors, largest first
+};
+
+// The peak of `c.device` and the `top` largest tensors alive at it. `c`
+// must have been built with Retain::kAll.
+PeakReport ExplainPeak(const Categorized& c, size_t top);
+
+// For people: a summary, the categories and a table of the largest tensors.
+std::string FormatPeak(const Trace& trace, const PeakReport& report);
+// For programs: one JSON object (docs/categories.md describes its fields).
+std::string PeakJson(const Trace& trace, const PeakReport& report);
+
+}  // namespace memtl
