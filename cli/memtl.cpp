@@ -26,6 +26,9 @@
 
 namespace {
 
+// The largest tensors alive at the peak that the HTML report lists.
+constexpr size_t kReportPeakTensors = 20;
+
 constexpr const char* kCommands = "export, peak, categories, graph";
 
 // Messages go through stdio, not iostreams (CLI11 itself prints only help).
@@ -193,24 +196,28 @@ int RunGraph(const Args& args) {
   return 0;
 }
 
-// The whole pipeline through the timeline, keeping what `retain` says.
+// The whole pipeline through the timeline, keeping what `retain` says;
+// `peak_top` > 0 adds the peak report with that many tensors.
 memtl::Expected<std::unique_ptr<memtl::Categorized>> Categorize(const Args& args,
-                                                                memtl::Retain retain) {
+                                                                memtl::Retain retain,
+                                                                size_t peak_top = 0) {
   auto analysis = Load(args);
   if (!analysis.ok()) return analysis.status();
   memtl::PipelineOptions options;
   options.retain = retain;
   options.device = args.device;
+  options.explain_peak = peak_top;
   return memtl::Categorize(std::move(analysis.value()), options);
 }
 
 int RunPeak(const Args& args) {
-  auto c = Categorize(args, memtl::Retain::kAll);
+  // The report is made before the analysis's stages go (Retain::kExport).
+  auto c = Categorize(args, memtl::Retain::kExport, std::max<size_t>(args.top, 1));
   if (!c.ok()) return Fail(c.status().message());
-  const memtl::PeakReport report = memtl::ExplainPeak(*c.value(), args.top);
-  const memtl::Trace& trace = c.value()->analysis->trace;
-  if (int rc = WriteStdout(args.format == "json" ? memtl::PeakJson(trace, report)
-                                                 : memtl::FormatPeak(trace, report));
+  memtl::PeakReport report = *c.value()->peak;
+  if (args.top == 0) report.largest.clear();
+  if (int rc =
+          WriteStdout(args.format == "json" ? memtl::PeakJson(report) : memtl::FormatPeak(report));
       rc != 0) {
     return rc;
   }
@@ -295,12 +302,16 @@ int RunExport(const Args& args) {
     if (SameFile(o, args.trace))
       return Fail(o + ": is the trace being read; choose another output path");
   }
-  auto c = Categorize(args, memtl::Retain::kExport);
+  // The HTML report shows who holds the memory at the peak.
+  bool html = false;
+  for (const std::string& o : args.outputs) html |= o.size() >= 5 && o.ends_with(".html");
+  auto c = Categorize(args, memtl::Retain::kExport, html ? kReportPeakTensors : 0);
   if (!c.ok()) return Fail(c.status().message());
   const memtl::Analysis& a = *c.value()->analysis;
   const memtl::DeviceIndex device = c.value()->device;
   memtl::ExportInput in{a.trace, c.value()->timeline, c.value()->categories, a.diagnostics, a.name,
                         ""};
+  if (c.value()->peak) in.peak = &*c.value()->peak;
   if (a.read_info.stopped_early) in.note = PartialNote(a);
   in.threaded = args.threads > 1;
   for (const std::string& o : args.outputs) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/categories/category.h"
+#include "core/explain/peak.h"
 #include "core/model/diagnostics.h"
 #include "core/model/status.h"
 #include "core/model/trace.h"
@@ -32,6 +33,9 @@ struct ExportInput {
   const Diagnostics& diagnostics;
   std::string source_name;  // shown in the HTML report
   std::string note;         // shown in the HTML report when not empty (e.g. a truncated trace)
+  // Who holds the memory at the peak (the HTML report's section), when
+  // the caller made it (PipelineOptions::explain_peak); owned by the caller.
+  const PeakReport* peak = nullptr;
   // Write (and gzip) streamed output on a second thread. Chunks are written
   // in order, so the bytes are the same either way.
   bool threaded = true;

@@ -52,19 +52,6 @@ std::string ExportName(int index) {
   return index == kUnknownIndex ? "unknown" : std::string(kExportIndexNames[index]);
 }
 
-std::string Human(int64_t bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while ((v >= 1024 || v <= -1024) && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
-  return buf;
-}
-
 std::string JsonString(std::string_view s) {
   std::string out = "\"";
   for (const char ch : s) {
@@ -85,9 +72,21 @@ std::string JsonString(std::string_view s) {
 
 }  // namespace
 
-PeakReport ExplainPeak(const Categorized& c, size_t top) {
-  const Analysis& a = *c.analysis;
-  const Trace& trace = a.trace;
+std::string HumanBytes(int64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while ((v >= 1024 || v <= -1024) && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
+  return buf;
+}
+
+PeakReport ExplainPeak(const PeakInput& c, size_t top) {
+  const Trace& trace = c.trace;
   PeakReport r;
   r.device = c.device < trace.devices.size() ? trace.devices[c.device].name : "cpu";
 
@@ -145,7 +144,7 @@ PeakReport ExplainPeak(const Categorized& c, size_t top) {
   }
 
   // Each (key, version) the graph outputs: the node's event that made it.
-  const DataFlowGraph& g = *a.graph;
+  const DataFlowGraph& g = c.graph;
   std::vector<uint32_t> creator_of_value(g.num_values(), kNone32);
   for (const FlowNode& n : g.nodes()) {
     for (const FlowEdge* e = g.begin(n); e != g.end(n); ++e) {
@@ -163,7 +162,7 @@ PeakReport ExplainPeak(const Categorized& c, size_t top) {
   live.resize(std::min(live.size(), top));
   for (const uint32_t k : live) {
     LiveTensor t;
-    t.key = k;
+    t.tensor = trace.key_table.keys[k].id.value();
     t.version = alive[k];
     t.bytes = bytes[k];
     t.category = c.categories.Get(k, t.version);
@@ -175,30 +174,31 @@ PeakReport ExplainPeak(const Categorized& c, size_t top) {
       t.creator_name = trace.Name(trace.events[t.creator]);
       const auto [module, optimizer] = Context(trace, t.creator);
       t.module = module;
-      t.phase = a.tree->in_backward(t.creator) ? "backward"
-                : optimizer                    ? "optimizer"
-                : !module.empty()              ? "forward"
-                                               : "other";
+      t.phase = c.tree.in_backward(t.creator) ? "backward"
+                : optimizer                   ? "optimizer"
+                : !module.empty()             ? "forward"
+                                              : "other";
     }
     r.largest.push_back(std::move(t));
   }
   return r;
 }
 
-std::string FormatPeak(const Trace& trace, const PeakReport& r) {
+std::string FormatPeak(const PeakReport& r) {
   if (!r.any) return "no memory events on " + r.device + "\n";
   char buf[512];
   std::snprintf(buf, sizeof buf, "peak of %s: %s at %.3f ms (%zu tensors alive", r.device.c_str(),
-                Human(r.bytes).c_str(), static_cast<double>(r.since_start_us) / 1000.0,
+                HumanBytes(r.bytes).c_str(), static_cast<double>(r.since_start_us) / 1000.0,
                 r.live_tensors);
   std::string out = buf;
-  out += r.untracked_bytes != 0 ? ", " + Human(r.untracked_bytes) + " in untracked allocations)\n"
-                                : ")\n";
+  out += r.untracked_bytes != 0
+             ? ", " + HumanBytes(r.untracked_bytes) + " in untracked allocations)\n"
+             : ")\n";
   out += "\nby category:\n";
   for (int i = 0; i < 8; ++i) {
     if (r.by_category[i] == 0) continue;
     std::snprintf(buf, sizeof buf, "  %-16s %12s  %5.1f%%\n", ExportName(i).c_str(),
-                  Human(r.by_category[i]).c_str(),
+                  HumanBytes(r.by_category[i]).c_str(),
                   r.bytes > 0
                       ? 100.0 * static_cast<double>(r.by_category[i]) / static_cast<double>(r.bytes)
                       : 0.0);
@@ -209,17 +209,17 @@ std::string FormatPeak(const Trace& trace, const PeakReport& r) {
                 "tensor", "phase", "created by", "module");
   out += buf;
   for (const LiveTensor& t : r.largest) {
-    const std::string tensor = "T" + std::to_string(trace.key_table.keys[t.key].id.value()) + "(v" +
-                               std::to_string(t.version) + ")";
-    std::snprintf(buf, sizeof buf, "  %12s  %-16s %-12s %-10s %-32s %s\n", Human(t.bytes).c_str(),
-                  std::string(CategoryName(t.category)).c_str(), tensor.c_str(), t.phase.c_str(),
-                  t.creator_name.c_str(), t.module.c_str());
+    const std::string tensor =
+        "T" + std::to_string(t.tensor) + "(v" + std::to_string(t.version) + ")";
+    std::snprintf(buf, sizeof buf, "  %12s  %-16s %-12s %-10s %-32s %s\n",
+                  HumanBytes(t.bytes).c_str(), std::string(CategoryName(t.category)).c_str(),
+                  tensor.c_str(), t.phase.c_str(), t.creator_name.c_str(), t.module.c_str());
     out += buf;
   }
   return out;
 }
 
-std::string PeakJson(const Trace& trace, const PeakReport& r) {
+std::string PeakJson(const PeakReport& r) {
   std::string out =
       "{\"device\":" + JsonString(r.device) + ",\"any\":" + (r.any ? "true" : "false");
   out += ",\"bytes\":" + std::to_string(r.bytes) + ",\"time_us\":" + std::to_string(r.time_us) +
@@ -232,8 +232,7 @@ std::string PeakJson(const Trace& trace, const PeakReport& r) {
   out += "},\"largest\":[";
   for (size_t i = 0; i < r.largest.size(); ++i) {
     const LiveTensor& t = r.largest[i];
-    out += std::string(i ? "," : "") +
-           "{\"tensor\":" + std::to_string(trace.key_table.keys[t.key].id.value()) +
+    out += std::string(i ? "," : "") + "{\"tensor\":" + std::to_string(t.tensor) +
            ",\"version\":" + std::to_string(t.version) + ",\"bytes\":" + std::to_string(t.bytes) +
            ",\"category\":" + JsonString(CategoryName(t.category)) +
            ",\"created_by\":" + JsonString(t.creator_name) + ",\"module\":" + JsonString(t.module) +

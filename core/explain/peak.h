@@ -2,10 +2,11 @@
 // the timeline (the top of the plot's stack), what it is made of by
 // category, and the largest tensors alive then, each with the op that
 // created it, the modules around that op and the phase (forward, backward,
-// optimizer step, other). It reads a whole analysis (Retain::kAll): the
-// graph gives each tensor version's creating node, the trace's parent links
-// the modules (python tracer `nn.Module: Class_n` calls) and the optimizer
-// step around it, the op tree whether it ran in backward.
+// optimizer step, other). It reads the stages up to the timeline: the graph
+// gives each tensor version's creating node, the trace's parent links the
+// modules (python tracer `nn.Module: Class_n` calls) and the optimizer step
+// around it, the op tree whether it ran in backward. The report refers to
+// none of them, so an export can show it after they are gone.
 //
 // Known limits: module paths are the python tracer's names (class and call
 // index, `Sequential_0 > Linear_1`), not attribute paths (PyTorch's profile
@@ -19,12 +20,15 @@
 #include <string>
 #include <vector>
 
-#include "core/pipeline/analysis.h"
+#include "core/categories/category.h"
+#include "core/graph/data_flow.h"
+#include "core/graph/op_tree.h"
+#include "core/timeline/timeline.h"
 
 namespace memtl {
 
 struct LiveTensor {
-  uint32_t key = 0;     // slot in trace.key_table
+  int64_t tensor = 0;   // tensor id (T<id> in the other outputs)
   int32_t version = 0;  // the version alive at the peak
   int64_t bytes = 0;
   std::optional<Category> category;
@@ -49,13 +53,23 @@ struct PeakReport {
   std::vector<LiveTensor> largest;  // the `top` largest live tensors, largest first
 };
 
-// The peak of `c.device` and the `top` largest tensors alive at it. `c`
-// must have been built with Retain::kAll.
-PeakReport ExplainPeak(const Categorized& c, size_t top);
+struct PeakInput {
+  const Trace& trace;
+  const OpTree& tree;
+  const DataFlowGraph& graph;
+  const CategoryDict& categories;
+  const std::vector<TimelineEvent>& timeline;
+  DeviceIndex device;
+};
+
+// The peak of `in.device` and the `top` largest tensors alive at it.
+PeakReport ExplainPeak(const PeakInput& in, size_t top);
 
 // For people: a summary, the categories and a table of the largest tensors.
-std::string FormatPeak(const Trace& trace, const PeakReport& report);
+std::string FormatPeak(const PeakReport& report);
 // For programs: one JSON object (docs/categories.md describes its fields).
-std::string PeakJson(const Trace& trace, const PeakReport& report);
+std::string PeakJson(const PeakReport& report);
+// Bytes in the largest binary unit that keeps the number at least 1 ("12.3 MiB").
+std::string HumanBytes(int64_t bytes);
 
 }  // namespace memtl

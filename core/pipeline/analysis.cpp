@@ -230,13 +230,29 @@ Expected<std::unique_ptr<Categorized>> Categorize(std::unique_ptr<Analysis> anal
   c->device = device.value();
   if (options.retain != Retain::kAll) ReleaseAfterGraph(a);  // the passes read none of it
   RunAllPasses(PassInput{a.trace, *a.tree, *a.graph, *a.sizes}, c->categories);
-  if (options.retain != Retain::kAll) ReleaseAfterPasses(a);  // the timeline reads none of it
+  // The timeline reads none of it; the peak report reads the python calls'
+  // names and the backward flags, so with one it goes after the report.
+  const bool release_after_passes = options.retain != Retain::kAll;
+  if (release_after_passes && options.explain_peak == 0) ReleaseAfterPasses(a);
   a.timer.Mark("passes");
   c->timeline = BuildTimeline(*a.tree, *a.graph, *a.sizes, c->categories, a.diagnostics);
   a.timer.Mark("timeline");
+  if (options.explain_peak > 0) {
+    c->peak =
+        ExplainPeak(PeakInput{a.trace, *a.tree, *a.graph, c->categories, c->timeline, c->device},
+                    options.explain_peak);
+    a.timer.Mark("peak");
+    if (release_after_passes) ReleaseAfterPasses(a);
+  }
   if (options.retain == Retain::kExport) ReleaseAfterTimeline(a, c->categories);
   c->analysis = std::move(analysis);
   return c;
+}
+
+PeakReport ExplainPeak(const Categorized& c, size_t top) {
+  const Analysis& a = *c.analysis;
+  return ExplainPeak(PeakInput{a.trace, *a.tree, *a.graph, c.categories, c.timeline, c.device},
+                     top);
 }
 
 Expected<std::unique_ptr<Categorized>> RunPipeline(const std::string& path,

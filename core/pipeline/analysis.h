@@ -13,6 +13,7 @@
 
 #include "core/categories/category.h"
 #include "core/checks/allocation_checks.h"
+#include "core/explain/peak.h"
 #include "core/graph/data_flow.h"
 #include "core/graph/op_tree.h"
 #include "core/graph/size_map.h"
@@ -111,12 +112,16 @@ struct Categorized {
   CategoryDict categories;
   std::vector<TimelineEvent> timeline;
   DeviceIndex device = 0;  // the export device (ResolveDevice)
+  // Who holds the memory at the peak, when PipelineOptions::explain_peak
+  // asked for it (made before the stages it reads may go).
+  std::optional<PeakReport> peak;
 };
 
 struct PipelineOptions {
   ReadOptions read;
   Retain retain = Retain::kAll;
-  std::string device;  // requested export device; empty: the default
+  std::string device;       // requested export device; empty: the default
+  size_t explain_peak = 0;  // the peak's largest tensors to list (0: no peak report)
 };
 
 // The passes (passes/passes.def order), then the timeline, on an analysis
@@ -125,6 +130,10 @@ struct PipelineOptions {
 // PyTorch's _memory_profile; so is a requested device the trace lacks.
 Expected<std::unique_ptr<Categorized>> Categorize(std::unique_ptr<Analysis> analysis,
                                                   const PipelineOptions& options = {});
+// The peak report of a categorized analysis that kept everything
+// (Retain::kAll).
+PeakReport ExplainPeak(const Categorized& c, size_t top);
+
 // The whole pipeline on a file: AnalyzeFile, then Categorize.
 Expected<std::unique_ptr<Categorized>> RunPipeline(const std::string& path,
                                                    const PipelineOptions& options = {});
