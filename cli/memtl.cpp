@@ -44,8 +44,8 @@ struct Args {
   std::string trace;
   std::vector<std::string> outputs;
   std::string device;
-  std::string format = "text";  // peak: text or json
-  size_t top = 20;              // peak: how many tensors
+  std::string format;  // peak: text or json; export: the format of -o -
+  size_t top = 20;     // peak: how many tensors
   bool partial = false;
   bool strict = false;
   bool timings = false;
@@ -55,7 +55,8 @@ struct Args {
 
 // The options every command takes.
 void AddReadOptions(CLI::App* cmd, Args& args) {
-  cmd->add_option("TRACE", args.trace, "the trace (memtl-trace JSON Lines, plain or gzip)")
+  cmd->add_option("TRACE", args.trace,
+                  "the trace (memtl-trace JSON Lines, plain or gzip); - reads standard input")
       ->required();
   cmd->add_flag("--partial", args.partial, "read a truncated trace up to its last complete record");
   cmd->add_flag("--strict", args.strict,
@@ -89,12 +90,17 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
       "([times_us, sizes by category])");
   AddReadOptions(exp, args);
   exp->add_option("-o,--output", args.outputs,
-                  "output file; repeat to write several formats from one analysis")
+                  "output file, its format chosen by its suffix; - writes standard output in "
+                  "the --format given; repeat to write several from one analysis")
       ->required()
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   exp->add_option("--device", args.device,
                   "device to export (default: cuda:0 if the trace has CUDA memory, else cpu)");
+  exp->add_option("--format", args.format,
+                  "the format of -o -: json ([times_us, sizes]), json.gz, raw (raw events, "
+                  "gzip) or html")
+      ->check(CLI::IsMember({"json", "json.gz", "raw", "html"}));
   exp->add_flag("-q,--quiet", args.quiet, "no result line on stderr");
   exp->callback([&args] { args.command = "export"; });
 
@@ -112,9 +118,8 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
                    "device (default: cuda:0 if the trace has CUDA memory, else cpu)");
   peak->add_option("--top", args.top, "how many of the largest live tensors to list")
       ->default_val(20);
-  peak->add_option("--format", args.format, "text (for people) or json (for programs)")
-      ->check(CLI::IsMember({"text", "json"}))
-      ->default_val("text");
+  peak->add_option("--format", args.format, "text (for people, the default) or json (for programs)")
+      ->check(CLI::IsMember({"text", "json"}));
   peak->callback([&args] { args.command = "peak"; });
 
   CLI::App* graph = app->add_subcommand(
@@ -133,7 +138,8 @@ std::string PartialNote(const memtl::Analysis& a) {
 
 // Reads and analyzes the one TRACE argument; prints notes to stderr.
 memtl::Expected<std::unique_ptr<memtl::Analysis>> Load(const Args& args) {
-  const std::string& path = args.trace;
+  // "-": standard input, through its /dev name (pipes are read as streams).
+  const std::string path = args.trace == "-" ? "/dev/stdin" : args.trace;
   memtl::ReadOptions options;
   options.partial = args.partial;
   options.threaded = args.threads > 1;
@@ -276,7 +282,8 @@ std::string ResultLine(const Args& args, const memtl::Trace& trace,
     if (total > peak) peak = total, peak_at = t;
   });
   std::string written;
-  for (const std::string& o : args.outputs) written += (written.empty() ? "" : ", ") + o;
+  for (const std::string& o : args.outputs)
+    written += (written.empty() ? "" : ", ") + (o == "-" ? std::string("standard output") : o);
   const std::string name = device < trace.devices.size() ? trace.devices[device].name : "cpu";
   std::string line = "memtl: wrote " + written + " (" + name;
   if (!any) return line + ": no memory events)\n";
@@ -297,6 +304,11 @@ int RunExport(const Args& args) {
   // Check every output before the (possibly long) analysis: its suffix, and
   // that it is not the trace itself (which the export would replace).
   for (const std::string& o : args.outputs) {
+    if (o == "-") {
+      if (args.format.empty())
+        return Fail("-o - writes standard output: give its --format (json, json.gz, raw, html)");
+      continue;
+    }
     auto format = memtl::FormatForPath(o);
     if (!format.ok()) return Fail(format.status().message());
     if (SameFile(o, args.trace))
@@ -304,7 +316,8 @@ int RunExport(const Args& args) {
   }
   // The HTML report shows who holds the memory at the peak.
   bool html = false;
-  for (const std::string& o : args.outputs) html |= o.size() >= 5 && o.ends_with(".html");
+  for (const std::string& o : args.outputs)
+    html |= o.ends_with(".html") || (o == "-" && args.format == "html");
   auto c = Categorize(args, memtl::Retain::kExport, html ? kReportPeakTensors : 0);
   if (!c.ok()) return Fail(c.status().message());
   const memtl::Analysis& a = *c.value()->analysis;
@@ -315,7 +328,15 @@ int RunExport(const Args& args) {
   if (a.read_info.stopped_early) in.note = PartialNote(a);
   in.threaded = args.threads > 1;
   for (const std::string& o : args.outputs) {
-    if (auto s = memtl::ExportMemoryTimeline(in, o, device); !s.ok()) return Fail(s.message());
+    std::optional<memtl::ExportFormat> format;
+    if (o == "-") {
+      format = args.format == "json"      ? memtl::ExportFormat::kSizesJson
+               : args.format == "json.gz" ? memtl::ExportFormat::kSizesJsonGz
+               : args.format == "raw"     ? memtl::ExportFormat::kRawJsonGz
+                                          : memtl::ExportFormat::kHtml;
+    }
+    if (auto s = memtl::ExportMemoryTimeline(in, o, device, format); !s.ok())
+      return Fail(s.message());
   }
   c.value()->analysis->timer.Mark("export");
   PrintTimings(args, a.timer);

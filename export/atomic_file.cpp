@@ -133,6 +133,13 @@ Expected<AtomicFile*> AtomicFile::Create(const std::string& path, bool gzip) {
 }
 
 Status AtomicFile::Open() {
+  if (path_ == "-") {
+    fd_ = dup(STDOUT_FILENO);
+    if (fd_ < 0)
+      return Status::Error("standard output: cannot write: " + std::string(std::strerror(errno)));
+    stream_ = true;
+    return Status();
+  }
   target_ = path_;
   struct stat st {};
   if (lstat(path_.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {

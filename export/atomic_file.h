@@ -11,7 +11,8 @@
 //   (InstallCleanupOnSignals), before the signal ends the process;
 // - a destination that is no regular file (a named pipe, a terminal,
 //   /dev/stdout) is written as a stream, in place;
-// - a symbolic link is followed: its target is replaced.
+// - a symbolic link is followed: its target is replaced;
+// - "-" is standard output, written as a stream.
 // A failed or interrupted run leaves any previous output intact.
 #pragma once
 

@@ -9,6 +9,7 @@
 
 #include <array>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,8 +47,10 @@ std::string SizesJson(const CoalescedTimeline& c);
 std::string RawJson(const std::vector<TimelineEvent>& timeline, const CategoryDict& cats,
                     DeviceIndex device);
 
-// Writes `path` atomically in the format its suffix selects.
-Status ExportMemoryTimeline(const ExportInput& in, const std::string& path, DeviceIndex device);
+// Writes `path` atomically in the format its suffix selects, or in
+// `format` when given; "-" is standard output (written as a stream).
+Status ExportMemoryTimeline(const ExportInput& in, const std::string& path, DeviceIndex device,
+                            std::optional<ExportFormat> format = std::nullopt);
 
 // PNG of the stacked-area plot (export/plot.cpp); empty string on failure.
 struct PlotOptions {

@@ -248,8 +248,9 @@ std::string RawJson(const std::vector<TimelineEvent>& timeline, const CategoryDi
 
 Expected<std::string> HtmlReport(const ExportInput& in, DeviceIndex device);  // html_export.cpp
 
-Status ExportMemoryTimeline(const ExportInput& in, const std::string& path, DeviceIndex device) {
-  auto format = FormatForPath(path);
+Status ExportMemoryTimeline(const ExportInput& in, const std::string& path, DeviceIndex device,
+                            std::optional<ExportFormat> chosen) {
+  auto format = chosen ? Expected<ExportFormat>(*chosen) : FormatForPath(path);
   if (!format.ok()) return format.status();
   switch (format.value()) {
     case ExportFormat::kHtml: {

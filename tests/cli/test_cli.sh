@@ -73,6 +73,12 @@ check export-html 0 "" -- "$bin" export "$fx" -o "$tmp/t.html" --quiet
 check export-several 0 "memtl: wrote $tmp/s.json, $tmp/s.html" -- "$bin" export "$fx" -o "$tmp/s.json" -o "$tmp/s.html"
 if cmp -s "$tmp/s.json" "$tmp/t.json" && cmp -s "$tmp/s.html" "$tmp/t.html"; then pass=$((pass + 1)); else
   fail=$((fail + 1)); echo "FAIL export-several: outputs differ from single exports"; fi
+# Standard input and output: "-" as the trace, "-o -" with --format.
+gzip -dc "$fx" | "$bin" export - -o - --format json >"$tmp/stdout.json" 2>"$tmp/err"
+cmp -s "$tmp/stdout.json" "$tmp/t.json" && grep -q "wrote standard output" "$tmp/err" && pass=$((pass + 1)) ||
+  { fail=$((fail + 1)); echo "FAIL stdin/stdout: $(cat "$tmp/err")"; }
+check stdout-needs-format 2 "-o - writes standard output: give its --format" -- "$bin" export "$fx" -o -
+check stdout-bad-format 2 "--format" -- "$bin" export "$fx" -o - --format png
 check export-several-bad-suffix 2 "unknown output format" -- "$bin" export "$fx" -o "$tmp/b.json" -o "$tmp/b.txt"
 [ ! -e "$tmp/b.json" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: wrote b.json before refusing b.txt"; }
 if head -c 1 "$tmp/t.json" | grep -q '\[' && gzip -t "$tmp/t.raw.json.gz" && gzip -t "$tmp/t.json.gz" &&
