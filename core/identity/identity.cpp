@@ -152,7 +152,10 @@ void ResolvePartialTensors(Trace& trace, IdentityStats& stats) {
     if (after != last) best = after;
     if (after != first) {
       const Seen& before = *(after - 1);
-      if (best == nullptr || when - before.t < best->t - when) best = &before;
+      // Distances in 64 unsigned bits: exact for any two int64 times in
+      // order, where the signed difference can overflow.
+      auto gap = [](int64_t a, int64_t b) { return uint64_t(b) - uint64_t(a); };  // a <= b
+      if (best == nullptr || gap(before.t, when) < gap(when, best->t)) best = &before;
     }
     // Among equal times prefer the later record.
     if (best != nullptr) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -123,7 +124,9 @@ bool LineSource::Decode(std::string* out, size_t max) {
     gzip_ = raw_.size() - raw_pos_ >= 2 && raw_[raw_pos_] == 0x1f && raw_[raw_pos_ + 1] == 0x8b;
     if (gzip_) {
       inflater_ = std::make_unique<Inflater>();
-      if (inflateInit2(&inflater_->zs, 15 + 16) != Z_OK) {
+      const int rc = inflateInit2(&inflater_->zs, 15 + 16);
+      if (rc == Z_MEM_ERROR) throw std::bad_alloc();  // the reader says "out of memory"
+      if (rc != Z_OK) {
         status_ = Status::Error(name_ + ": cannot initialize gzip decoder");
         return false;
       }
@@ -171,6 +174,9 @@ bool LineSource::Decode(std::string* out, size_t max) {
     zs.next_out = reinterpret_cast<Bytef*>(out->data() + old);
     zs.avail_out = static_cast<uInt>(max);
     const int rc = inflate(&zs, Z_NO_FLUSH);
+    // zlib allocates its window on the first call: a failure there is the
+    // memory's, not the data's.
+    if (rc == Z_MEM_ERROR) throw std::bad_alloc();
     raw_pos_ = raw_.size() - zs.avail_in;
     const size_t produced = max - zs.avail_out;
     if (produced > 0) {
@@ -225,6 +231,9 @@ bool LineSource::ReadLines(std::string* out, size_t min_bytes) {
   // The block ends after the last '\n' at or past end_min - 1. Bytes before
   // `from` have been searched already (or are before end_min - 1).
   size_t from = end_min - 1;
+  // Where the line being decoded begins: found once the block outgrows
+  // max_line_ (npos until then).
+  size_t line_begin = std::string::npos;
   for (;;) {
     if (out->size() > from) {
       if (const void* last = memrchr(out->data() + from, '\n', out->size() - from)) {
@@ -235,6 +244,24 @@ bool LineSource::ReadLines(std::string* out, size_t min_bytes) {
       }
       from = out->size();
     }
+    // Bytes from end_min - 1 on hold no '\n', so the line being decoded
+    // began after the last one before there. Checked before every decode:
+    // the line grows by at most one decode step past the limit.
+    if (out->size() - start > max_line_) {
+      if (line_begin == std::string::npos) {
+        const size_t body_end = std::min(end_min - 1, out->size());
+        const void* nl =
+            body_end > start ? memrchr(out->data() + start, '\n', body_end - start) : nullptr;
+        line_begin =
+            nl != nullptr ? static_cast<size_t>(static_cast<const char*>(nl) - out->data()) + 1
+                          : start;
+      }
+      if (out->size() - line_begin > max_line_) {
+        out->resize(line_begin + max_line_ + 1);
+        too_long_ = unterminated_ = done_ = true;
+        return true;
+      }
+    }
     // Decode up to a little past end_min, so that the block's last line
     // usually ends inside it; a line longer than that grows the step with
     // the block, up to kChunk times ten (about what one chunk of gzip input
@@ -243,6 +270,12 @@ bool LineSource::ReadLines(std::string* out, size_t min_bytes) {
                         : out->size() - end_min < kLineSlack
                             ? kLineSlack
                             : std::min(out->size() - start, 10 * kChunk);
+    // A line past 1 MiB gets room for the longest line at once: growing the
+    // block by doubling would copy it, with both copies resident.
+    if (out->size() + want > out->capacity() && out->size() - start >= (size_t{1} << 20)) {
+      out->reserve(start + kLineSlack + max_line_ + 1 + 10 * kChunk +
+                   std::max<size_t>(min_bytes, 1));
+    }
     if (!Decode(out, want)) {
       done_ = true;
       if (status_.ok()) {

@@ -1,6 +1,8 @@
 // Streams the lines of a file that is plain text or gzip (possibly several
 // concatenated members), detected by the magic bytes, never by name. Memory is
-// bounded by the longest line plus one read buffer.
+// bounded by the longest line plus one read buffer, and a line is never read
+// past kMaxLineBytes: endless input (/dev/zero, a gigabyte line inflated from
+// a megabyte of gzip) stops there instead of growing until memory runs out.
 #pragma once
 
 #include <cstdio>
@@ -12,6 +14,9 @@
 #include "core/model/status.h"
 
 namespace memtl {
+
+// No line may be longer (docs/trace-format.md, "Limits of this reader").
+inline constexpr size_t kMaxLineBytes = size_t{64} << 20;
 
 class LineSource {
  public:
@@ -28,7 +33,17 @@ class LineSource {
   // `last_line_unterminated()` true. Bytes are decoded straight into `out`,
   // a little past `min_bytes`; the partial line after the last '\n' is kept
   // for the next call.
+  //
+  // A line longer than max_line() is not read whole: its first
+  // max_line() + 1 bytes end the last block, unterminated, and reading
+  // stops there (line_too_long() says so; status() stays ok).
+  //
+  // Memory that runs out (zlib's included) throws std::bad_alloc, which
+  // the reader turns into its "out of memory" line.
   bool ReadLines(std::string* out, size_t min_bytes);
+  bool line_too_long() const { return too_long_; }
+  size_t max_line() const { return max_line_; }
+  void set_max_line(size_t bytes) { max_line_ = bytes; }  // tests
   const Status& status() const { return status_; }
   bool last_line_unterminated() const { return unterminated_; }
   bool is_gzip() const { return gzip_; }
@@ -55,6 +70,8 @@ class LineSource {
   bool raw_eof_ = false;
   bool done_ = false;
   bool unterminated_ = false;
+  bool too_long_ = false;
+  size_t max_line_ = kMaxLineBytes;
   Status status_;
   std::vector<unsigned char> raw_;  // compressed or plain input not yet used
   size_t raw_pos_ = 0;

@@ -10,13 +10,16 @@
 
 #include "core/model/flat_map.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string_view>
+#include <system_error>
 #include <thread>
 
 #include "core/read/json_cursor.h"
@@ -72,8 +75,6 @@ JsonCursor::Kind NextKind(JsonCursor& c) {
   return k;
 }
 
-// No record line may be longer.
-constexpr size_t kMaxLineBytes = size_t{64} << 20;
 // Tensor indices and impl numbers are 32-bit (kNone32 means none).
 constexpr size_t kMaxTensors = size_t{1} << 31;
 
@@ -90,11 +91,19 @@ class Builder {
   // copies are small and the rates still move; later only if the file's
   // mix of records changes. Untouched reserved memory costs address
   // space, not resident memory.
+  //
+  // The size is a guess (a gzip trailer's ISIZE can be anything), so a
+  // reservation that fails is skipped: the arrays then grow as they fill,
+  // and only memory the trace really needs can run out.
   void ReserveFor(double factor) {
     auto grow = [factor](auto& v) {
       const double need = static_cast<double>(v.size()) * factor;
-      if (need * 1.02 > static_cast<double>(v.capacity()))
-        v.reserve(static_cast<size_t>(need * 1.10) + 256);
+      if (need * 1.02 <= static_cast<double>(v.capacity())) return;
+      try {
+        v.reserve(static_cast<size_t>(std::min(need * 1.10 + 256, 1e15)));
+      } catch (const std::bad_alloc&) {
+      } catch (const std::length_error&) {
+      }
     };
     grow(t_->events);
     grow(t_->event_t0);
@@ -625,6 +634,10 @@ class Builder {
       Require(has_ptr, "ptr");
       Require(has_dev, "dev");
       Require(has_dtype, "dtype");
+      if (layout == Layout::kStrided && TensorTooLarge(element_size)) {
+        Fail("tensor of more than 2^46-1 bytes (its \"sizes\", \"strides\" and dtype; the "
+             "size map's limit)");
+      }
       t.set_bytes(layout != Layout::kStrided
                       ? kUnsized
                       : SizeOfObservation(sizes_.data(), sizes_.size(), strides_.data(),
@@ -642,6 +655,22 @@ class Builder {
       pending_impl_ = impl;
     }
     return index;
+  }
+
+  // Whether the tensor just read (sizes_, strides_) is larger than
+  // kMaxTensorBytes, which SizeOfObservation would clamp it to: a silently
+  // wrong size. The same product in 128 bits, where it cannot overflow
+  // (dimensions are below 2^48, Dims checks).
+  bool TensorTooLarge(uint32_t element_size) const {
+    const size_t n = std::min<size_t>(std::max<size_t>(sizes_.size(), 1),
+                                      std::max<size_t>(strides_.size(), 1));
+    __int128 extent = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const __int128 v = static_cast<__int128>(sizes_.empty() ? 1 : sizes_[i]) *
+                         (strides_.empty() ? 1 : strides_[i]);
+      if (i == 0 || v > extent) extent = v;
+    }
+    return extent * element_size > kMaxTensorBytes;
   }
 
   void Dims(JsonCursor& c, const char* key, std::vector<int64_t>* out) {
@@ -836,6 +865,18 @@ class Builder {
   std::vector<int64_t> sizes_, strides_;
 };
 
+// Bytes of whole lines per block. Three blocks are alive at a time (one
+// parsed, one queued, one being filled), so this sets the read's buffer
+// memory; blocks of 512 KiB, four queued, were 3.4 MB of a 10^5-event
+// read's 12 MB peak, and 128 KiB blocks read as fast (docs/performance.md).
+constexpr size_t kBlock = 128 << 10;
+// A block's buffer is reserved once for a block plus a long last line
+// (LineSource decodes a few KiB past kBlock), so that it is not regrown by
+// doubling, and is at least malloc's mmap threshold (cli/memtl.cpp) so that
+// it is unmapped when freed instead of staying in the reader thread's
+// arena. Only what is written is resident.
+constexpr size_t kBlockCapacity = kBlock + (128 << 10);
+
 // Blocks of whole lines, produced by a reader thread (inflate + cut) and
 // consumed in order by the parsing thread.
 struct Block {
@@ -859,6 +900,16 @@ class BlockQueue {
     status_ = std::move(status);
     not_empty_.notify_all();
   }
+  // Ends the input with an exception the producer caught, rethrown by
+  // the parsing thread (an exception must not leave a thread: it would end
+  // the process). Allocates nothing, since it may follow a bad_alloc.
+  void Fail(std::exception_ptr error) {
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_ = true;
+    error_ = std::move(error);
+    not_empty_.notify_all();
+  }
+  const std::exception_ptr& error() const { return error_; }
   void Cancel() {
     std::lock_guard<std::mutex> lock(mu_);
     cancelled_ = true;
@@ -882,6 +933,9 @@ class BlockQueue {
   // Buffers of consumed blocks go back to the producer, so that the blocks
   // of a run reuse a few buffers instead of touching fresh memory.
   void Recycle(std::string text) {
+    // A buffer that held a long line is freed: kept, it would stay resident
+    // for the rest of the read.
+    if (text.capacity() > 2 * kBlockCapacity) return;
     std::lock_guard<std::mutex> lock(mu_);
     if (spare_.size() < kMax + 2) spare_.push_back(std::move(text));
   }
@@ -908,48 +962,76 @@ class BlockQueue {
   bool closed_ = false;
   bool cancelled_ = false;
   Status status_;
+  std::exception_ptr error_;
 };
 
-// Bytes of whole lines per block. Three blocks are alive at a time (one
-// parsed, one queued, one being filled), so this sets the read's buffer
-// memory; blocks of 512 KiB, four queued, were 3.4 MB of a 10^5-event
-// read's 12 MB peak, and 128 KiB blocks read as fast (docs/performance.md).
-constexpr size_t kBlock = 128 << 10;
-// A block's buffer is reserved once for a block plus a long last line
-// (LineSource decodes a few KiB past kBlock), so that it is not regrown by
-// doubling, and is at least malloc's mmap threshold (cli/memtl.cpp) so that
-// it is unmapped when freed instead of staying in the reader thread's
-// arena. Only what is written is resident.
-constexpr size_t kBlockCapacity = kBlock + (128 << 10);
-
 void Produce(LineSource& src, BlockQueue& queue) {
-  for (;;) {
-    Block block;
-    block.text = queue.Spare();
-    block.text.reserve(kBlockCapacity);
-    if (!src.ReadLines(&block.text, kBlock)) break;
-    block.last_unterminated = src.last_line_unterminated();
-    queue.Push(std::move(block));
-    if (queue.Cancelled()) return queue.Close(Status());
+  try {
+    for (;;) {
+      Block block;
+      block.text = queue.Spare();
+      block.text.reserve(kBlockCapacity);
+      if (!src.ReadLines(&block.text, kBlock)) break;
+      block.last_unterminated = src.last_line_unterminated();
+      queue.Push(std::move(block));
+      if (queue.Cancelled()) return queue.Close(Status());
+    }
+    queue.Close(src.status());
+  } catch (...) {
+    queue.Fail(std::current_exception());
   }
-  queue.Close(src.status());
+}
+
+static_assert(kMaxLineBytes == size_t{64} << 20, "the messages below say 64 MiB");
+
+// A line past the limit arrives cut after kMaxLineBytes + 1 bytes
+// (LineSource). Input that is no JSON at all (binary data, /dev/zero) says
+// so at its column; a line that is JSON up to the cut is too long.
+Status LongLine(std::string_view line, const std::string& where) {
+  // A value cut inside a token (a literal, an escape) fails this close to
+  // the cut; its error is the cut's, not the input's.
+  constexpr size_t kCutMargin = 16;
+  try {
+    JsonCursor c(line);
+    c.SkipValue();
+    c.ExpectEnd();
+  } catch (const JsonError& e) {
+    if (e.column + kCutMargin <= line.size()) {
+      return Status::Error(where + "not valid JSON (column " + std::to_string(e.column) + ": " +
+                           e.what + ")");
+    }
+  }
+  return Status::Error(where + "line longer than 64 MiB");
 }
 
 // `threaded`: inflate on a reader thread while this one parses (files); an
-// in-memory input is cut into blocks up front instead (tests, fuzzers).
-Expected<Trace> ReadFrom(LineSource& src, const ReadOptions& options, ReadInfo* info,
-                         bool threaded) {
+// in-memory input is read here, a block at a time (tests, fuzzers).
+// `*line_no_out` counts the lines parsed, for ReadFrom's message
+// when memory runs out.
+Expected<Trace> ReadBlocks(LineSource& src, const ReadOptions& options, ReadInfo* info,
+                           bool threaded, size_t* line_no_out) {
   Trace trace;
   Builder builder(&trace);
   BlockQueue queue(threaded);
   std::thread producer;
-  if (threaded) producer = std::thread([&] { Produce(src, queue); });
+  if (threaded) {
+    try {
+      producer = std::thread([&] { Produce(src, queue); });
+    } catch (const std::system_error&) {
+      threaded = false;  // no thread to be had (a memory limit): read here
+    }
+  }
   // The next block: from the reader thread, or read here, one at a time.
   auto next_block = [&](Block* b) -> bool {
     if (threaded) return queue.Pop(b);
-    b->text.clear();
-    b->text.reserve(kBlockCapacity);
-    if (!src.ReadLines(&b->text, kBlock)) return false;
+    try {
+      b->text.clear();
+      b->text.reserve(kBlockCapacity);
+      if (!src.ReadLines(&b->text, kBlock)) return false;
+    } catch (...) {
+      ++*line_no_out;  // as below: decoding the lines after those parsed
+      throw;
+    }
     b->last_unterminated = src.last_line_unterminated();
     return true;
   };
@@ -963,7 +1045,7 @@ Expected<Trace> ReadFrom(LineSource& src, const ReadOptions& options, ReadInfo* 
   } joiner{producer, queue};
 
   bool saw_header = false;
-  size_t line_no = 0;
+  size_t& line_no = *line_no_out;
   ReadInfo local;
   Block block;
   bool stopped = false;
@@ -980,7 +1062,7 @@ Expected<Trace> ReadFrom(LineSource& src, const ReadOptions& options, ReadInfo* 
       ++line_no;
       // Built only for an error message.
       auto where = [&] { return src.name() + ": line " + std::to_string(line_no) + ": "; };
-      if (line.size() > kMaxLineBytes) return Status::Error(where() + "line longer than 64 MiB");
+      if (line.size() > kMaxLineBytes) return LongLine(line, where());
       JsonCursor cursor(line);
       try {
         if (!saw_header) {
@@ -1021,6 +1103,10 @@ Expected<Trace> ReadFrom(LineSource& src, const ReadOptions& options, ReadInfo* 
   }
   queue.Cancel();
   if (producer.joinable()) producer.join();
+  if (queue.error()) {
+    ++line_no;  // the producer failed decoding the lines after those parsed
+    std::rethrow_exception(queue.error());
+  }
   const Status& input = threaded ? queue.status() : src.status();
   if (!stopped && !input.ok()) {
     if (options.partial && saw_header && input.message().find("truncated") != std::string::npos) {
@@ -1036,6 +1122,20 @@ Expected<Trace> ReadFrom(LineSource& src, const ReadOptions& options, ReadInfo* 
   local.lines = line_no;
   if (info != nullptr) *info = local;
   return trace;
+}
+
+// Memory that runs out on either thread, while decoding or while building
+// the trace, ends the read with one line, as any other bad input does.
+Expected<Trace> ReadFrom(LineSource& src, const ReadOptions& options, ReadInfo* info,
+                         bool threaded) {
+  size_t line_no = 0;
+  try {
+    return ReadBlocks(src, options, info, threaded, &line_no);
+  } catch (const std::bad_alloc&) {
+  } catch (const std::length_error&) {
+  }
+  // The trace built so far is gone, so building the message can allocate.
+  return Status::Error(src.name() + ": line " + std::to_string(line_no) + ": out of memory");
 }
 
 }  // namespace

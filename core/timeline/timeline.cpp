@@ -176,16 +176,17 @@ int CategoryIndexOf(const CategoryDict& cats, const TimelineEvent& e, int32_t ve
   return e.has_key() ? ExportIndex(cats.Get(e.key, version)) : kUnknownIndex;
 }
 
-int64_t PyTrueDivTrunc1000(int64_t t) {
-  if (t < 0) return -PyTrueDivTrunc1000(-t);  // int() truncates toward zero; rounding is symmetric
+namespace {
+
+// PyTrueDivTrunc1000 of a magnitude up to 2^63 (the result is below 2^54).
+int64_t TrueDivTrunc1000(uint64_t t) {
   // Below 2^53 the operands are exact doubles and IEEE division rounds
   // correctly, as Python's int / int does.
-  if (t < (int64_t{1} << 53)) return static_cast<int64_t>(static_cast<double>(t) / 1000.0);
-  const uint64_t q = static_cast<uint64_t>(t) / 1000;
-  if (q == 0) return 0;  // the quotient is below 1
+  if (t < (uint64_t{1} << 53)) return static_cast<int64_t>(static_cast<double>(t) / 1000.0);
+  const uint64_t q = t / 1000;
   // Scale so the rounded quotient has exactly 53 significant bits.
   const int bits = 64 - __builtin_clzll(q);
-  unsigned __int128 num = static_cast<uint64_t>(t);
+  unsigned __int128 num = t;
   unsigned __int128 den = 1000;
   const int k = 53 - bits;
   if (k >= 0) {
@@ -197,6 +198,15 @@ int64_t PyTrueDivTrunc1000(int64_t t) {
   const unsigned __int128 rem = num % den;
   if (2 * rem > den || (2 * rem == den && (n & 1))) ++n;  // round half to even
   return static_cast<int64_t>(k >= 0 ? (n >> k) : (n << -k));
+}
+
+}  // namespace
+
+int64_t PyTrueDivTrunc1000(int64_t t) {
+  // int() truncates toward zero and the rounding is symmetric, so the sign
+  // comes off first; in unsigned arithmetic, where -(-2^63) exists.
+  const auto magnitude = static_cast<uint64_t>(t);
+  return t < 0 ? -TrueDivTrunc1000(0 - magnitude) : TrueDivTrunc1000(magnitude);
 }
 
 namespace {
@@ -293,6 +303,70 @@ CoalescedTimeline Coalesce(const std::vector<TimelineEvent>& timeline, const Cat
   CoalescedSizes(timeline, cats, device,
                  [&](const std::array<int64_t, 9>& row) { out.sizes.push_back(row); });
   return out;
+}
+
+namespace {
+
+// The record behind a timeline entry, for an error message: the first
+// allocation event at its time on its device with its key (or none), else
+// the first event at its time (a version bump's op).
+std::string RecordOf(const Trace& trace, const TimelineEvent& e) {
+  if (e.action == Action::kPreexisting && e.has_key()) {
+    return "T" + std::to_string(trace.key_table.keys[e.key].id.value()) +
+           " (pre-existing, sized by its observations)";
+  }
+  uint32_t found = kNone32;
+  for (uint32_t i = 0; i < trace.events.size() && found == kNone32; ++i) {
+    const Event& ev = trace.events[i];
+    if (ev.kind != EventKind::kAlloc || trace.allocs[ev.payload].device != e.device) continue;
+    if (trace.event_t0[i] == e.time && SlotOfAlloc(trace, ev.payload) == e.key) found = i;
+  }
+  for (uint32_t i = 0; i < trace.events.size() && found == kNone32; ++i) {
+    if (trace.event_t0[i] == e.time) found = i;
+  }
+  if (found == kNone32) return "t=" + std::to_string(e.time);
+  return "\"" + trace.Name(trace.events[found]).substr(0, 80) + "\" (event " +
+         std::to_string(found) + ", t=" + std::to_string(e.time) + ")";
+}
+
+}  // namespace
+
+Status CheckTimelineSums(const Trace& trace, const std::vector<TimelineEvent>& timeline,
+                         const CategoryDict& cats) {
+  // Per device, the bytes of each category and the sum of their
+  // magnitudes, which bounds every sum an export forms of them. Within one
+  // time the walk adds event by event, so every event is checked, not just
+  // the rows.
+  struct Sums {
+    std::array<int64_t, 9> bytes{};
+    __int128 magnitude = 0;
+  };
+  std::vector<Sums> devices(trace.devices.size() + 1);
+  constexpr __int128 kMax = INT64_MAX;
+  for (const TimelineEvent& e : timeline) {
+    Sums& d = devices[std::min<size_t>(e.device, trace.devices.size())];
+    auto add = [&](int32_t version, int64_t delta) {
+      int64_t& b = d.bytes[CategoryIndexOf(cats, e, version) + 1];
+      const __int128 now = static_cast<__int128>(b) + delta;
+      d.magnitude += (now < 0 ? -now : now) - (b < 0 ? -__int128{b} : __int128{b});
+      if (d.magnitude > kMax) return false;
+      b = static_cast<int64_t>(now);
+      return true;
+    };
+    const int64_t bytes = e.bytes;
+    const bool ok = e.action == Action::kIncrementVersion
+                        ? add(e.version, -bytes) && add(e.version + 1, bytes)
+                    : e.action == Action::kDestroy ? add(e.version, -bytes)
+                                                   : add(e.version, bytes);
+    if (!ok) {
+      const std::string device =
+          e.device < trace.devices.size() ? trace.devices[e.device].name : "?";
+      return Status::Error("the live bytes on " + device + " pass 2^63-1 at " +
+                           RecordOf(trace, e) + " (" + std::to_string(bytes) +
+                           " bytes); no 64-bit total can hold them");
+    }
+  }
+  return Status();
 }
 
 std::string FormatTimeline(const Trace& trace, const std::vector<TimelineEvent>& timeline,

@@ -16,6 +16,7 @@
 #include "core/graph/op_tree.h"
 #include "core/graph/size_map.h"
 #include "core/model/diagnostics.h"
+#include "core/model/status.h"
 
 namespace memtl {
 
@@ -48,6 +49,14 @@ std::vector<std::pair<uint32_t, int32_t>> AllTensorVersions(const DataFlowGraph&
 std::vector<TimelineEvent> BuildTimeline(const OpTree& tree, const DataFlowGraph& graph,
                                          const SizeMap& sizes, const CategoryDict& cats,
                                          Diagnostics& diag);
+
+// Whether every sum the exports form from `timeline` fits in 64 bits
+// (PyTorch's are Python integers and cannot overflow): per device, after
+// every event, the bytes of each category and the sum of their magnitudes
+// are at most 2^63-1. Otherwise an error naming the event that passes it.
+// Run before exporting; BuildTimeline itself never fails.
+Status CheckTimelineSums(const Trace& trace, const std::vector<TimelineEvent>& timeline,
+                         const CategoryDict& cats);
 
 // PyTorch's stable sort by (time, action), for runs that are nearly in
 // order: insertion sort while its work stays linear, then std::stable_sort

@@ -56,5 +56,101 @@ else
   fail=$((fail + 1))
   echo "FAIL deep nesting: $(head -c 300 "$tmp/stderr")"
 fi
+# Bounded memory (docs/reliability.md). A sanitizer build maps terabytes of
+# shadow memory, so it runs no memory limit and no resident-size bound.
+limits=1
+(ulimit -v 1048576 && "$bin" --version) >/dev/null 2>&1 || limits=0
+check() {  # NAME OK: counts one check
+  if [ "$2" -eq 1 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL $1"; fi
+}
+# Runs memtl with the given arguments (stderr in $tmp/stderr), for 60
+# seconds at most (status 124 then); sets rc and rss, its peak resident
+# memory in MiB.
+measure() {
+  read -r rc rss < <(python3 - "$tmp/stderr" "$bin" "$@" <<'PY'
+import resource, subprocess, sys
+with open(sys.argv[1], "w") as err:
+    try:
+        rc = subprocess.run(sys.argv[2:], stdout=subprocess.DEVNULL, stderr=err, timeout=60).returncode
+    except subprocess.TimeoutExpired:
+        rc = 124
+print(rc, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)
+PY
+  )
+}
+one_line() { [ "$(grep -vc "^memtl: wrote " "$tmp/stderr")" -eq 1 ]; }
+has() { grep -qF -- "$1" "$tmp/stderr"; }
+small() { [ "$limits" -eq 0 ] || [ "$rss" -lt "$1" ]; }
+
+# A 1 GiB line in 1 MB of gzip: refused at 64 MiB, not after reading it
+# (it took 2 GiB), and under a 1 GiB address-space limit (it aborted).
+python3 - "$tmp/long.trace.gz" <<'PY'
+import gzip, sys
+with gzip.open(sys.argv[1], "wb", compresslevel=1) as f:
+    f.write(b'{"format":"memtl-trace","version":1,"profile_memory":true}\n{"k":"other","i":0,"p":-1,"t0":0,"name":"')
+    chunk = b"a" * (1 << 20)
+    for _ in range(1024):
+        f.write(chunk)
+    f.write(b'"}\n')
+PY
+for threads in 1 2; do
+  measure export --threads "$threads" "$tmp/long.trace.gz" -o "$tmp/long.json"
+  ok=0
+  [ "$rc" -eq 2 ] && one_line && has "long.trace.gz: line 2: line longer than 64 MiB" && small 100 && ok=1
+  check "1 GiB line, --threads $threads: status $rc, ${rss} MiB: $(head -c 200 "$tmp/stderr")" $ok
+done
+# Endless input: stops at the limit at the latest, as not JSON.
+measure export /dev/zero -o "$tmp/zero.json"
+ok=0
+[ "$rc" -eq 2 ] && one_line && has "/dev/zero: line 1: not valid JSON (column 1" && small 100 && ok=1
+check "/dev/zero: status $rc, ${rss} MiB: $(head -c 200 "$tmp/stderr")" $ok
+# Memory that runs out, on the reader thread or any other, is one line and
+# status 2, never an abort: address-space limits from 8 MiB (no thread can
+# be started) to 1 GiB, on the long line and on a good trace.
+if [ "$limits" -eq 1 ]; then
+  good=$(ls -S "$root"/fixtures/*.trace.jsonl.gz | head -1)
+  for kib in 8192 12288 16384 32768 65536 98304 1048576; do
+    for threads in 1 2; do
+      for input in "$tmp/long.trace.gz" "$good"; do
+        (ulimit -v "$kib" && exec "$bin" export --threads "$threads" "$input" -o "$tmp/lim.json" -o "$tmp/lim.html") 2>"$tmp/stderr" >/dev/null
+        rc=$?
+        ok=0
+        if [ "$input" = "$good" ]; then
+          { [ "$rc" -eq 0 ] || [ "$rc" -eq 2 ]; } && { [ "$rc" -eq 0 ] || one_line; } && ok=1
+        else
+          [ "$rc" -eq 2 ] && one_line && { has ": out of memory" || has "line longer than 64 MiB"; } && ok=1
+        fi
+        check "ulimit -v $kib, --threads $threads, $(basename "$input"): status $rc: $(head -c 200 "$tmp/stderr")" $ok
+      done
+    done
+  done
+fi
+# Peak memory per input size: at most 40 MiB plus 4 bytes per byte of
+# decoded trace, on the densest records measured (unique names, distinct
+# allocations, python-tracer parameters: 1.8 to 2.7 bytes per byte).
+python3 - "$tmp" <<'PY'
+import sys
+d, H, n = sys.argv[1], '{"format":"memtl-trace","version":1,"profile_memory":true}\n', 100000
+end = '{"k":"alloc","i":%d,"p":-1,"t":5,"ptr":64,"bytes":16,"dev":"cpu"}\n'
+with open(d + "/names.trace", "w") as f:
+    f.write(H + "".join('{"k":"other","i":%d,"p":-1,"t0":%d,"name":"%d"}\n' % (i, i, i) for i in range(n)) + end % n)
+with open(d + "/allocs.trace", "w") as f:
+    f.write(H + "".join('{"k":"alloc","i":%d,"p":-1,"t":%d,"ptr":%d,"bytes":16,"dev":"cpu"}\n' % (i, i, 64 * i + 64)
+                        for i in range(n)))
+with open(d + "/params.trace", "w") as f:
+    f.write(H)
+    for i in range(50):
+        ps = ",".join('{"t":{"ptr":%d}}' % (j % 7 + 1) for j in range(20000))
+        f.write('{"k":"py","i":%d,"p":-1,"name":"o","t0":%d,"optimizer":{"self":%d,"params":[%s]}}\n' % (i, i, i, ps))
+    f.write(end % 50)
+PY
+for name in names allocs params; do
+  size=$(($(stat -c %s "$tmp/$name.trace") >> 20))
+  measure export "$tmp/$name.trace" -o "$tmp/$name.json" -o "$tmp/$name.html"
+  ok=0
+  [ "$rc" -eq 0 ] && small $((40 + 4 * size)) && ok=1
+  check "memory per input size, $name ($size MiB): status $rc, ${rss} MiB" $ok
+done
+
 echo "bad inputs: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
