@@ -7,6 +7,7 @@
 #include <mutex>
 #include <optional>
 #include <string_view>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -220,7 +221,14 @@ Status StreamJson(const std::string& path, bool gzip, bool threaded, Write&& wri
   if (!f.ok()) return f.status();
   std::unique_ptr<AtomicFile> file(f.value());
   std::optional<BackgroundWriter> writer;
-  if (threaded) writer.emplace(*file);
+  if (threaded) {
+    try {
+      writer.emplace(*file);
+    } catch (const std::system_error&) {
+      // No second thread to be had (a thread or memory limit): the same
+      // bytes, written on this one.
+    }
+  }
   JsonText out(
       [&](std::string_view chunk) { return writer ? writer->Push(chunk) : file->Write(chunk); });
   write(out);

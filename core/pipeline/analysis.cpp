@@ -236,6 +236,9 @@ Expected<std::unique_ptr<Categorized>> Categorize(std::unique_ptr<Analysis> anal
   if (release_after_passes && options.explain_peak == 0) ReleaseAfterPasses(a);
   a.timer.Mark("passes");
   c->timeline = BuildTimeline(*a.tree, *a.graph, *a.sizes, c->categories, a.diagnostics);
+  // Live bytes past 2^63-1 would give negative totals: an error, not a number.
+  if (Status s = CheckTimelineSums(a.trace, c->timeline, c->categories); !s.ok())
+    return Status::Error(a.name + ": " + s.message());
   a.timer.Mark("timeline");
   if (options.explain_peak > 0) {
     c->peak =

@@ -252,9 +252,9 @@ bool LineSource::ReadLines(std::string* out, size_t min_bytes) {
         const size_t body_end = std::min(end_min - 1, out->size());
         const void* nl =
             body_end > start ? memrchr(out->data() + start, '\n', body_end - start) : nullptr;
-        line_begin =
-            nl != nullptr ? static_cast<size_t>(static_cast<const char*>(nl) - out->data()) + 1
-                          : start;
+        line_begin = nl != nullptr
+                         ? static_cast<size_t>(static_cast<const char*>(nl) - out->data()) + 1
+                         : start;
       }
       if (out->size() - line_begin > max_line_) {
         out->resize(line_begin + max_line_ + 1);

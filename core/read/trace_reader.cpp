@@ -635,8 +635,9 @@ class Builder {
       Require(has_dev, "dev");
       Require(has_dtype, "dtype");
       if (layout == Layout::kStrided && TensorTooLarge(element_size)) {
-        Fail("tensor of more than 2^46-1 bytes (its \"sizes\", \"strides\" and dtype; the "
-             "size map's limit)");
+        Fail(
+            "tensor of more than 2^46-1 bytes (its \"sizes\", \"strides\" and dtype; the "
+            "size map's limit)");
       }
       t.set_bytes(layout != Layout::kStrided
                       ? kUnsized
@@ -662,8 +663,8 @@ class Builder {
   // wrong size. The same product in 128 bits, where it cannot overflow
   // (dimensions are below 2^48, Dims checks).
   bool TensorTooLarge(uint32_t element_size) const {
-    const size_t n = std::min<size_t>(std::max<size_t>(sizes_.size(), 1),
-                                      std::max<size_t>(strides_.size(), 1));
+    const size_t n =
+        std::min<size_t>(std::max<size_t>(sizes_.size(), 1), std::max<size_t>(strides_.size(), 1));
     __int128 extent = 0;
     for (size_t i = 0; i < n; ++i) {
       const __int128 v = static_cast<__int128>(sizes_.empty() ? 1 : sizes_[i]) *

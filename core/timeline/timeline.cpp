@@ -361,9 +361,8 @@ Status CheckTimelineSums(const Trace& trace, const std::vector<TimelineEvent>& t
     if (!ok) {
       const std::string device =
           e.device < trace.devices.size() ? trace.devices[e.device].name : "?";
-      return Status::Error("the live bytes on " + device + " pass 2^63-1 at " +
-                           RecordOf(trace, e) + " (" + std::to_string(bytes) +
-                           " bytes); no 64-bit total can hold them");
+      return Status::Error("the live bytes on " + device + " pass 2^63-1 at " + RecordOf(trace, e) +
+                           " (" + std::to_string(bytes) + " bytes); no 64-bit total can hold them");
     }
   }
   return Status();

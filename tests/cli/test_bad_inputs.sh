@@ -152,5 +152,21 @@ for name in names allocs params; do
   check "memory per input size, $name ($size MiB): status $rc, ${rss} MiB" $ok
 done
 
+# Live bytes past 2^63-1 (65,536 allocations of 2^47-1 bytes, then one
+# more): an error naming the event, never a negative total.
+python3 - "$tmp/sum.trace" <<'PY'
+import sys
+with open(sys.argv[1], "w") as f:
+    f.write('{"format":"memtl-trace","version":1,"ids":false,"profile_memory":true}\n')
+    for i in range(65537):
+        b = 65536 if i == 65536 else 2**47 - 1
+        f.write('{"k":"alloc","i":%d,"p":-1,"t":%d,"tid":1,"ptr":%d,"bytes":%d,"dev":"cpu",'
+                '"total_allocated":0,"total_reserved":0,"id":null,"aid":null}\n' % (i, 1000 * (i + 1), 4096 * (i + 1), b))
+PY
+measure export "$tmp/sum.trace" -o "$tmp/sum.json"
+ok=0
+[ "$rc" -eq 2 ] && one_line && has 'pass 2^63-1 at "[memory]" (event 65536' && [ ! -e "$tmp/sum.json" ] && ok=1
+check "live bytes past 2^63-1: status $rc: $(head -c 200 "$tmp/stderr")" $ok
+
 echo "bad inputs: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

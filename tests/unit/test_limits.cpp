@@ -72,10 +72,9 @@ long PeakGrowthMiB(Fn&& fn) {
   return (StatusKiB("VmHWM:") - before) >> 10;
 }
 
-const char kLongLineHead[] =
-    R"({"format":"memtl-trace","version":1,"profile_memory":true})"
-    "\n"
-    R"({"k":"other","i":0,"p":-1,"t0":0,"name":")";
+const char kLongLineHead[] = R"({"format":"memtl-trace","version":1,"profile_memory":true})"
+                             "\n"
+                             R"({"k":"other","i":0,"p":-1,"t0":0,"name":")";
 
 }  // namespace
 
@@ -192,8 +191,7 @@ TEST_CASE("limits: times convert exactly at both ends of the 64-bit range") {
   std::remove(path);
   REQUIRE_MESSAGE(c.ok(), (c.ok() ? "" : c.status().message()));
   const CoalescedTimeline ct = Coalesce(c.value()->timeline, c.value()->categories, 0);
-  CHECK(ct.times ==
-        std::vector<int64_t>{-9223372036854776, 1000000000000000, 9223372036854776});
+  CHECK(ct.times == std::vector<int64_t>{-9223372036854776, 1000000000000000, 9223372036854776});
 }
 
 TEST_CASE("limits: the nearest op input is found across the whole 64-bit time range") {
@@ -218,15 +216,15 @@ TEST_CASE("limits: a tensor larger than the size map holds is an error, not a cl
            R"(],"strides":[1]})";
   };
   // 4 * (2^44 - 1) bytes fit in 2^46 - 1; 4 * 2^44 do not.
-  CHECK(ReadTraceString(Header() + Op(0, -1, "aten::relu", 1, 2, tensor("17592186044415")),
-                        "t.trace")
-            .ok());
-  CHECK(ReadTraceString(Header() + Op(0, -1, "aten::relu", 1, 2, tensor("17592186044416")),
-                        "t.trace")
-            .status()
-            .message() ==
-        "t.trace: line 2: tensor of more than 2^46-1 bytes (its \"sizes\", \"strides\" and "
-        "dtype; the size map's limit)");
+  CHECK(
+      ReadTraceString(Header() + Op(0, -1, "aten::relu", 1, 2, tensor("17592186044415")), "t.trace")
+          .ok());
+  CHECK(
+      ReadTraceString(Header() + Op(0, -1, "aten::relu", 1, 2, tensor("17592186044416")), "t.trace")
+          .status()
+          .message() ==
+      "t.trace: line 2: tensor of more than 2^46-1 bytes (its \"sizes\", \"strides\" and "
+      "dtype; the size map's limit)");
 }
 
 TEST_CASE("limits: live bytes past 2^63-1 on a device are refused, up to it they are exact") {
@@ -235,27 +233,27 @@ TEST_CASE("limits: live bytes past 2^63-1 on a device are refused, up to it they
     std::string text = Header();
     text.reserve(200 << 16);
     const int n = 1 << 16;
-    for (int i = 0; i < n; ++i) text += Alloc(i, -1, 1000 * (i + 1), 16 * (i + 1), (int64_t{1} << 47) - 1);
+    for (int i = 0; i < n; ++i)
+      text += Alloc(i, -1, 1000 * (i + 1), 16 * (i + 1), (int64_t{1} << 47) - 1);
     text += Alloc(n, -1, 1000 * (n + 1), 16 * (n + 1), last);
     return text;
   };
+  // Categorize runs the check: the error, or an exact total at 2^63-1.
   auto check = [](const std::string& text) {
     auto r = ReadTraceString(text, "t.trace");
     REQUIRE(r.ok());
     auto a = Analyze(std::move(r.value()), "t.trace");
     REQUIRE(a.ok());
     auto c = Categorize(std::move(a.value()));
-    REQUIRE(c.ok());
+    if (!c.ok()) return c.status().message();
     const Categorized& cz = *c.value();
-    Status s = CheckTimelineSums(cz.analysis->trace, cz.timeline, cz.categories);
-    if (s.ok()) {
-      const CoalescedTimeline ct = Coalesce(cz.timeline, cz.categories, 0);
-      CHECK(ct.sizes.back()[8] == INT64_MAX);
-    }
-    return s.ok() ? std::string("<ok>") : s.message();
+    const CoalescedTimeline ct = Coalesce(cz.timeline, cz.categories, 0);
+    CHECK(ct.sizes.back()[8] == INT64_MAX);
+    return std::string("<ok>");
   };
   CHECK(check(trace((int64_t{1} << 16) - 1)) == "<ok>");
-  CHECK(check(trace(int64_t{1} << 16)) ==
-        "the live bytes on cpu pass 2^63-1 at \"[memory]\" (event 65536, t=65537000) (65536 "
-        "bytes); no 64-bit total can hold them");
+  CHECK(
+      check(trace(int64_t{1} << 16)) ==
+      "t.trace: the live bytes on cpu pass 2^63-1 at \"[memory]\" (event 65536, t=65537000) (65536 "
+      "bytes); no 64-bit total can hold them");
 }
