@@ -253,20 +253,6 @@ void KeepUntilExit(std::unique_ptr<T> p) {
   kept->push_back(std::move(p));
 }
 
-// "12.3 MiB", "512 B": the result line's sizes.
-std::string HumanBytes(int64_t bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
-  return buf;
-}
-
 // The result line: what was written, and the exported device's peak (all
 // categories together, as the plot's stack) and when, from the first row.
 std::string ResultLine(const Args& args, const memtl::Trace& trace,
@@ -289,7 +275,7 @@ std::string ResultLine(const Args& args, const memtl::Trace& trace,
   if (!any) return line + ": no memory events)\n";
   char when[48];
   std::snprintf(when, sizeof when, "%.3f ms", static_cast<double>(peak_at - first) / 1000.0);
-  return line + " peak " + HumanBytes(peak) + " at " + when + ")\n";
+  return line + " peak " + memtl::HumanBytes(peak) + " at " + when + ")\n";
 }
 
 // True when `a` and `b` name one file (through links or other paths).

@@ -42,20 +42,6 @@ std::string GiB(int64_t bytes) {
   return buf;
 }
 
-// Bytes in the largest binary unit that keeps the number at least 1.
-std::string Human(int64_t bytes) {
-  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[64];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, kUnits[u]);
-  return buf;
-}
-
 // The plot's colours by export index (PyTorch's _CATEGORY_TO_COLORS), as
 // CSS names, for the swatches of the peak section.
 constexpr const char* kCssColors[8] = {"darkgreen", "goldenrod",  "black",     "mediumpurple",
@@ -135,9 +121,9 @@ Expected<std::string> HtmlReport(const ExportInput& in, DeviceIndex device) {
       "<body>\n";
   html += "<p>memtl memory timeline of <b>" + Escape(in.source_name) + "</b> on device <b>" +
           Escape(device_name) + "</b>: " + std::to_string(summary.rows) +
-          " time points; peak of the timeline " + Human(summary.peak_bytes) + "; max allocated " +
-          Human(max_allocated) + ", max reserved " + Human(max_reserved) +
-          " (the allocator's counters in the trace).</p>\n";
+          " time points; peak of the timeline " + HumanBytes(summary.peak_bytes) +
+          "; max allocated " + HumanBytes(max_allocated) + ", max reserved " +
+          HumanBytes(max_reserved) + " (the allocator's counters in the trace).</p>\n";
   if (!in.note.empty()) html += "<p><b>Note:</b> " + Escape(in.note) + ".</p>\n";
   html += "  <img src='data:image/png;base64," + Base64(png) + "'>\n";
   if (in.peak != nullptr) html += PeakSection(*in.peak);

@@ -306,9 +306,13 @@ def _inference():
 def _resnet18():
     import torchvision
 
-    model = torchvision.models.resnet18(num_classes=10)
+    return _sgd_momentum_step(torchvision.models.resnet18(num_classes=10), torch.randn(2, 3, 32, 32))
+
+
+def _sgd_momentum_step(model, x):
+    """A classifier's training step (cross entropy on labels 1 and 7, SGD
+    with momentum), run once so that the momentum buffers exist."""
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    x = torch.randn(2, 3, 32, 32)
     y = torch.tensor([1, 7])
 
     def step():
@@ -319,7 +323,6 @@ def _resnet18():
 
     step()  # warm-up: momentum buffers exist
     return {}, step
-
 
 
 class _Block(torch.nn.Module):
@@ -349,18 +352,7 @@ def _resnet_bn():
     model = nn.Sequential(nn.Conv2d(3, 8, 3, 1, 1, bias=False), nn.BatchNorm2d(8), nn.ReLU(),
                           _Block(8, 8, 1), _Block(8, 16, 2), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
                           nn.Linear(16, 10))
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    x = torch.randn(2, 3, 16, 16)
-    y = torch.tensor([1, 7])
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        loss = torch.nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-
-    step()  # warm-up: momentum buffers exist
-    return {}, step
+    return _sgd_momentum_step(model, torch.randn(2, 3, 16, 16))
 
 
 # ---- tensors without storage ------------------------------------------------------

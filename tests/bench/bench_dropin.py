@@ -43,29 +43,16 @@ import tempfile
 import time
 
 import torch
-import torch.autograd.profiler as autograd_profiler
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
 import record_workloads  # noqa: E402
+# PyTorch's tree build is timed by wrapping _disable_profiler, as for the
+# recorder's benchmark: record() returns the profile and that time.
+from bench_recorder import record as profiled  # noqa: E402
 
 import memtl  # noqa: E402  (installed, or the source tree's python/ on PYTHONPATH)
-
-_disable_times = []
-_real_disable = autograd_profiler._disable_profiler
-
-
-def _timed_disable():
-    start = time.perf_counter()
-    result = _real_disable()
-    _disable_times.append(time.perf_counter() - start)
-    return result
-
-
-# torch.autograd.profiler.profile.__exit__ calls the module-level name.
-autograd_profiler._disable_profiler = _timed_disable
-
 
 def mlp_adam():
     nn = torch.nn
@@ -82,14 +69,6 @@ def mlp_adam():
 
 
 WORKLOADS = {"mlp_adam": (mlp_adam, 50), "transformer_adam": (record_workloads.transformer_adam, 25)}
-
-
-def profiled(step, steps):
-    del _disable_times[:]
-    with torch.profiler.profile(record_shapes=True, profile_memory=True, with_stack=True) as prof:
-        for _ in range(steps):
-            step()
-    return prof, sum(_disable_times)
 
 
 def count_events(prof):

@@ -240,44 +240,6 @@ def custom_autograd_function():
     return prof
 
 
-class _BasicBlock(nn.Module):
-    """resnet's basic block, written out (torchvision is not needed)."""
-
-    def __init__(self, cin, cout, stride):
-        super().__init__()
-        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
-        self.bn1 = nn.BatchNorm2d(cout)
-        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
-        self.bn2 = nn.BatchNorm2d(cout)
-        self.down = None
-        if stride != 1 or cin != cout:
-            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
-
-    def forward(self, x):
-        out = F.relu(self.bn1(self.conv1(x)))
-        out = self.bn2(self.conv2(out))
-        return F.relu(out + (x if self.down is None else self.down(x)))
-
-
-@workload
-def resnet_batchnorm():
-    model = nn.Sequential(nn.Conv2d(3, 8, 3, 1, 1, bias=False), nn.BatchNorm2d(8), nn.ReLU(),
-                          _BasicBlock(8, 8, 1), _BasicBlock(8, 16, 2),
-                          nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 10))
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    x, y = torch.randn(2, 3, 16, 16), torch.tensor([1, 7])
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        F.cross_entropy(model(x), y).backward()
-        opt.step()
-
-    step()  # momentum buffers exist
-    with profile() as prof:
-        step()
-    return prof
-
-
 @workload
 def depthwise_conv():
     model = nn.Sequential(nn.Conv2d(8, 8, 3, padding=1, groups=8), nn.ReLU(), nn.Conv2d(8, 4, 1))
