@@ -26,6 +26,7 @@ turns it off with 0; native_walk() says whether it is in use.
 
 from __future__ import annotations
 
+import errno
 import gzip
 import json
 import math
@@ -749,8 +750,10 @@ def _torch_field_error(e, torch_version):
 def save(prof: torch.profiler.profile, path: str | os.PathLike[str]) -> None:
     """Writes `prof` (a finished torch.profiler.profile, or a
     torch.autograd.profiler.profile) to `path` as a memtl trace; gzip when
-    `path` ends in `.gz`. The file appears whole or not at all: it is written
-    to a temporary file in the same directory and renamed into place.
+    `path` ends in `.gz`. The file appears whole or not at all, and nothing
+    else is left behind: it is written to an unnamed file in the same
+    directory (O_TMPFILE; a named temporary file where the file system has
+    none), synced, then linked into place.
     Raises RecorderError when the profile cannot give a memory timeline,
     and OSError naming `path` when it cannot be written."""
     import torch
@@ -765,15 +768,18 @@ def save(prof: torch.profiler.profile, path: str | os.PathLike[str]) -> None:
         if err is None:
             raise
         raise err from e
-    directory = os.path.dirname(os.path.abspath(path))
-    base = os.path.basename(path)
+    # A symbolic link's target is what gets replaced (the link stays).
+    target = os.path.realpath(path) if os.path.islink(path) else path
+    directory = os.path.dirname(os.path.abspath(target))
+    base = os.path.basename(target)
     try:
-        fd, tmp = tempfile.mkstemp(prefix="." + base + ".", suffix=".tmp", dir=directory)
+        fd, tmp = _open_unnamed_or_temporary(directory, base)
     except OSError as e:
         # Name the user's path, not the temporary one.
         raise type(e)(e.errno, "cannot write %s: %s" % (path, e.strerror)) from None
+    placed = False
     try:
-        with os.fdopen(fd, "wb") as raw:
+        with os.fdopen(fd, "wb", closefd=False) as raw:
             # The gzip header names the final file, not the temporary one.
             trace = _TraceFile(raw, directory, base[:-3] if path.endswith(".gz") else None)
             try:
@@ -785,11 +791,62 @@ def save(prof: torch.profiler.profile, path: str | os.PathLike[str]) -> None:
                 raise err from e
             finally:
                 trace.close()
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600
-        os.replace(tmp, path)
-    except BaseException:
+        os.fsync(fd)
+        _put_in_place(fd, tmp, target, directory, base)
+        placed = True
+    finally:
+        os.close(fd)  # an unnamed file that was not linked vanishes with it
+        if tmp is not None and not placed:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def _open_unnamed_or_temporary(directory, base):
+    """(descriptor, None) for an unnamed file in `directory` (Linux
+    O_TMPFILE: nothing is left if the process dies, SIGKILL included), or
+    (descriptor, name) of a named temporary file where the file system has
+    no O_TMPFILE."""
+    flag = getattr(os, "O_TMPFILE", 0)
+    if flag:
         try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+            return os.open(directory, flag | os.O_WRONLY | os.O_CLOEXEC, 0o644), None
+        except OSError as e:
+            if e.errno in (errno.ENOENT, errno.EACCES, errno.ENOTDIR, errno.EROFS):
+                raise
+    fd, tmp = tempfile.mkstemp(prefix="." + base[:200] + ".", suffix=".tmp", dir=directory)
+    os.fchmod(fd, 0o644)  # mkstemp creates 0600
+    return fd, tmp
+
+
+def _put_in_place(fd, tmp, target, directory, base):
+    """Gives the written file its name atomically and syncs the directory."""
+    dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        if tmp is None:
+            # linkat(AT_SYMLINK_FOLLOW) of the descriptor's /proc name: os.link
+            # calls linkat only when given a directory descriptor.
+            proc = "/proc/self/fd/%d" % fd
+            try:
+                os.link(proc, os.path.basename(target), dst_dir_fd=dfd, follow_symlinks=True)
+            except FileExistsError:
+                # Replace the existing file: link under a free temporary name,
+                # then rename over it.
+                probe, tmp = tempfile.mkstemp(prefix="." + base[:200] + ".", suffix=".tmp", dir=directory)
+                os.close(probe)
+                os.unlink(tmp)
+                try:
+                    os.link(proc, os.path.basename(tmp), dst_dir_fd=dfd, follow_symlinks=True)
+                    os.replace(tmp, target)
+                except BaseException:
+                    try:
+                        os.unlink(tmp)
+                    except OSError:
+                        pass
+                    raise
+        else:
+            os.replace(tmp, target)
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)

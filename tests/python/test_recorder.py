@@ -52,6 +52,12 @@ def read_lines(path):
         return [strict_loads(line) for line in f]
 
 
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def small_step():
     model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
@@ -306,6 +312,34 @@ class SaveTest(unittest.TestCase):
         with open(target) as f:
             self.assertEqual(f.read(), "previous\n")
         self.assertEqual(os.listdir(self.dir.name), ["keep.trace.jsonl"])
+
+    def test_no_name_exists_while_writing_and_links_are_followed(self):
+        # While the trace is written nothing is in the folder (an unnamed
+        # file: a run killed then, by SIGKILL too, leaves nothing); a
+        # symbolic link's target is replaced and the link stays.
+        seen = []
+        original = recorder.write_events
+
+        def watching(roots, out, *args, **kwargs):
+            seen.append(sorted(os.listdir(self.dir.name)))
+            return original(roots, out, *args, **kwargs)
+
+        os.symlink("real.trace.jsonl", self.path("link.trace.jsonl"))
+        with open(self.path("real.trace.jsonl"), "w") as f:
+            f.write("previous\n")
+        recorder.write_events = watching
+        try:
+            recorder.save(small_step(), self.path("new.trace.jsonl"))
+            recorder.save(small_step(), self.path("link.trace.jsonl"))
+        finally:
+            recorder.write_events = original
+        self.assertEqual(seen, [["link.trace.jsonl", "real.trace.jsonl"],
+                                ["link.trace.jsonl", "new.trace.jsonl", "real.trace.jsonl"]])
+        self.assertTrue(os.path.islink(self.path("link.trace.jsonl")))
+        self.assertEqual(read_lines(self.path("real.trace.jsonl"))[0]["format"], "memtl-trace")
+        self.assertEqual(sorted(os.listdir(self.dir.name)),
+                         ["link.trace.jsonl", "new.trace.jsonl", "real.trace.jsonl"])
+        self.assertEqual(os.stat(self.path("new.trace.jsonl")).st_mode & 0o777, 0o644 & ~_umask())
 
     def test_gzip_trace_is_a_header_member_then_the_body(self):
         # save walks the tree once: the body is compressed while the tree is
