@@ -17,6 +17,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "core/explain/events.h"
 #include "core/explain/peak.h"
 #include "core/pipeline/analysis.h"
 #include "core/timeline/timeline.h"
@@ -29,7 +30,7 @@ namespace {
 // The largest tensors alive at the peak that the HTML report lists.
 constexpr size_t kReportPeakTensors = 20;
 
-constexpr const char* kCommands = "export, peak, categories, graph";
+constexpr const char* kCommands = "export, peak, events, categories, graph";
 
 // Messages go through stdio, not iostreams (CLI11 itself prints only help).
 void PrintErr(const std::string& text) { std::fwrite(text.data(), 1, text.size(), stderr); }
@@ -103,6 +104,17 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
       ->check(CLI::IsMember({"json", "json.gz", "raw", "html"}));
   exp->add_flag("-q,--quiet", args.quiet, "no result line on stderr");
   exp->callback([&args] { args.command = "export"; });
+
+  CLI::App* events = app->add_subcommand(
+      "events",
+      "print the timeline with context: time, action, tensor(version), bytes, category, "
+      "device, the op that made the change, its modules and phase");
+  AddReadOptions(events, args);
+  events
+      ->add_option("--format", args.format,
+                   "text (for people, the default), tsv (with a header line) or json (JSON Lines)")
+      ->check(CLI::IsMember({"text", "tsv", "json"}));
+  events->callback([&args] { args.command = "events"; });
 
   CLI::App* cat = app->add_subcommand(
       "categories", "print the timeline: action, tensor(version), bytes, category");
@@ -231,6 +243,20 @@ int RunPeak(const Args& args) {
   return 0;
 }
 
+int RunEvents(const Args& args) {
+  auto c = Categorize(args, memtl::Retain::kAll);
+  if (!c.ok()) return Fail(c.status().message());
+  const memtl::Analysis& a = *c.value()->analysis;
+  const memtl::EventsFormat format = args.format == "tsv"    ? memtl::EventsFormat::kTsv
+                                     : args.format == "json" ? memtl::EventsFormat::kJsonLines
+                                                             : memtl::EventsFormat::kText;
+  const memtl::ExplainInput in{
+      a.trace, *a.tree, *a.graph, c.value()->categories, c.value()->timeline, c.value()->device};
+  if (int rc = WriteStdout(memtl::FormatEvents(in, format)); rc != 0) return rc;
+  PrintNotes(a.diagnostics);
+  return 0;
+}
+
 int RunCategories(const Args& args) {
   auto c = Categorize(args, memtl::Retain::kTimeline);
   if (!c.ok()) return Fail(c.status().message());
@@ -355,7 +381,8 @@ int main(int argc, char** argv) {
     // (CLI11 would call it an unexpected argument).
     if (argc > 1 && argv[1][0] != '-') {
       const std::string first = argv[1];
-      if (first != "export" && first != "categories" && first != "graph" && first != "peak") {
+      if (first != "export" && first != "categories" && first != "graph" && first != "peak" &&
+          first != "events") {
         return Fail("unknown command \"" + first + "\" (commands: " + kCommands +
                     "; see memtl --help)");
       }
@@ -383,6 +410,7 @@ int main(int argc, char** argv) {
     if (args.command == "graph") return RunGraph(args);
     if (args.command == "categories") return RunCategories(args);
     if (args.command == "peak") return RunPeak(args);
+    if (args.command == "events") return RunEvents(args);
     return RunExport(args);
   } catch (const std::bad_alloc&) {
     return Fail("out of memory");

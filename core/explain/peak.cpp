@@ -14,60 +14,9 @@ namespace {
 
 int64_t MicrosOf(const TimelineEvent& e) { return e.time == -1 ? -1 : PyTrueDivTrunc1000(e.time); }
 
-// "nn.Module: Linear_1" -> "Linear_1"; empty for any other event.
-std::string_view ModuleName(const Trace& trace, uint32_t event) {
-  const Event& e = trace.events[event];
-  if (e.kind != EventKind::kPy) return {};
-  constexpr std::string_view kPrefix = "nn.Module: ";
-  const std::string& name = trace.Name(e);
-  if (name.compare(0, kPrefix.size(), kPrefix) != 0) return {};
-  return std::string_view(name).substr(kPrefix.size());
-}
-
-// The modules around `event`, outermost first, and whether an optimizer
-// runs it: an enclosing python call into torch/optim/ (the optimizer's
-// step, its state's set-up, zero_grad). PyTorch's own markers do not nest
-// over the step's ops: the "Optimizer.step#Adam.step" record_function is
-// their sibling in the event tree, and the python tracer's optimizer call
-// is an empty marker.
-std::pair<std::string, bool> Context(const Trace& trace, uint32_t event) {
-  constexpr std::string_view kOptim = "torch/optim/";
-  std::vector<std::string_view> modules;
-  bool optimizer = false;
-  for (uint32_t p = event; p != kNone32; p = trace.events[p].parent) {
-    const Event& e = trace.events[p];
-    if (e.kind != EventKind::kPy) continue;
-    const std::string& name = trace.Name(e);
-    if (name.find(kOptim) != std::string::npos) optimizer = true;
-    if (const auto m = ModuleName(trace, p); !m.empty()) modules.push_back(m);
-  }
-  std::string path;
-  for (auto it = modules.rbegin(); it != modules.rend(); ++it)
-    path += (path.empty() ? "" : " > ") + std::string(*it);
-  return {path, optimizer};
-}
-
 // The export's category names, with "unknown" as the other outputs write it.
 std::string ExportName(int index) {
   return index == kUnknownIndex ? "unknown" : std::string(kExportIndexNames[index]);
-}
-
-std::string JsonString(std::string_view s) {
-  std::string out = "\"";
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += ch;
-    }
-  }
-  return out + "\"";
 }
 
 }  // namespace
@@ -143,14 +92,8 @@ PeakReport ExplainPeak(const PeakInput& c, size_t top) {
     }
   }
 
-  // Each (key, version) the graph outputs: the node's event that made it.
   const DataFlowGraph& g = c.graph;
-  std::vector<uint32_t> creator_of_value(g.num_values(), kNone32);
-  for (const FlowNode& n : g.nodes()) {
-    for (const FlowEdge* e = g.begin(n); e != g.end(n); ++e) {
-      if (e->is_output()) creator_of_value[g.value(e->key, e->output_version())] = n.event;
-    }
-  }
+  const std::vector<uint32_t> creator_of_value = CreatorOfValues(g);
 
   std::vector<uint32_t> live;
   for (uint32_t k = 0; k < alive.size(); ++k) {
@@ -167,18 +110,11 @@ PeakReport ExplainPeak(const PeakInput& c, size_t top) {
     t.bytes = bytes[k];
     t.category = c.categories.Get(k, t.version);
     if (g.last_version(k) >= 0) t.creator = creator_of_value[g.value(k, 0)];
-    if (t.creator == kNone32) {
-      t.creator_name = "before the profile";
-      t.phase = "other";
-    } else {
-      t.creator_name = trace.Name(trace.events[t.creator]);
-      const auto [module, optimizer] = Context(trace, t.creator);
-      t.module = module;
-      t.phase = c.tree.in_backward(t.creator) ? "backward"
-                : optimizer                   ? "optimizer"
-                : !module.empty()             ? "forward"
-                                              : "other";
-    }
+    t.creator_name =
+        t.creator == kNone32 ? "before the profile" : trace.Name(trace.events[t.creator]);
+    EventContext where = ContextOf(trace, c.tree, t.creator);
+    t.module = std::move(where.module);
+    t.phase = std::move(where.phase);
     r.largest.push_back(std::move(t));
   }
   return r;

@@ -8,10 +8,8 @@
 // around it, the op tree whether it ran in backward. The report refers to
 // none of them, so an export can show it after they are gone.
 //
-// Known limits: module paths are the python tracer's names (class and call
-// index, `Sequential_0 > Linear_1`), not attribute paths (PyTorch's profile
-// does not record them); a tensor created before the profile started has no
-// creator ("before the profile").
+// Known limits: those of context.h; a tensor created before the profile
+// started has no creator ("before the profile").
 #pragma once
 
 #include <array>
@@ -20,10 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "core/categories/category.h"
-#include "core/graph/data_flow.h"
-#include "core/graph/op_tree.h"
-#include "core/timeline/timeline.h"
+#include "core/explain/context.h"
 
 namespace memtl {
 
@@ -53,14 +48,7 @@ struct PeakReport {
   std::vector<LiveTensor> largest;  // the `top` largest live tensors, largest first
 };
 
-struct PeakInput {
-  const Trace& trace;
-  const OpTree& tree;
-  const DataFlowGraph& graph;
-  const CategoryDict& categories;
-  const std::vector<TimelineEvent>& timeline;
-  DeviceIndex device;
-};
+using PeakInput = ExplainInput;
 
 // The peak of `in.device` and the `top` largest tensors alive at it.
 PeakReport ExplainPeak(const PeakInput& in, size_t top);

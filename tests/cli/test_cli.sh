@@ -103,6 +103,12 @@ check peak-json 0 "" -- "$bin" peak "$fx" --format=json --top 2
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['any'] and len(d['largest'])==2 and sum(d['by_category'].values())==d['bytes']" "$tmp/out" &&
   pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL peak-json"; }
 check peak-bad-format 2 "--format" -- "$bin" peak "$fx" --format xml
+# events: the timeline with context, a row per event, as JSON Lines too.
+check events-json 0 "" -- "$bin" events "$fx" --format json
+"$bin" categories "$fx" >"$tmp/cats.txt"
+python3 -c "import json,sys; rows=[json.loads(l) for l in open(sys.argv[1])]; n=sum(1 for _ in open(sys.argv[2])); assert len(rows)==n and all('op' in r and 'phase' in r for r in rows)" "$tmp/out" "$tmp/cats.txt" &&
+  pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL events-json"; }
+check events-text 0 "" -- "$bin" events "$fx"
 # The trace is never an output, whatever the path names it by.
 cp "$fx" "$tmp/in.trace.json"
 ln -s in.trace.json "$tmp/link.json"

@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/explain/events.h"
 #include "core/explain/peak.h"
 #include "core/pipeline/analysis.h"
 #include "core/timeline/timeline.h"
@@ -277,6 +278,35 @@ TEST_SUITE("golden") {
       CHECK(top == all.bytes);
       if (f.parent_path().filename() == "torch2")
         CheckGolden(Stem(f) + ".peak", FormatPeak(ExplainPeak(*c, 10)));
+    }
+  }
+
+  TEST_CASE("golden: memtl events on every torch 2.x fixture, a row per timeline event") {
+    for (const auto& f : Fixtures()) {
+      CAPTURE(f);
+      const auto c = Pipeline(f);
+      const Analysis& a = *c->analysis;
+      const ExplainInput in{a.trace, *a.tree, *a.graph, c->categories, c->timeline, c->device};
+      const std::string tsv = FormatEvents(in, EventsFormat::kTsv);
+      // The header, then the timeline's events in its order, each with the
+      // category `memtl categories` gives it.
+      CHECK(static_cast<size_t>(std::count(tsv.begin(), tsv.end(), '\n')) ==
+            c->timeline.size() + 1);
+      std::string categories_column, from_dump;
+      std::istringstream rows(tsv), dump(FormatTimeline(a.trace, c->timeline, c->categories));
+      std::string row, line;
+      std::getline(rows, row);
+      while (std::getline(rows, row) && std::getline(dump, line)) {
+        size_t tab = 0;
+        for (int k = 0; k < 5; ++k) tab = row.find('\t', tab) + 1;
+        categories_column += row.substr(tab, row.find('\t', tab) - tab) + "\n";
+        // The dump's category: after "  " following the bytes' " B".
+        const size_t at = line.find(" B  ") + 4;
+        const size_t end = a.trace.devices.size() > 1 ? line.rfind("  ") : line.size();
+        from_dump += line.substr(at, end - at) + "\n";
+      }
+      CHECK(categories_column == from_dump);
+      if (f.parent_path().filename() == "torch2") CheckGolden(Stem(f) + ".events", tsv);
     }
   }
 

@@ -1,0 +1,78 @@
+// Modules and phases from the event tree (context.h).
+#include "core/explain/context.h"
+
+#include <cstdio>
+
+namespace memtl {
+
+namespace {
+
+// "nn.Module: Linear_1" -> "Linear_1"; empty for any other event.
+std::string_view ModuleName(const Trace& trace, uint32_t event) {
+  const Event& e = trace.events[event];
+  if (e.kind != EventKind::kPy) return {};
+  constexpr std::string_view kPrefix = "nn.Module: ";
+  const std::string& name = trace.Name(e);
+  if (name.compare(0, kPrefix.size(), kPrefix) != 0) return {};
+  return std::string_view(name).substr(kPrefix.size());
+}
+
+}  // namespace
+
+// The optimizer phase is an enclosing python call into torch/optim/ (the
+// step, its state's set-up, zero_grad): PyTorch's own markers do not nest
+// over the step's ops (the "Optimizer.step#Adam.step" record_function is
+// their sibling in the event tree, and the python tracer's optimizer call
+// is an empty marker).
+EventContext ContextOf(const Trace& trace, const OpTree& tree, uint32_t event) {
+  if (event == kNone32) return {"", "other"};
+  constexpr std::string_view kOptim = "torch/optim/";
+  std::vector<std::string_view> modules;
+  bool optimizer = false;
+  for (uint32_t p = event; p != kNone32; p = trace.events[p].parent) {
+    const Event& e = trace.events[p];
+    if (e.kind != EventKind::kPy) continue;
+    if (trace.Name(e).find(kOptim) != std::string::npos) optimizer = true;
+    if (const auto m = ModuleName(trace, p); !m.empty()) modules.push_back(m);
+  }
+  EventContext c;
+  for (auto it = modules.rbegin(); it != modules.rend(); ++it)
+    c.module += (c.module.empty() ? "" : " > ") + std::string(*it);
+  c.phase = tree.in_backward(event) ? "backward"
+            : optimizer             ? "optimizer"
+            : !c.module.empty()     ? "forward"
+                                    : "other";
+  return c;
+}
+
+std::vector<uint32_t> CreatorOfValues(const DataFlowGraph& g) {
+  std::vector<uint32_t> creator(g.num_values(), kNone32);
+  for (const FlowNode& n : g.nodes()) {
+    for (const FlowEdge* e = g.begin(n); e != g.end(n); ++e) {
+      // An intermediate (allocated and freed inside the node) is made there too.
+      if (e->is_output() || e->is_intermediate())
+        creator[g.value(e->key, e->output_version())] = n.event;
+    }
+  }
+  return creator;
+}
+
+std::string JsonString(std::string_view s) {
+  std::string out = "\"";
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace memtl

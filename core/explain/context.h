@@ -1,0 +1,48 @@
+// Where an event of the trace ran, for the explaining outputs (memtl peak,
+// memtl events, the report's peak section): the nn.Module calls around it
+// and the phase of the step.
+//
+// Known limits: module paths are the python tracer's names (class and call
+// index, `Sequential_0 > Linear_1`), not attribute paths (PyTorch's profile
+// does not record them); the phase is a heuristic over the event tree
+// (docs/categories.md).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/categories/category.h"
+#include "core/graph/data_flow.h"
+#include "core/graph/op_tree.h"
+#include "core/timeline/timeline.h"
+
+namespace memtl {
+
+// What the explaining outputs read: the stages up to the timeline.
+struct ExplainInput {
+  const Trace& trace;
+  const OpTree& tree;
+  const DataFlowGraph& graph;
+  const CategoryDict& categories;
+  const std::vector<TimelineEvent>& timeline;
+  DeviceIndex device;  // the exported device (memtl peak, the report)
+};
+
+struct EventContext {
+  std::string module;  // "Sequential_0 > Linear_1"; empty when none
+  std::string phase;   // "forward", "backward", "optimizer", "other"
+};
+
+// `event` kNone32 (no event: a tensor from before the profile) is "other".
+EventContext ContextOf(const Trace& trace, const OpTree& tree, uint32_t event);
+
+// Per (key, version) of the graph's value numbering, the event of the node
+// that made it (allocated version 0, an intermediate included, or wrote the
+// version); kNone32 when no node did (a tensor from before the profile).
+std::vector<uint32_t> CreatorOfValues(const DataFlowGraph& graph);
+
+// `s` as a JSON string.
+std::string JsonString(std::string_view s);
+
+}  // namespace memtl

@@ -1,0 +1,113 @@
+// `memtl events` (events.h).
+#include "core/explain/events.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <iterator>
+#include <string_view>
+
+namespace memtl {
+
+namespace {
+
+// Per key slot, the event of the last node that freed it (kNone32: none).
+std::vector<uint32_t> FreerOfKeys(const DataFlowGraph& g, size_t num_keys) {
+  std::vector<uint32_t> freer(num_keys, kNone32);
+  for (const FlowNode& n : g.nodes()) {
+    for (const FlowEdge* e = g.begin(n); e != g.end(n); ++e) {
+      if (e->is_deletion()) freer[e->key] = n.event;
+    }
+  }
+  return freer;
+}
+
+}  // namespace
+
+std::string FormatEvents(const ExplainInput& in, EventsFormat format) {
+  const Trace& trace = in.trace;
+  const DataFlowGraph& g = in.graph;
+  const std::vector<uint32_t> creator = CreatorOfValues(g);
+  const std::vector<uint32_t> freer = FreerOfKeys(g, trace.key_table.size());
+  int64_t first = -1;
+  for (const TimelineEvent& e : in.timeline) {
+    if (e.time >= 0) first = first < 0 ? e.time : std::min(first, e.time);
+  }
+  std::string out;
+  if (format == EventsFormat::kTsv)
+    out = "time_ms\taction\ttensor\tversion\tbytes\tcategory\tdevice\top\tmodule\tphase\n";
+  char buf[512];
+  for (const TimelineEvent& e : in.timeline) {
+    // The node behind this change, when the graph names one.
+    uint32_t op = kNone32;
+    if (e.has_key() && g.last_version(e.key) >= 0) {
+      switch (e.action) {
+        case Action::kPreexisting:
+          break;
+        case Action::kCreate:
+          op = creator[g.value(e.key, 0)];
+          break;
+        case Action::kIncrementVersion:
+          if (e.version + 1 <= g.last_version(e.key)) op = creator[g.value(e.key, e.version + 1)];
+          break;
+        case Action::kDestroy:
+          op = freer[e.key];
+          break;
+      }
+    }
+    const std::string op_name = op != kNone32                      ? trace.Name(trace.events[op])
+                                : e.action == Action::kPreexisting ? "before the profile"
+                                                                   : "";
+    const EventContext where = op != kNone32 ? ContextOf(trace, in.tree, op) : EventContext{};
+    const std::string tensor =
+        e.has_key() ? std::to_string(trace.key_table.keys[e.key].id.value()) : std::string();
+    std::string category(e.has_key() ? CategoryName(in.categories.Get(e.key, e.version))
+                                     : "unknown");
+    if (e.action == Action::kIncrementVersion && e.has_key()) {
+      const std::string next(CategoryName(in.categories.Get(e.key, e.version + 1)));
+      if (next != category) category += " -> " + next;
+    }
+    const std::string& device = trace.devices[e.device].name;
+    const std::string action(ActionName(e.action));
+    std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(e.time - first) / 1e6);
+    const std::string time = e.time < 0 ? std::string("-") : std::string(buf);
+    switch (format) {
+      case EventsFormat::kText: {
+        const std::string key =
+            e.has_key() ? "T" + tensor + "(v" + std::to_string(e.version) + ")" : "[memory]";
+        std::snprintf(buf, sizeof buf, "%10s  %-18s %-16s %12lld B  %-32s %-6s %-28s %-9s %s\n",
+                      time.c_str(), action.c_str(), key.c_str(), static_cast<long long>(e.bytes),
+                      category.c_str(), device.c_str(), op_name.c_str(), where.phase.c_str(),
+                      where.module.c_str());
+        std::string line = buf;
+        while (line.size() > 1 && line[line.size() - 2] == ' ') line.erase(line.size() - 2, 1);
+        out += line;
+        break;
+      }
+      case EventsFormat::kTsv: {
+        const std::string version = e.has_key() ? std::to_string(e.version) : std::string();
+        const std::string bytes = std::to_string(e.bytes);
+        const std::string_view fields[] = {time,     action, tensor,  version,      bytes,
+                                           category, device, op_name, where.module, where.phase};
+        for (size_t k = 0; k < std::size(fields); ++k) {
+          if (k > 0) out += '\t';
+          out.append(fields[k]);
+        }
+        out += '\n';
+        break;
+      }
+      case EventsFormat::kJsonLines:
+        out += "{\"time_ms\":" + (e.time < 0 ? std::string("null") : time) +
+               ",\"action\":" + JsonString(action) +
+               ",\"tensor\":" + (e.has_key() ? tensor : std::string("null")) +
+               ",\"version\":" + (e.has_key() ? std::to_string(e.version) : std::string("null")) +
+               ",\"bytes\":" + std::to_string(e.bytes) + ",\"category\":" + JsonString(category) +
+               ",\"device\":" + JsonString(device) + ",\"op\":" + JsonString(op_name) +
+               ",\"module\":" + JsonString(where.module) + ",\"phase\":" + JsonString(where.phase) +
+               "}\n";
+        break;
+    }
+  }
+  return out;
+}
+
+}  // namespace memtl
