@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <exception>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <sys/stat.h>
@@ -23,14 +25,14 @@
 #include "core/timeline/timeline.h"
 #include "export/atomic_file.h"
 #include "export/export.h"
-#include "passes/pass.h"
 
 namespace {
 
 // The largest tensors alive at the peak that the HTML report lists.
 constexpr size_t kReportPeakTensors = 20;
 
-constexpr const char* kCommands = "export, peak, events, categories, graph";
+constexpr std::array<std::string_view, 5> kCommands = {"export", "peak", "events", "categories",
+                                                       "graph"};
 
 // Messages go through stdio, not iostreams (CLI11 itself prints only help).
 void PrintErr(const std::string& text) { std::fwrite(text.data(), 1, text.size(), stderr); }
@@ -215,10 +217,9 @@ int RunGraph(const Args& args) {
 }
 
 // The whole pipeline through the timeline, keeping what `retain` says;
-// `peak_top` > 0 adds the peak report with that many tensors.
-memtl::Expected<std::unique_ptr<memtl::Categorized>> Categorize(const Args& args,
-                                                                memtl::Retain retain,
-                                                                size_t peak_top = 0) {
+// `peak_top` adds the peak report with that many tensors.
+memtl::Expected<std::unique_ptr<memtl::Categorized>> Categorize(
+    const Args& args, memtl::Retain retain, std::optional<size_t> peak_top = std::nullopt) {
   auto analysis = Load(args);
   if (!analysis.ok()) return analysis.status();
   memtl::PipelineOptions options;
@@ -230,10 +231,9 @@ memtl::Expected<std::unique_ptr<memtl::Categorized>> Categorize(const Args& args
 
 int RunPeak(const Args& args) {
   // The report is made before the analysis's stages go (Retain::kExport).
-  auto c = Categorize(args, memtl::Retain::kExport, std::max<size_t>(args.top, 1));
+  auto c = Categorize(args, memtl::Retain::kExport, args.top);
   if (!c.ok()) return Fail(c.status().message());
-  memtl::PeakReport report = *c.value()->peak;
-  if (args.top == 0) report.largest.clear();
+  const memtl::PeakReport& report = *c.value()->peak;
   if (int rc =
           WriteStdout(args.format == "json" ? memtl::PeakJson(report) : memtl::FormatPeak(report));
       rc != 0) {
@@ -280,28 +280,19 @@ void KeepUntilExit(std::unique_ptr<T> p) {
 }
 
 // The result line: what was written, and the exported device's peak (all
-// categories together, as the plot's stack) and when, from the first row.
-std::string ResultLine(const Args& args, const memtl::Trace& trace,
-                       const std::vector<memtl::TimelineEvent>& timeline,
-                       const memtl::CategoryDict& cats, memtl::DeviceIndex device) {
-  int64_t peak = -1, peak_at = 0, first = 0;
-  bool any = false;
-  memtl::CoalescedRows(timeline, cats, device, [&](int64_t t, const std::array<int64_t, 9>& sizes) {
-    if (!any) first = t;
-    any = true;
-    int64_t total = 0;
-    for (int64_t b : sizes) total += b;
-    if (total > peak) peak = total, peak_at = t;
-  });
+// categories together, as the plot's stack) and when, from the first row:
+// the figures `memtl peak` gives.
+std::string ResultLine(const Args& args, const memtl::Trace& trace, const memtl::PeakReport& peak,
+                       memtl::DeviceIndex device) {
   std::string written;
   for (const std::string& o : args.outputs)
     written += (written.empty() ? "" : ", ") + (o == "-" ? std::string("standard output") : o);
   const std::string name = device < trace.devices.size() ? trace.devices[device].name : "cpu";
   std::string line = "memtl: wrote " + written + " (" + name;
-  if (!any) return line + ": no memory events)\n";
+  if (!peak.any) return line + ": no memory events)\n";
   char when[48];
-  std::snprintf(when, sizeof when, "%.3f ms", static_cast<double>(peak_at - first) / 1000.0);
-  return line + " peak " + memtl::HumanBytes(peak) + " at " + when + ")\n";
+  std::snprintf(when, sizeof when, "%.3f ms", static_cast<double>(peak.since_start_us) / 1000.0);
+  return line + " peak " + memtl::HumanBytes(peak.bytes) + " at " + when + ")\n";
 }
 
 // True when `a` and `b` name one file (through links or other paths).
@@ -330,7 +321,8 @@ int RunExport(const Args& args) {
   bool html = false;
   for (const std::string& o : args.outputs)
     html |= o.ends_with(".html") || (o == "-" && args.format == "html");
-  auto c = Categorize(args, memtl::Retain::kExport, html ? kReportPeakTensors : 0);
+  auto c = Categorize(args, memtl::Retain::kExport,
+                      html ? std::optional<size_t>(kReportPeakTensors) : std::nullopt);
   if (!c.ok()) return Fail(c.status().message());
   const memtl::Analysis& a = *c.value()->analysis;
   const memtl::DeviceIndex device = c.value()->device;
@@ -354,7 +346,11 @@ int RunExport(const Args& args) {
   PrintTimings(args, a.timer);
   PrintNotes(a.diagnostics);
   if (!args.quiet) {
-    PrintErr(ResultLine(args, a.trace, c.value()->timeline, c.value()->categories, device));
+    // The report the HTML export asked for has the peak already.
+    const memtl::Categorized& cz = *c.value();
+    PrintErr(ResultLine(args, a.trace,
+                        cz.peak ? *cz.peak : memtl::FindPeak(cz.timeline, cz.categories, device),
+                        device));
   }
   KeepUntilExit(std::move(c.value()));
   return 0;
@@ -381,9 +377,11 @@ int main(int argc, char** argv) {
     // (CLI11 would call it an unexpected argument).
     if (argc > 1 && argv[1][0] != '-') {
       const std::string first = argv[1];
-      if (first != "export" && first != "categories" && first != "graph" && first != "peak" &&
-          first != "events") {
-        return Fail("unknown command \"" + first + "\" (commands: " + kCommands +
+      if (std::find(kCommands.begin(), kCommands.end(), first) == kCommands.end()) {
+        std::string names;
+        for (const std::string_view c : kCommands)
+          names += (names.empty() ? "" : ", ") + std::string(c);
+        return Fail("unknown command \"" + first + "\" (commands: " + names +
                     "; see memtl --help)");
       }
     }

@@ -46,9 +46,6 @@ std::string GiB(int64_t bytes) {
 // CSS names, for the swatches of the peak section.
 constexpr const char* kCssColors[8] = {"darkgreen", "goldenrod",  "black",     "mediumpurple",
                                        "red",       "mediumblue", "royalblue", "grey"};
-constexpr const char* kCategoryNames[8] = {"PARAMETER",       "OPTIMIZER_STATE", "INPUT",
-                                           "TEMPORARY",       "ACTIVATION",      "GRADIENT",
-                                           "AUTOGRAD_DETAIL", "unknown"};
 
 // "Who holds the memory at the peak": the summary, the categories with the
 // plot's colours, and the largest live tensors with what created them.
@@ -69,7 +66,7 @@ std::string PeakSection(const PeakReport& r) {
                       ? 100.0 * static_cast<double>(r.by_category[i]) / static_cast<double>(r.bytes)
                       : 0.0);
     html += std::string("<tr><td><span class=\"sw\" style=\"background:") + kCssColors[i] +
-            "\"></span>" + kCategoryNames[i] + "</td><td class=\"n\">" +
+            "\"></span>" + std::string(ExportCategoryName(i)) + "</td><td class=\"n\">" +
             HumanBytes(r.by_category[i]) + "</td><td class=\"n\">" + buf + "</td></tr>\n";
   }
   html += "</table>\n";

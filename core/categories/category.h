@@ -37,6 +37,11 @@ std::string_view CategoryName(std::optional<Category> c);  // "PARAMETER", ..., 
 inline constexpr std::array<std::string_view, 8> kExportIndexNames = {
     "PARAMETER",  "OPTIMIZER_STATE", "INPUT",           "TEMPORARY",
     "ACTIVATION", "GRADIENT",        "AUTOGRAD_DETAIL", "Unknown"};
+// The names the text outputs give (CategoryName's): "unknown", not the
+// plot's "Unknown".
+inline std::string_view ExportCategoryName(int index) {
+  return index == kUnknownIndex ? std::string_view("unknown") : kExportIndexNames[index];
+}
 
 // Categories are kept in arrays indexed by key slot (trace.key_table), tensor
 // id slot and tensor version (the data-flow graph's value numbering), so a

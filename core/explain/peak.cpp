@@ -10,17 +10,6 @@
 
 namespace memtl {
 
-namespace {
-
-int64_t MicrosOf(const TimelineEvent& e) { return e.time == -1 ? -1 : PyTrueDivTrunc1000(e.time); }
-
-// The export's category names, with "unknown" as the other outputs write it.
-std::string ExportName(int index) {
-  return index == kUnknownIndex ? "unknown" : std::string(kExportIndexNames[index]);
-}
-
-}  // namespace
-
 std::string HumanBytes(int64_t bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double v = static_cast<double>(bytes);
@@ -34,42 +23,45 @@ std::string HumanBytes(int64_t bytes) {
   return buf;
 }
 
+PeakReport FindPeak(const std::vector<TimelineEvent>& timeline, const CategoryDict& categories,
+                    DeviceIndex device) {
+  PeakReport r;
+  size_t row = 0;
+  int64_t first_time = 0;
+  CoalescedRows(timeline, categories, device, [&](int64_t t, const std::array<int64_t, 9>& sizes) {
+    int64_t total = 0;
+    for (const int64_t b : sizes) total += b;
+    if (!r.any || total > r.bytes) {
+      r.bytes = total;
+      r.time_us = t;
+      r.row = row;
+      for (int i = 0; i < 8; ++i) r.by_category[i] = sizes[i + 1];
+    }
+    if (!r.any) first_time = t;
+    r.any = true;
+    ++row;
+  });
+  r.since_start_us = r.time_us - first_time;
+  return r;
+}
+
 PeakReport ExplainPeak(const PeakInput& c, size_t top) {
   const Trace& trace = c.trace;
-  PeakReport r;
+  PeakReport r = FindPeak(c.timeline, c.categories, c.device);
   r.device = c.device < trace.devices.size() ? trace.devices[c.device].name : "cpu";
-
-  // The peak row, as the exports coalesce them: its ordinal and time.
-  size_t row = 0, peak_row = 0;
-  int64_t first_time = 0;
-  CoalescedRows(c.timeline, c.categories, c.device,
-                [&](int64_t t, const std::array<int64_t, 9>& sizes) {
-                  int64_t total = 0;
-                  for (const int64_t b : sizes) total += b;
-                  if (!r.any || total > r.bytes) {
-                    r.bytes = total;
-                    r.time_us = t;
-                    peak_row = row;
-                    for (int i = 0; i < 8; ++i) r.by_category[i] = sizes[i + 1];
-                  }
-                  if (!r.any) first_time = t;
-                  r.any = true;
-                  ++row;
-                });
   if (!r.any) return r;
-  r.since_start_us = r.time_us - first_time;
 
   // Replay through the end of the peak row: per key, the version alive.
   constexpr int32_t kDead = -1;
   std::vector<int32_t> alive(trace.key_table.size(), kDead);
   std::vector<int64_t> bytes(trace.key_table.size(), 0);
-  row = 0;
+  size_t row = 0;
   bool started = false;
   int64_t last = 0;
   for (const TimelineEvent& e : c.timeline) {
     if (e.device != c.device) continue;
     const int64_t t = MicrosOf(e);
-    if (started && t != last && ++row > peak_row) break;
+    if (started && t != last && ++row > r.row) break;
     started = true;
     last = t;
     const int64_t sign = e.action == Action::kDestroy ? -1 : 1;
@@ -133,8 +125,8 @@ std::string FormatPeak(const PeakReport& r) {
   out += "\nby category:\n";
   for (int i = 0; i < 8; ++i) {
     if (r.by_category[i] == 0) continue;
-    std::snprintf(buf, sizeof buf, "  %-16s %12s  %5.1f%%\n", ExportName(i).c_str(),
-                  HumanBytes(r.by_category[i]).c_str(),
+    std::snprintf(buf, sizeof buf, "  %-16s %12s  %5.1f%%\n",
+                  std::string(ExportCategoryName(i)).c_str(), HumanBytes(r.by_category[i]).c_str(),
                   r.bytes > 0
                       ? 100.0 * static_cast<double>(r.by_category[i]) / static_cast<double>(r.bytes)
                       : 0.0);
@@ -163,7 +155,8 @@ std::string PeakJson(const PeakReport& r) {
          ",\"live_tensors\":" + std::to_string(r.live_tensors) +
          ",\"untracked_bytes\":" + std::to_string(r.untracked_bytes) + ",\"by_category\":{";
   for (int i = 0; i < 8; ++i) {
-    out += (i ? "," : "") + JsonString(ExportName(i)) + ":" + std::to_string(r.by_category[i]);
+    out +=
+        (i ? "," : "") + JsonString(ExportCategoryName(i)) + ":" + std::to_string(r.by_category[i]);
   }
   out += "},\"largest\":[";
   for (size_t i = 0; i < r.largest.size(); ++i) {

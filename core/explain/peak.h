@@ -39,6 +39,7 @@ struct PeakReport {
   int64_t bytes = 0;           // the largest total, all categories together
   int64_t time_us = 0;         // the row where it is first reached (PyTorch's times)
   int64_t since_start_us = 0;  // from the first row
+  size_t row = 0;              // its ordinal among the exports' rows
   // Bytes by category at the peak, in the export's order (PARAMETER,
   // OPTIMIZER_STATE, INPUT, TEMPORARY, ACTIVATION, GRADIENT,
   // AUTOGRAD_DETAIL, unknown).
@@ -49,6 +50,11 @@ struct PeakReport {
 };
 
 using PeakInput = ExplainInput;
+
+// The peak row alone, from one walk of the rows the exports write
+// (CoalescedRows): `any`, `bytes`, the times, `row` and `by_category`.
+PeakReport FindPeak(const std::vector<TimelineEvent>& timeline, const CategoryDict& categories,
+                    DeviceIndex device);
 
 // The peak of `in.device` and the `top` largest tensors alive at it.
 PeakReport ExplainPeak(const PeakInput& in, size_t top);

@@ -233,17 +233,17 @@ Expected<std::unique_ptr<Categorized>> Categorize(std::unique_ptr<Analysis> anal
   // The timeline reads none of it; the peak report reads the python calls'
   // names and the backward flags, so with one it goes after the report.
   const bool release_after_passes = options.retain != Retain::kAll;
-  if (release_after_passes && options.explain_peak == 0) ReleaseAfterPasses(a);
+  if (release_after_passes && !options.explain_peak) ReleaseAfterPasses(a);
   a.timer.Mark("passes");
   c->timeline = BuildTimeline(*a.tree, *a.graph, *a.sizes, c->categories, a.diagnostics);
   // Live bytes past 2^63-1 would give negative totals: an error, not a number.
   if (Status s = CheckTimelineSums(a.trace, c->timeline, c->categories); !s.ok())
     return Status::Error(a.name + ": " + s.message());
   a.timer.Mark("timeline");
-  if (options.explain_peak > 0) {
+  if (options.explain_peak) {
     c->peak =
         ExplainPeak(PeakInput{a.trace, *a.tree, *a.graph, c->categories, c->timeline, c->device},
-                    options.explain_peak);
+                    *options.explain_peak);
     a.timer.Mark("peak");
     if (release_after_passes) ReleaseAfterPasses(a);
   }

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -120,8 +121,9 @@ struct Categorized {
 struct PipelineOptions {
   ReadOptions read;
   Retain retain = Retain::kAll;
-  std::string device;       // requested export device; empty: the default
-  size_t explain_peak = 0;  // the peak's largest tensors to list (0: no peak report)
+  std::string device;  // requested export device; empty: the default
+  // A peak report listing this many of the largest live tensors (none: no report).
+  std::optional<size_t> explain_peak;
 };
 
 // The passes (passes/passes.def order), then the timeline, on an analysis

@@ -202,6 +202,8 @@ int64_t TrueDivTrunc1000(uint64_t t) {
 
 }  // namespace
 
+int64_t MicrosOf(const TimelineEvent& e) { return e.time == -1 ? -1 : PyTrueDivTrunc1000(e.time); }
+
 int64_t PyTrueDivTrunc1000(int64_t t) {
   // int() truncates toward zero and the rounding is symmetric, so the sign
   // comes off first; in unsigned arithmetic, where -(-2^63) exists.
@@ -210,10 +212,6 @@ int64_t PyTrueDivTrunc1000(int64_t t) {
 }
 
 namespace {
-
-// Times in us as PyTorch's _coalesce_timeline computes them: -1 stays -1
-// (pre-existing), and the smallest time that replaces it.
-int64_t MicrosOf(const TimelineEvent& e) { return e.time == -1 ? -1 : PyTrueDivTrunc1000(e.time); }
 
 int64_t MinTime(const std::vector<TimelineEvent>& timeline, DeviceIndex device) {
   int64_t t_min = -1;

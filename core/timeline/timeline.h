@@ -71,6 +71,11 @@ int CategoryIndexOf(const CategoryDict& cats, const TimelineEvent& e, int32_t ve
 // truncated, which is not always t / 1000 in integers.
 int64_t PyTrueDivTrunc1000(int64_t t);
 
+// An event's time in us as PyTorch's _coalesce_timeline computes it: -1
+// stays -1 (pre-existing; the exports show the smallest time instead). The
+// exports' rows are the runs of events with one such time.
+int64_t MicrosOf(const TimelineEvent& e);
+
 // PyTorch's _coalesce_timeline for one device: times in us (pre-existing
 // moved to the smallest time) and, per time, 9 sizes (a leading 0 and the 8
 // categories by export index).
