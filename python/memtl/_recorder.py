@@ -32,7 +32,6 @@ import json
 import math
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import zlib
@@ -815,9 +814,15 @@ def _open_unnamed_or_temporary(directory, base):
         except OSError as e:
             if e.errno in (errno.ENOENT, errno.EACCES, errno.ENOTDIR, errno.EROFS):
                 raise
-    fd, tmp = tempfile.mkstemp(prefix="." + base[:200] + ".", suffix=".tmp", dir=directory)
+    fd, tmp = _named_temporary(directory, base)
     os.fchmod(fd, 0o644)  # mkstemp creates 0600
     return fd, tmp
+
+
+def _named_temporary(directory, base):
+    """A new file `.BASE.XXXXXXXX.tmp` in `directory` (BASE cut so that the
+    name stays within the file systems' 255 bytes): (descriptor, path)."""
+    return tempfile.mkstemp(prefix="." + base[:200] + ".", suffix=".tmp", dir=directory)
 
 
 def _put_in_place(fd, tmp, target, directory, base):
@@ -833,7 +838,7 @@ def _put_in_place(fd, tmp, target, directory, base):
             except FileExistsError:
                 # Replace the existing file: link under a free temporary name,
                 # then rename over it.
-                probe, tmp = tempfile.mkstemp(prefix="." + base[:200] + ".", suffix=".tmp", dir=directory)
+                probe, tmp = _named_temporary(directory, base)
                 os.close(probe)
                 os.unlink(tmp)
                 try:
