@@ -1,0 +1,192 @@
+// Quoting input text for one-line messages (quote.h). The text is walked as
+// units, each a valid UTF-8 character or one byte that is not, so that a
+// shortened text never cuts an escape or a character in two.
+#include "core/model/quote.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <deque>
+#include <utility>
+
+namespace memtl {
+namespace {
+
+// One unit of the input and what it prints as.
+struct Unit {
+  size_t in_len = 1;  // input bytes consumed
+  size_t out_len = 0;
+  char out[8] = {};
+};
+
+constexpr char kHex[] = "0123456789abcdef";
+
+void SetByteEscape(Unit* u, unsigned char b) {
+  u->out[0] = '\\';
+  u->out[1] = 'x';
+  u->out[2] = kHex[b >> 4];
+  u->out[3] = kHex[b & 15];
+  u->out_len = 4;
+}
+
+void SetTwoCharEscape(Unit* u, char c) {
+  u->out[0] = '\\';
+  u->out[1] = c;
+  u->out_len = 2;
+}
+
+void SetCodePointEscape(Unit* u, uint32_t cp) {
+  u->out[0] = '\\';
+  u->out[1] = 'u';
+  for (int i = 0; i < 4; ++i) u->out[2 + i] = kHex[(cp >> (12 - 4 * i)) & 15];
+  u->out_len = 6;
+}
+
+bool IsContinuation(unsigned char b) { return (b & 0xC0) == 0x80; }
+
+// Code points that are valid but change how the line reads on a terminal:
+// C1 controls, the line and paragraph separators, the bidirectional
+// embeddings, overrides and isolates.
+bool EscapedCodePoint(uint32_t cp) {
+  return (cp >= 0x80 && cp <= 0x9F) || cp == 0x2028 || cp == 0x2029 ||
+         (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+Unit Decode(std::string_view s, size_t i, bool escape_quote) {
+  Unit u;
+  const auto b0 = static_cast<unsigned char>(s[i]);
+  if (b0 < 0x80) {
+    switch (b0) {
+      case '\n':
+        SetTwoCharEscape(&u, 'n');
+        return u;
+      case '\r':
+        SetTwoCharEscape(&u, 'r');
+        return u;
+      case '\t':
+        SetTwoCharEscape(&u, 't');
+        return u;
+      case '\\':
+        SetTwoCharEscape(&u, '\\');
+        return u;
+      default:
+        break;
+    }
+    if (b0 == '"' && escape_quote) {
+      SetTwoCharEscape(&u, '"');
+    } else if (b0 < 0x20 || b0 == 0x7F) {
+      SetByteEscape(&u, b0);
+    } else {
+      u.out[0] = static_cast<char>(b0);
+      u.out_len = 1;
+    }
+    return u;
+  }
+  // The well-formed sequences of Unicode's table 3-7: no overlong forms, no
+  // surrogates, nothing past U+10FFFF.
+  size_t len = 0;
+  unsigned char lo = 0x80;
+  unsigned char hi = 0xBF;
+  uint32_t cp = 0;
+  if (b0 >= 0xC2 && b0 <= 0xDF) {
+    len = 2;
+    cp = b0 & 0x1F;
+  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
+    len = 3;
+    cp = b0 & 0x0F;
+    if (b0 == 0xE0) lo = 0xA0;
+    if (b0 == 0xED) hi = 0x9F;
+  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
+    len = 4;
+    cp = b0 & 0x07;
+    if (b0 == 0xF0) lo = 0x90;
+    if (b0 == 0xF4) hi = 0x8F;
+  }
+  bool valid = len != 0 && i + len <= s.size();
+  for (size_t k = 1; valid && k < len; ++k) {
+    const auto b = static_cast<unsigned char>(s[i + k]);
+    if (k == 1 ? (b < lo || b > hi) : !IsContinuation(b)) valid = false;
+    cp = (cp << 6) | (b & 0x3F);
+  }
+  if (!valid) {
+    SetByteEscape(&u, b0);
+    return u;
+  }
+  u.in_len = len;
+  if (EscapedCodePoint(cp)) {
+    SetCodePointEscape(&u, cp);
+  } else {
+    for (size_t k = 0; k < len; ++k) u.out[k] = s[i + k];
+    u.out_len = len;
+  }
+  return u;
+}
+
+void AppendUnits(std::string* out, std::string_view s, size_t from, size_t to, bool escape_quote) {
+  for (size_t i = from; i < to;) {
+    const Unit u = Decode(s, i, escape_quote);
+    out->append(u.out, u.out_len);
+    i += u.in_len;
+  }
+}
+
+void AppendEscaped(std::string* out, std::string_view s, size_t max_bytes, bool escape_quote) {
+  size_t total = 0;
+  for (size_t i = 0; i < s.size();) {
+    const Unit u = Decode(s, i, escape_quote);
+    total += u.out_len;
+    i += u.in_len;
+  }
+  if (total <= max_bytes) {
+    AppendUnits(out, s, 0, s.size(), escape_quote);
+    return;
+  }
+  constexpr std::string_view kEllipsis = "...";
+  const size_t budget = max_bytes > kEllipsis.size() ? max_bytes - kEllipsis.size() : 0;
+  const size_t head_budget = (budget + 1) / 2;
+  const size_t tail_budget = budget - head_budget;
+  size_t i = 0;
+  size_t head = 0;
+  while (i < s.size()) {
+    const Unit u = Decode(s, i, escape_quote);
+    if (head + u.out_len > head_budget) break;
+    out->append(u.out, u.out_len);
+    head += u.out_len;
+    i += u.in_len;
+  }
+  out->append(kEllipsis);
+  // The longest run of whole units at the end that fits the tail's budget;
+  // units are decoded from the front, since only there are their bounds known.
+  std::deque<std::pair<size_t, size_t>> tail;  // (offset, printed bytes)
+  size_t tail_bytes = 0;
+  while (i < s.size()) {
+    const Unit u = Decode(s, i, escape_quote);
+    tail.emplace_back(i, u.out_len);
+    tail_bytes += u.out_len;
+    while (tail_bytes > tail_budget) {
+      tail_bytes -= tail.front().second;
+      tail.pop_front();
+    }
+    i += u.in_len;
+  }
+  if (!tail.empty()) AppendUnits(out, s, tail.front().first, s.size(), escape_quote);
+}
+
+}  // namespace
+
+std::string Quote(std::string_view text, size_t max_bytes) {
+  std::string out;
+  out.reserve(std::min(text.size(), max_bytes) + 2);
+  out.push_back('"');
+  AppendEscaped(&out, text, max_bytes, /*escape_quote=*/true);
+  out.push_back('"');
+  return out;
+}
+
+std::string QuotePath(std::string_view path, size_t max_bytes) {
+  std::string out;
+  out.reserve(std::min(path.size(), max_bytes));
+  AppendEscaped(&out, path, max_bytes, /*escape_quote=*/false);
+  return out;
+}
+
+}  // namespace memtl

@@ -1,0 +1,44 @@
+// Quoting text that a trace or a file name put into a message. Every error
+// and note is one line on stderr; text quoted from the input must not be able
+// to break that line, move the cursor, recolour the terminal or hide part of
+// the message, whatever bytes it holds.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace memtl {
+
+// At most this many bytes of escaped trace text (a record kind, a device, an
+// op name, a schema) go into a message. Operator names and devices fit whole
+// (the longest built-in operator name, with its overload, is 67 bytes); a
+// long schema keeps its start, which names the op, and its end. A message
+// with a file name, a line number and its problem then still fits a
+// 200-column line, and a 1 MB name gives the same short message.
+inline constexpr size_t kQuoteMaxBytes = 100;
+
+// Paths get more room: a deep absolute path stays whole, and so can be
+// copied from the message, while PATH_MAX (4096 bytes) cannot swamp it.
+inline constexpr size_t kPathQuoteMaxBytes = 300;
+
+// Returns `text` in double quotes, escaped so that it reads back
+// unambiguously and prints as one line:
+//   \" and \\ for the quote and the backslash; \n \r \t; \xHH for the other
+//   C0 controls, DEL and every byte that is not part of valid UTF-8 (a lone
+//   continuation byte, a cut sequence, overlong forms, surrogates); \uHHHH for
+//   the C1 controls (U+0080-U+009F: U+009B is CSI to some terminals), the
+//   line and paragraph separators and the bidirectional overrides (which
+//   reorder what follows them on the screen). Other valid UTF-8 is kept.
+// Escaped text longer than `max_bytes` keeps its start and its end around
+// "..." (never cutting an escape or a character), so a name's namespace and
+// its tail both stay; the result is then at most `max_bytes` + 2 bytes long.
+// Example: Quote("cpu\n\x1b[2J") == "\"cpu\\n\\x1b[2J\"".
+std::string Quote(std::string_view text, size_t max_bytes = kQuoteMaxBytes);
+
+// A file name as it appears at the start of `memtl: FILE: ...`: escaped as by
+// Quote (a backslash too, so that an escape in a name is never mistaken for
+// a real control character) but with no quotes around it and `"` kept.
+std::string QuotePath(std::string_view path, size_t max_bytes = kPathQuoteMaxBytes);
+
+}  // namespace memtl
