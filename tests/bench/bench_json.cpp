@@ -8,8 +8,8 @@
 // of lines would be parsed). -march=haswell lets simdjson's On-Demand code
 // use AVX2 (without it, its header-only part compiles to the portable
 // "fallback" kernel); the figures barely move either way.
-//   g++ -O2 -march=haswell -std=c++20 -DSIMDJSON_THREADS_ENABLED=1 -I. \
-//       tests/bench/bench_json.cpp core/read/json_cursor.cpp -lsimdjson \
+//   g++ -O2 -march=haswell -std=c++20 -DSIMDJSON_THREADS_ENABLED=1 -I.
+//       tests/bench/bench_json.cpp core/read/json_cursor.cpp -lsimdjson
 //       -o build/bench_json && build/bench_json TRACE.jsonl
 #include <simdjson.h>
 
