@@ -1,0 +1,210 @@
+// The trace reader's record builder: one JsonCursor pass per line, straight
+// into the flat Trace arrays, with no per-line DOM. Keys may come in any
+// order; every field is checked for presence and type so that a malformed
+// trace yields "FILE: line N: ..." rather than a crash.
+//
+// Its methods are spread over one file per kind of record: the header
+// (read_header.cpp), op, allocation and other records with their arguments
+// (read_records.cpp), tensors (read_tensors.cpp), and python calls with
+// their modules and optimizers (read_python.cpp). The small field readers
+// below are inline: every record calls them several times.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/model/flat_map.h"
+#include "core/model/trace.h"
+#include "core/read/json_cursor.h"
+
+namespace memtl::read {
+
+// Semantic errors inside a record; converted to a Status at the boundary.
+struct RecordError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+[[noreturn]] inline void Fail(const std::string& what) { throw RecordError(what); }
+
+// Device strings as PyTorch parses them (c10::Device): "type" or
+// "type:index", with a type PyTorch knows.
+bool ValidDeviceName(std::string_view s);
+
+// Whether `s` is the literal `lit`: the length first, then a comparison of
+// a constant number of bytes, which the compiler turns into a few loads
+// (string_view's operator== calls compare(), which the profile showed at
+// 6% of reading).
+template <size_t N>
+bool Is(std::string_view s, const char (&lit)[N]) {
+  return s.size() == N - 1 && std::memcmp(s.data(), lit, N - 1) == 0;
+}
+
+// The kind of the next value; text that is not JSON at all is a syntax
+// error (JsonError), not a type error.
+inline JsonCursor::Kind NextKind(JsonCursor& c) {
+  const auto k = c.Peek();
+  if (k == JsonCursor::Kind::kInvalid || k == JsonCursor::Kind::kEnd)
+    c.SkipValue();  // throws JsonError
+  return k;
+}
+
+// Tensor indices and impl numbers are 32-bit (kNone32 means none).
+inline constexpr size_t kMaxTensors = size_t{1} << 31;
+
+class Builder {
+ public:
+  explicit Builder(Trace* trace) : t_(trace) {}
+
+  // Keeps each event array reserved for `factor` times what it holds now
+  // (the whole file, at the rate read so far); read_header.cpp says why.
+  void ReserveFor(double factor);
+  // The first line.
+  void Header(JsonCursor& c);
+  // Numbers the impls of the tensors read so far (Tensor::impl, and
+  // Trace::num_impls); called once the records end.
+  void FinishImpls();
+  // Every later line.
+  void Record(JsonCursor& c);
+
+ private:
+  enum class Kind : uint8_t { kOp, kAlloc, kPy, kOther, kSchema };
+
+  // Every field a record may have; which ones are required depends on "k".
+  struct Fields {
+    Kind kind = Kind::kOther;
+    bool has_k = false, has_i = false, has_p = false, has_name = false, has_t0 = false,
+         has_t1 = false;
+    bool has_t = false, has_ptr = false, has_bytes = false, has_dev = false, has_args = false;
+    bool has_op = false, has_schemas = false;
+    int64_t i = 0, p = 0, t0 = 0, t1 = 0, t = 0, tid = 0, seq = -1, bytes = 0;
+    int64_t total_allocated = 0, total_reserved = 0, id = -1, aid = -1;
+    uint64_t ptr = 0;
+    uint32_t name = 0;
+    DeviceIndex dev = 0;
+    RecordScope scope = RecordScope::kFunction;
+    uint32_t args_begin = 0, refs_begin = 0;
+    uint32_t module = kNone32, optimizer = kNone32;
+    std::string op;
+    std::vector<std::string> schemas;
+  };
+
+  static void Require(bool present, const char* key) {
+    if (!present) Fail(std::string("missing field \"") + key + "\"");
+  }
+
+  int64_t Int(JsonCursor& c, const char* key) {
+    if (NextKind(c) != JsonCursor::Kind::kNumber)
+      Fail(std::string("expected an integer for \"") + key + "\"");
+    bool is_int = false, overflow = false;
+    const int64_t v = c.ReadInt64(&is_int, &overflow);
+    if (!is_int) Fail(std::string("expected an integer for \"") + key + "\"");
+    if (overflow) Fail(std::string("\"") + key + "\" is out of range");
+    return v;
+  }
+
+  int64_t OptInt(JsonCursor& c, const char* key, int64_t null_value) {
+    if (c.Peek() == JsonCursor::Kind::kNull) {
+      c.ReadNull();
+      return null_value;
+    }
+    return Int(c, key);
+  }
+
+  uint64_t Address(JsonCursor& c, const char* key) {
+    if (NextKind(c) != JsonCursor::Kind::kNumber)
+      Fail(std::string("expected an unsigned integer for \"") + key + "\"");
+    bool is_int = false, overflow = false;
+    bool negative = false;
+    const uint64_t v = c.ReadUint64(&is_int, &overflow, &negative);
+    if (!is_int) Fail(std::string("expected an unsigned integer for \"") + key + "\"");
+    if (negative) Fail(std::string("\"") + key + "\" must not be negative");
+    if (overflow) Fail(std::string("\"") + key + "\" is out of range (more than 2^64-1)");
+    return v;
+  }
+
+  // A nullable address: false for null, else true with *out set.
+  bool OptAddress(JsonCursor& c, const char* key, uint64_t* out) {
+    if (c.Peek() == JsonCursor::Kind::kNull) {
+      c.ReadNull();
+      return false;
+    }
+    *out = Address(c, key);
+    return true;
+  }
+
+  bool Bool(JsonCursor& c, const char* key) {
+    if (NextKind(c) != JsonCursor::Kind::kBool)
+      Fail(std::string("expected a boolean for \"") + key + "\"");
+    return c.ReadBool();
+  }
+
+  std::string_view String(JsonCursor& c, const char* key) {
+    if (NextKind(c) != JsonCursor::Kind::kString)
+      Fail(std::string("expected a string for \"") + key + "\"");
+    return c.ReadString(&scratch_);
+  }
+
+  DeviceIndex Device(JsonCursor& c, const char* key) {
+    const std::string_view name = String(c, key);
+    // Nearly every tensor and allocation names the device of the one before.
+    if (last_device_ != kNoDevice && name == last_device_name_) return last_device_;
+    if (!ValidDeviceName(name)) {
+      Fail("invalid device \"" + std::string(name.substr(0, 64)) +
+           "\" (PyTorch accepts \"type\" or \"type:index\" with a known type such as cpu or cuda)");
+    }
+    last_device_name_.assign(name);
+    last_device_ = t_->InternDevice(name);
+    return last_device_;
+  }
+
+  // read_records.cpp
+  void Field(JsonCursor& c, std::string_view key, Fields& f);
+  void Schema(Fields& f);
+  void Op(const Fields& f, Event* e);
+  void DropArgs(Fields& f);
+  void Args(JsonCursor& c, Fields& f);
+  Arg ParseArg(JsonCursor& c);
+  void Alloc(const Fields& f, Event* e);
+  // read_tensors.cpp
+  uint32_t ParseTensor(JsonCursor& c, bool allow_partial);
+  uint32_t TensorBody(JsonCursor& c, std::string_view key, bool allow_partial);
+  bool TensorTooLarge(uint32_t element_size) const;
+  void Dims(JsonCursor& c, const char* key, std::vector<int64_t>* out);
+  // read_python.cpp
+  void Params(JsonCursor& c, bool module, uint32_t* begin, uint32_t* count);
+  void States(JsonCursor& c, uint32_t* begin, uint32_t* count);
+  uint32_t Module(JsonCursor& c);
+  uint32_t Optimizer(JsonCursor& c);
+  void Py(const Fields& f, Event* e);
+
+  Trace* t_;
+  // TensorImpl address -> dense number (Tensor::impl); gone with the reader.
+  DenseNumbering impls_;
+  // A tensor's impl is numbered when the next tensor has been read, or
+  // when the records end, in the order the tensors were read: the two cache
+  // misses of a lookup in a large numbering (DenseNumbering::PrefetchSlot)
+  // then overlap the parsing in between instead of stalling it.
+  uint32_t pending_tensor_ = kNone32;
+  uint64_t pending_impl_ = 0;
+  void NumberPendingImpl() {
+    if (pending_tensor_ == kNone32) return;
+    t_->tensors[pending_tensor_].impl = impls_.Number(pending_impl_);
+    pending_tensor_ = kNone32;
+  }
+  std::string scratch_;
+  // The last device and dtype names read, and what they gave.
+  static constexpr DeviceIndex kNoDevice = 0xffff;
+  std::string last_device_name_;
+  DeviceIndex last_device_ = kNoDevice;
+  std::string last_dtype_;
+  uint8_t last_element_size_ = 0;
+  std::vector<Arg> arg_stack_;
+  std::vector<uint32_t> list_scratch_;
+  std::vector<int64_t> sizes_, strides_;
+};
+
+}  // namespace memtl::read
