@@ -81,7 +81,7 @@ void Builder::Field(JsonCursor& c, std::string_view key, Fields& f) {
         } else if (Is(k, "schema")) {
           f.kind = Kind::kSchema;
         } else {
-          Fail("unknown record kind \"" + std::string(k.substr(0, 64)) + "\"");
+          Fail("unknown record kind " + Quote(k));
         }
         return;
       }
@@ -186,7 +186,7 @@ void Builder::Schema(Fields& f) {
   Require(f.has_op, "op");
   Require(f.has_schemas, "schemas");
   for (const auto& [name, _] : t_->schemas) {
-    if (name == f.op) Fail("schemas of \"" + f.op.substr(0, 200) + "\" registered twice");
+    if (name == f.op) Fail("schemas of " + Quote(f.op) + " registered twice");
   }
   t_->schemas.emplace_back(std::move(f.op), std::move(f.schemas));
 }

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/model/flat_map.h"
+#include "core/model/quote.h"
 #include "core/model/trace.h"
 #include "core/read/json_cursor.h"
 
@@ -153,8 +154,8 @@ class Builder {
     // Nearly every tensor and allocation names the device of the one before.
     if (last_device_ != kNoDevice && name == last_device_name_) return last_device_;
     if (!ValidDeviceName(name)) {
-      Fail("invalid device \"" + std::string(name.substr(0, 64)) +
-           "\" (PyTorch accepts \"type\" or \"type:index\" with a known type such as cpu or cuda)");
+      Fail("invalid device " + Quote(name) +
+           " (PyTorch accepts \"type\" or \"type:index\" with a known type such as cpu or cuda)");
     }
     last_device_name_.assign(name);
     last_device_ = t_->InternDevice(name);

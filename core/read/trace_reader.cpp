@@ -13,6 +13,7 @@
 #include <system_error>
 #include <thread>
 
+#include "core/model/quote.h"
 #include "core/read/block_queue.h"
 #include "core/read/json_cursor.h"
 #include "core/read/line_source.h"
@@ -109,7 +110,9 @@ Expected<Trace> ReadBlocks(LineSource& src, const ReadOptions& options, ReadInfo
       pos = nl + 1;
       ++line_no;
       // Built only for an error message.
-      auto where = [&] { return src.name() + ": line " + std::to_string(line_no) + ": "; };
+      auto where = [&] {
+        return QuotePath(src.name()) + ": line " + std::to_string(line_no) + ": ";
+      };
       if (line.size() > kMaxLineBytes) return LongLine(line, where());
       JsonCursor cursor(line);
       try {
@@ -164,7 +167,8 @@ Expected<Trace> ReadBlocks(LineSource& src, const ReadOptions& options, ReadInfo
       return input;
     }
   }
-  if (!saw_header) return Status::Error(src.name() + ": empty file (no memtl trace header)");
+  if (!saw_header)
+    return Status::Error(QuotePath(src.name()) + ": empty file (no memtl trace header)");
   builder.FinishImpls();
   trace.Finish();
   local.lines = line_no;
@@ -183,7 +187,8 @@ Expected<Trace> ReadFrom(LineSource& src, const ReadOptions& options, ReadInfo* 
   } catch (const std::length_error&) {
   }
   // The trace built so far is gone, so building the message can allocate.
-  return Status::Error(src.name() + ": line " + std::to_string(line_no) + ": out of memory");
+  return Status::Error(QuotePath(src.name()) + ": line " + std::to_string(line_no) +
+                       ": out of memory");
 }
 
 }  // namespace
