@@ -233,7 +233,8 @@ Expected<std::unique_ptr<Categorized>> Categorize(std::unique_ptr<Analysis> anal
   // The timeline reads none of it; the peak report reads the python calls'
   // names and the backward flags, so with one it goes after the report.
   const bool release_after_passes = options.retain != Retain::kAll;
-  if (release_after_passes && !options.explain_peak) ReleaseAfterPasses(a);
+  const bool explain = options.explain_peak || options.report;
+  if (release_after_passes && !explain) ReleaseAfterPasses(a);
   a.timer.Mark("passes");
   c->timeline = BuildTimeline(*a.tree, *a.graph, *a.sizes, c->categories, a.diagnostics);
   // Live bytes past 2^63-1 would give negative totals: an error, not a number.
@@ -245,8 +246,14 @@ Expected<std::unique_ptr<Categorized>> Categorize(std::unique_ptr<Analysis> anal
         ExplainPeak(PeakInput{a.trace, *a.tree, *a.graph, c->categories, c->timeline, c->device},
                     *options.explain_peak);
     a.timer.Mark("peak");
-    if (release_after_passes) ReleaseAfterPasses(a);
   }
+  if (options.report) {
+    c->report =
+        MakeReport(ExplainInput{a.trace, *a.tree, *a.graph, c->categories, c->timeline, c->device},
+                   kReportLargestTensors);
+    a.timer.Mark("report");
+  }
+  if (explain && release_after_passes) ReleaseAfterPasses(a);
   if (options.retain == Retain::kExport) ReleaseAfterTimeline(a, c->categories);
   c->analysis = std::move(analysis);
   return c;

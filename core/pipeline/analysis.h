@@ -15,6 +15,7 @@
 #include "core/categories/category.h"
 #include "core/checks/allocation_checks.h"
 #include "core/explain/peak.h"
+#include "core/explain/report.h"
 #include "core/graph/data_flow.h"
 #include "core/graph/op_tree.h"
 #include "core/graph/size_map.h"
@@ -116,6 +117,9 @@ struct Categorized {
   // Who holds the memory at the peak, when PipelineOptions::explain_peak
   // asked for it (made before the stages it reads may go).
   std::optional<PeakReport> peak;
+  // What the HTML report shows of every device, when PipelineOptions::report
+  // asked for it (made, as the peak, before the stages it reads go).
+  std::optional<Report> report;
 };
 
 struct PipelineOptions {
@@ -124,6 +128,9 @@ struct PipelineOptions {
   std::string device;  // requested export device; empty: the default
   // A peak report listing this many of the largest live tensors (none: no report).
   std::optional<size_t> explain_peak;
+  // The HTML report's data for every device (MakeReport): peaks, memory
+  // tables, the sampled timeline with the op running at each point, steps.
+  bool report = false;
 };
 
 // The passes (passes/passes.def order), then the timeline, on an analysis

@@ -1,0 +1,91 @@
+// What the HTML report shows of every device of a trace: the peak (peak.h),
+// the memory tables (tables.h) and the timeline sampled for the interactive
+// chart, each point with the op running then, plus the trace's steps
+// (ProfilerStep#N). MakeReport reads the stages up to the timeline, so the
+// pipeline makes it before they go (PipelineOptions::report); the report
+// refers to none of them.
+//
+// Sampling keeps peaks: a device with more rows than kChartBuckets * 4
+// keeps, per time bucket, the bucket's first, lowest, highest and last row
+// (by total). Min and max alone would keep every peak and trough, but the
+// chart holds each point's value until the next one, so the bucket's last
+// row is what memory holds across the empty buckets after it, and its first
+// the step into it. Kept rows are rows of the export, not averages, so a
+// point shows what the .json export has at its time.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "core/explain/peak.h"
+#include "core/explain/tables.h"
+
+namespace memtl {
+
+inline constexpr size_t kChartBuckets = 2000;
+// The largest tensors alive at each device's peak that the report lists.
+inline constexpr size_t kReportLargestTensors = 20;
+
+struct ChartPoint {
+  int64_t time_us = 0;             // the row's time, as the .json export writes it
+  std::array<int64_t, 8> bytes{};  // by category, in the export's order
+  uint32_t op = kNone32;           // index into ChartSeries::ops; kNone32: not known
+  int64_t last_ns = -1;            // the time of the row's last event (-1: before the profile)
+};
+
+// The op running at a point: the top-level op (a node of the data-flow
+// graph) that started last at or before the row's last event.
+struct RunningOp {
+  std::string op;  // "aten::conv2d"
+  std::string module;
+  std::string phase;
+  bool operator<(const RunningOp& o) const {
+    return std::tie(op, module, phase) < std::tie(o.op, o.module, o.phase);
+  }
+};
+
+struct ChartSeries {
+  size_t rows = 0;  // the export's rows, before sampling
+  std::vector<ChartPoint> points;
+  std::vector<RunningOp> ops;
+  bool sampled() const { return points.size() < rows; }
+};
+
+// The export's rows of `device` (CoalescedRows), sampled as above; no ops.
+ChartSeries SampleRows(const std::vector<TimelineEvent>& timeline, const CategoryDict& categories,
+                       DeviceIndex device, size_t buckets = kChartBuckets);
+
+struct DeviceReport {
+  DeviceIndex device = 0;
+  std::string name;
+  PeakReport peak;
+  MemoryTables tables;
+  bool has_tables = false;  // false: made from the timeline alone
+  ChartSeries series;
+};
+
+struct ProfilerStep {
+  std::string name;  // "ProfilerStep#3"
+  int64_t time_us = 0;
+};
+
+struct Report {
+  std::vector<DeviceReport> devices;  // those with memory events, in device order
+  std::vector<ProfilerStep> steps;    // by time
+};
+
+// The whole report; `top` largest tensors alive at each device's peak.
+Report MakeReport(const ExplainInput& in, size_t top);
+
+// What an export can still make from the timeline alone (no tables, steps
+// or ops): the chart of every device and the peak's categories; `peak`,
+// when given, is the report of `device`.
+Report ReportFromTimeline(const Trace& trace, const std::vector<TimelineEvent>& timeline,
+                          const CategoryDict& categories, const PeakReport* peak,
+                          DeviceIndex device);
+
+}  // namespace memtl

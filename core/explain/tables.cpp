@@ -1,0 +1,310 @@
+// Memory tables by op and by module (tables.h). One pre-order walk of the
+// event tree gives every allocation event its place: a node of a trie of
+// the ops and module calls around it, shared by every allocation made in
+// the same surroundings (a trace repeats a few thousand of them), so the
+// walk keeps a number per allocation, not a path. Untracked allocations are
+// counted there; tensors through the timeline, which also replays the live
+// bytes up to each device's peak row. The rows come from the places last.
+#include "core/explain/tables.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <unordered_map>
+#include <utility>
+
+#include "core/explain/peak.h"
+
+namespace memtl {
+
+namespace {
+
+constexpr std::string_view kModulePrefix = "nn.Module: ";
+
+// The ops and module calls around an event, as a trie: place 0 is outside
+// any op or module; a child adds an op (its name) or a module call.
+class Places {
+ public:
+  struct Place {
+    uint32_t parent = kNone32;
+    uint32_t name = 0;         // string id of the op's or the python call's name
+    bool module = false;       // a module call (else an op)
+    uint32_t event = kNone32;  // the first event that made it (for ContextOf)
+  };
+
+  Places() { places_.push_back(Place{}); }
+
+  uint32_t Child(uint32_t parent, uint32_t name, bool module, uint32_t event) {
+    const uint64_t key = (uint64_t{parent} << 32) | (uint64_t{name} << 1) | (module ? 1 : 0);
+    const auto [it, added] = index_.try_emplace(key, static_cast<uint32_t>(places_.size()));
+    if (added) places_.push_back(Place{parent, name, module, event});
+    return it->second;
+  }
+  const Place& operator[](uint32_t p) const { return places_[p]; }
+  size_t size() const { return places_.size(); }
+
+ private:
+  std::vector<Place> places_;
+  std::unordered_map<uint64_t, uint32_t> index_;
+};
+
+// What the walks accumulate for one device.
+struct DeviceUse {
+  std::vector<MemoryUse> by_place;
+  // Bytes alive at the peak with no allocation in the window, by the place
+  // of the module call whose parameter they are (kNone32: none).
+  std::map<uint32_t, int64_t> before_profile;
+  int64_t no_identity = 0;  // untracked bytes alive at the peak
+
+  MemoryUse& At(uint32_t place, size_t num_places) {
+    if (by_place.size() <= place) by_place.resize(std::max<size_t>(num_places, place + 1));
+    return by_place[place];
+  }
+};
+
+// Adds `u` to the row `name` of `rows`, to its self part when `self`.
+void AddTo(std::map<std::string, MemoryRow, std::less<>>& rows, std::string_view name,
+           const MemoryUse& u, bool self) {
+  auto it = rows.find(name);
+  if (it == rows.end()) {
+    MemoryRow row;
+    row.name = name;
+    it = rows.emplace(std::string(name), std::move(row)).first;
+  }
+  it->second.total += u;
+  if (self) it->second.self += u;
+}
+
+std::vector<MemoryRow> Sorted(std::map<std::string, MemoryRow, std::less<>>& rows) {
+  std::vector<MemoryRow> out;
+  out.reserve(rows.size());
+  for (auto& [name, row] : rows) out.push_back(std::move(row));
+  std::stable_sort(out.begin(), out.end(), [](const MemoryRow& a, const MemoryRow& b) {
+    if (a.total.at_peak != b.total.at_peak) return a.total.at_peak > b.total.at_peak;
+    return a.total.allocated > b.total.allocated;
+  });
+  return out;
+}
+
+// Every prefix of a module path ("A", "A > B", "A > B > C"), outermost first.
+std::vector<std::string_view> Prefixes(std::string_view path) {
+  std::vector<std::string_view> out;
+  constexpr std::string_view kSep = " > ";
+  for (size_t at = path.find(kSep); at != std::string_view::npos; at = path.find(kSep, at + 1))
+    out.push_back(path.substr(0, at));
+  out.push_back(path);
+  return out;
+}
+
+}  // namespace
+
+std::vector<MemoryTables> ComputeTables(const ExplainInput& in) {
+  const Trace& trace = in.trace;
+  const size_t num_devices = trace.devices.size();
+  const uint32_t num_keys = trace.key_table.size();
+  Places places;
+  std::vector<DeviceUse> use(num_devices);
+
+  // The walk: a stack of the events around the current one, each with its
+  // place once an allocation below it asked (most ops allocate nothing).
+  std::vector<uint32_t> alloc_place(num_keys, kNone32), free_place(num_keys, kNone32);
+  std::vector<uint32_t> param_place(num_keys, kNone32);
+  struct Frame {
+    uint32_t event;
+    uint32_t place;  // kNone32 until resolved
+  };
+  std::vector<Frame> stack;
+  auto label = [&](uint32_t event, uint32_t parent) {
+    const Event& ev = trace.events[event];
+    if (ev.kind == EventKind::kOp)
+      return places.Child(parent, trace.ops[ev.payload].name, false, event);
+    if (ev.kind == EventKind::kPy) {
+      const uint32_t name = trace.py_names[ev.payload];
+      if (trace.strings.Get(name).starts_with(kModulePrefix))
+        return places.Child(parent, name, true, event);
+    }
+    return parent;
+  };
+  auto place_of_top = [&] {
+    size_t i = stack.size();
+    while (i > 0 && stack[i - 1].place == kNone32) --i;
+    uint32_t p = i == 0 ? 0 : stack[i - 1].place;
+    for (; i < stack.size(); ++i) stack[i].place = p = label(stack[i].event, p);
+    return p;
+  };
+  for (const uint32_t e : in.tree.preorder()) {
+    const Event& ev = trace.events[e];
+    while (!stack.empty() && stack.back().event != ev.parent) stack.pop_back();
+    if (ev.kind != EventKind::kAlloc) {
+      stack.push_back({e, kNone32});
+      if (ev.kind != EventKind::kPy) continue;
+      // A module call's parameters belong to it (the first call that
+      // reports them, as identity counts them).
+      const uint32_t module = trace.Py(ev.payload).module();
+      if (module == kNone32) continue;
+      const uint32_t place = place_of_top();
+      const ModuleInfo& m = trace.modules[module];
+      for (uint32_t p = m.params_begin; p < m.params_begin + m.params_count; ++p) {
+        const uint32_t key = SlotOfTensor(trace, trace.params[p].tensor);
+        if (key != kNone32 && param_place[key] == kNone32) param_place[key] = place;
+      }
+      continue;
+    }
+    const AllocInfo& a = trace.allocs[ev.payload];
+    const uint32_t place = place_of_top();
+    if (const uint32_t key = SlotOfAlloc(trace, ev.payload); key != kNone32) {
+      (a.bytes > 0 ? alloc_place : free_place)[key] = place;
+      continue;
+    }
+    // As the timeline counts untracked allocations (BuildTimeline): more
+    // than 0 bytes allocates (a re-allocation of a live address too).
+    MemoryUse& u = use[a.device].At(place, places.size());
+    if (a.bytes > 0) {
+      u.allocated += a.bytes;
+      ++u.count;
+    } else {
+      u.freed -= a.bytes;
+    }
+  }
+
+  // The timeline: tensors' allocations and frees, and the bytes alive up to
+  // the end of each device's peak row (the rows the exports write).
+  std::vector<PeakReport> peaks(num_devices);
+  for (size_t d = 0; d < num_devices; ++d)
+    peaks[d] = FindPeak(in.timeline, in.categories, static_cast<DeviceIndex>(d));
+  struct Rows {
+    size_t row = 0;
+    int64_t last = 0;
+    bool started = false;
+  };
+  std::vector<Rows> rows(num_devices);
+  for (const TimelineEvent& e : in.timeline) {
+    Rows& r = rows[e.device];
+    const int64_t t = MicrosOf(e);
+    if (r.started && t != r.last) ++r.row;
+    r.started = true;
+    r.last = t;
+    DeviceUse& u = use[e.device];
+    const bool to_peak = peaks[e.device].any && r.row <= peaks[e.device].row;
+    const int64_t sign = e.action == Action::kDestroy ? -1 : 1;
+    if (!e.has_key()) {
+      if (to_peak && e.action != Action::kIncrementVersion) u.no_identity += sign * e.bytes;
+      continue;
+    }
+    // A tensor allocated in the window is counted where it was allocated;
+    // one from before it as a parameter of its module or from before the
+    // profile.
+    const uint32_t made = alloc_place[e.key];
+    switch (e.action) {
+      case Action::kCreate: {
+        MemoryUse& m = u.At(made == kNone32 ? 0 : made, places.size());
+        m.allocated += e.bytes;
+        ++m.count;
+        break;
+      }
+      case Action::kDestroy: {
+        const uint32_t freed = free_place[e.key];
+        u.At(freed == kNone32 ? 0 : freed, places.size()).freed += e.bytes;
+        break;
+      }
+      case Action::kPreexisting:
+      case Action::kIncrementVersion:
+        break;
+    }
+    if (!to_peak || e.action == Action::kIncrementVersion) continue;
+    if (made != kNone32)
+      u.At(made, places.size()).at_peak += sign * e.bytes;
+    else
+      u.before_profile[param_place[e.key]] += sign * e.bytes;
+  }
+
+  // The rows. A place's op names and module path are found once.
+  std::vector<std::vector<uint32_t>> op_names(places.size());
+  std::vector<std::string> module_path(places.size());
+  for (uint32_t p = 1; p < places.size(); ++p) {
+    const Places::Place& place = places[p];
+    // Each op name once, the innermost op's last.
+    op_names[p] = op_names[place.parent];
+    if (!place.module) {
+      std::erase(op_names[p], place.name);
+      op_names[p].push_back(place.name);
+    }
+    module_path[p] = place.module || !module_path[place.parent].empty()
+                         ? ContextOf(trace, in.tree, place.event).module
+                         : std::string();
+  }
+  std::vector<MemoryTables> tables(num_devices);
+  for (size_t d = 0; d < num_devices; ++d) {
+    const DeviceUse& u = use[d];
+    MemoryTables& t = tables[d];
+    std::map<std::string, MemoryRow, std::less<>> by_op, by_module;
+    for (uint32_t p = 0; p < u.by_place.size(); ++p) {
+      const MemoryUse& m = u.by_place[p];
+      if (m == MemoryUse{}) continue;
+      t.device += m;
+      const std::vector<uint32_t>& ops = op_names[p];
+      if (ops.empty()) AddTo(by_op, kOutsideOps, m, true);
+      for (size_t i = 0; i < ops.size(); ++i)
+        AddTo(by_op, trace.strings.Get(ops[i]), m, i + 1 == ops.size());
+      const std::string& path = module_path[p];
+      if (path.empty()) {
+        AddTo(by_module, kOutsideModules, m, true);
+        continue;
+      }
+      const std::vector<std::string_view> prefixes = Prefixes(path);
+      for (size_t i = 0; i < prefixes.size(); ++i)
+        AddTo(by_module, prefixes[i], m, i + 1 == prefixes.size());
+    }
+    for (const auto& [place, bytes] : u.before_profile) {
+      if (bytes == 0) continue;
+      MemoryUse m;
+      m.at_peak = bytes;
+      t.device += m;
+      AddTo(by_op, kBeforeProfile, m, true);
+      if (place == kNone32 || module_path[place].empty()) {
+        AddTo(by_module, kBeforeProfile, m, true);
+        continue;
+      }
+      const std::vector<std::string_view> prefixes = Prefixes(module_path[place]);
+      for (size_t i = 0; i < prefixes.size(); ++i)
+        AddTo(by_module, prefixes[i], m, i + 1 == prefixes.size());
+    }
+    if (u.no_identity != 0) {
+      MemoryUse m;
+      m.at_peak = u.no_identity;
+      t.device += m;
+      AddTo(by_op, kNoIdentity, m, true);
+      AddTo(by_module, kNoIdentity, m, true);
+    }
+    t.by_op = Sorted(by_op);
+    t.by_module = Sorted(by_module);
+  }
+  return tables;
+}
+
+std::string FormatTables(const MemoryTables& t, size_t top) {
+  std::string out;
+  char buf[512];
+  auto table = [&](const char* title, const std::vector<MemoryRow>& rows) {
+    std::snprintf(buf, sizeof buf, "%s\n  %12s %12s %8s %12s  %12s %12s %8s %12s  %s\n", title,
+                  "allocated", "freed", "count", "at peak", "self alloc", "self freed", "self n",
+                  "self peak", "name");
+    out += buf;
+    for (size_t i = 0; i < rows.size() && i < top; ++i) {
+      const MemoryRow& r = rows[i];
+      std::snprintf(buf, sizeof buf, "  %12s %12s %8lld %12s  %12s %12s %8lld %12s  %s\n",
+                    HumanBytes(r.total.allocated).c_str(), HumanBytes(r.total.freed).c_str(),
+                    static_cast<long long>(r.total.count), HumanBytes(r.total.at_peak).c_str(),
+                    HumanBytes(r.self.allocated).c_str(), HumanBytes(r.self.freed).c_str(),
+                    static_cast<long long>(r.self.count), HumanBytes(r.self.at_peak).c_str(),
+                    r.name.c_str());
+      out += buf;
+    }
+  };
+  table("by op (total, then self):", t.by_op);
+  out += "\n";
+  table("by module (total, then self):", t.by_module);
+  return out;
+}
+
+}  // namespace memtl

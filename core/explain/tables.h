@@ -1,0 +1,79 @@
+// Memory tables by op and by module (PyTorch's key_averages with
+// profile_memory, TensorBoard's memory statistics), per device: the bytes
+// allocated and freed in the profiled window, the number of allocations and
+// the bytes alive at the timeline's peak, each as self and total.
+//
+// An allocation's place is the event tree around its allocation event: its
+// op is the innermost op (or record_function scope) around it, its module
+// the nn.Module calls around it (the path of context.h: `Sequential_0 >
+// Linear_1`). Self counts an allocation under that op and that module
+// path; total also counts it under every op around it (each name once, so
+// `aten::conv2d` includes what its `aten::empty` allocated) and under every
+// enclosing module path (`Sequential_0` includes `Sequential_0 > Linear_1`).
+// Frees count where the free happened. Bytes and counts are the timeline's
+// (a tensor's bytes are the size map's), so every column's selves add up to
+// the device's totals: allocated = the bytes of its CREATE events (and of
+// re-allocations of a live untracked address), freed = those of its
+// DESTROY events, at the peak = the peak's bytes.
+//
+// Bytes alive at the peak with no allocation in the window go to rows of
+// their own: a module's parameter (as the python tracer reports it) to that
+// module (it was made when the module was), any other tensor from before the
+// profile to "(before the profile)"; allocations with no tensor identity
+// alive then, which the trace's addresses (gone by now) would have to pair
+// with their frees, to "(no tensor identity)".
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/explain/context.h"
+
+namespace memtl {
+
+struct MemoryUse {
+  int64_t allocated = 0;  // bytes
+  int64_t freed = 0;      // bytes
+  int64_t count = 0;      // allocations
+  int64_t at_peak = 0;    // bytes alive at the timeline's peak
+
+  MemoryUse& operator+=(const MemoryUse& o) {
+    allocated += o.allocated;
+    freed += o.freed;
+    count += o.count;
+    at_peak += o.at_peak;
+    return *this;
+  }
+  bool operator==(const MemoryUse&) const = default;
+};
+
+struct MemoryRow {
+  std::string name;  // op name, module path, or one of the names below
+  MemoryUse self, total;
+};
+
+inline constexpr std::string_view kOutsideOps = "(outside any op)";
+inline constexpr std::string_view kOutsideModules = "(outside any module)";
+inline constexpr std::string_view kBeforeProfile = "(before the profile)";
+inline constexpr std::string_view kNoIdentity = "(no tensor identity)";
+
+struct MemoryTables {
+  // Largest first: by total bytes at the peak, then total bytes allocated,
+  // then name.
+  std::vector<MemoryRow> by_op;
+  std::vector<MemoryRow> by_module;
+  MemoryUse device;  // the device's totals: each table's selves add up to it
+};
+
+// The tables of every device, indexed by DeviceIndex (an empty table for a
+// device with no memory events). Reads the trace's op and python-call
+// records and the key slots of tensor observations: before the pipeline
+// releases them (ReleaseAfterPasses). `in.device` is not read.
+std::vector<MemoryTables> ComputeTables(const ExplainInput& in);
+
+// For people: the `top` first rows of each table as aligned text.
+std::string FormatTables(const MemoryTables& tables, size_t top);
+
+}  // namespace memtl

@@ -1,0 +1,299 @@
+// The memory tables by op and by module (core/explain/tables.h) and the
+// rest of the HTML report's data (core/explain/report.h): checked against
+// the timeline on every fixture, and by reasoning on the resnet18 step and
+// on a small two-device trace with steps.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/explain/report.h"
+#include "core/explain/tables.h"
+#include "core/pipeline/analysis.h"
+#include "core/read/trace_reader.h"
+#include "tests/unit/trace_text.h"
+
+using namespace memtl;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<fs::path> AllFixtures() {
+  std::vector<fs::path> out;
+  const fs::path root = fs::path(MEMTL_SOURCE_DIR) / "fixtures";
+  for (const fs::path& dir : {root, root / "torch2"}) {
+    for (const auto& e : fs::directory_iterator(dir)) {
+      if (e.path().filename().string().find(".trace.jsonl") != std::string::npos)
+        out.push_back(e.path());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::unique_ptr<Categorized> Run(const fs::path& path) {
+  auto r = RunPipeline(path.string());
+  REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.status().message()));
+  return std::move(r.value());
+}
+
+ExplainInput InputOf(const Categorized& c) {
+  const Analysis& a = *c.analysis;
+  return ExplainInput{a.trace, *a.tree, *a.graph, c.categories, c.timeline, c.device};
+}
+
+const MemoryRow& Row(const std::vector<MemoryRow>& rows, std::string_view name) {
+  const auto it =
+      std::find_if(rows.begin(), rows.end(), [&](const MemoryRow& r) { return r.name == name; });
+  REQUIRE_MESSAGE(it != rows.end(), "no row " << name);
+  return *it;
+}
+
+MemoryUse SelfSum(const std::vector<MemoryRow>& rows) {
+  MemoryUse sum;
+  for (const MemoryRow& r : rows) sum += r.self;
+  return sum;
+}
+
+}  // namespace
+
+TEST_CASE("tables: each table's selves add up to the timeline's totals, on every fixture") {
+  for (const fs::path& f : AllFixtures()) {
+    CAPTURE(f);
+    const auto c = Run(f);
+    const ExplainInput in = InputOf(*c);
+    const std::vector<MemoryTables> tables = ComputeTables(in);
+    REQUIRE(tables.size() == c->analysis->trace.devices.size());
+    for (size_t d = 0; d < tables.size(); ++d) {
+      const auto device = static_cast<DeviceIndex>(d);
+      // What the timeline says: the bytes and count of allocations (CREATE,
+      // and re-allocations of a live untracked address), of frees, and the
+      // peak (the top of the plot's stack).
+      MemoryUse expected;
+      for (const TimelineEvent& e : c->timeline) {
+        if (e.device != device) continue;
+        if (e.action == Action::kCreate ||
+            (e.action == Action::kIncrementVersion && !e.has_key())) {
+          expected.allocated += e.bytes;
+          ++expected.count;
+        }
+        if (e.action == Action::kDestroy) expected.freed += e.bytes;
+      }
+      expected.at_peak = FindPeak(c->timeline, c->categories, device).bytes;
+      const MemoryTables& t = tables[d];
+      CHECK(t.device == expected);
+      CHECK(SelfSum(t.by_op) == expected);
+      CHECK(SelfSum(t.by_module) == expected);
+      // A total holds its self and more; the sorting is by total at the peak.
+      for (const auto* rows : {&t.by_op, &t.by_module}) {
+        for (const MemoryRow& r : *rows) {
+          CAPTURE(r.name);
+          CHECK(r.total.allocated >= r.self.allocated);
+          CHECK(r.total.freed >= r.self.freed);
+          CHECK(r.total.count >= r.self.count);
+          CHECK(r.total.at_peak >= r.self.at_peak);
+          CHECK(r.total.allocated <= expected.allocated);
+        }
+        CHECK(
+            std::is_sorted(rows->begin(), rows->end(), [](const MemoryRow& a, const MemoryRow& b) {
+              return a.total.at_peak > b.total.at_peak;
+            }));
+      }
+    }
+  }
+}
+
+TEST_CASE("tables: the resnet18 step's parameters and activations sit in their modules") {
+  // resnet18 (10 classes) on a [2, 3, 32, 32] input, the second SGD step
+  // with momentum (torch 1.13). The peak is in the backward pass: every
+  // parameter, every momentum buffer (from the first step, so from before
+  // the profile) and nearly every gradient are alive, and the autograd
+  // graph still holds the stem's activations (conv1's output, saved for
+  // bn1's backward).
+  const auto c = Run(fs::path(MEMTL_SOURCE_DIR) / "fixtures" / "resnet18_sgd_step.trace.jsonl.gz");
+  const ExplainInput in = InputOf(*c);
+  const MemoryTables t = ComputeTables(in)[c->device];
+  const PeakReport peak = ExplainPeak(in, 100000);  // every live tensor
+  constexpr int kParameter = 0, kActivation = 4;
+
+  // conv1: its weight (64x3x7x7 float32, no bias) and its output
+  // ([2, 64, 16, 16] float32) at the peak.
+  const MemoryRow& conv1 = Row(t.by_module, "ResNet_0 > Conv2d_0");
+  CHECK(conv1.self.at_peak == 64 * 3 * 7 * 7 * 4 + 2 * 64 * 16 * 16 * 4);
+  // layer4.0.conv2 (512x512x3x3): its weight only; its activations are gone.
+  CHECK(Row(t.by_module, "ResNet_0 > Sequential_5 > BasicBlock_6 > Conv2d_16").self.at_peak ==
+        512 * 512 * 3 * 3 * 4);
+  // fc: weight [10, 512] and bias [10] at the peak; it allocated its
+  // output, [2, 10] float32, once.
+  const MemoryRow& fc = Row(t.by_module, "ResNet_0 > Linear_0");
+  CHECK(fc.self.at_peak == (10 * 512 + 10) * 4);
+  CHECK(fc.self.allocated == 2 * 10 * 4);
+  CHECK(fc.self.count == 1);
+
+  // The model holds every parameter, plus the activations its modules
+  // made that are alive (the peak report's creators say which: the loss
+  // is computed outside the model).
+  int64_t model_activations = 0, before_profile = 0;
+  for (const LiveTensor& l : peak.largest) {
+    if (l.category && ExportIndex(*l.category) == kActivation && l.module.starts_with("ResNet_0"))
+      model_activations += l.bytes;
+    if (l.creator == kNone32) before_profile += l.bytes;
+  }
+  REQUIRE(peak.largest.size() == peak.live_tensors);
+  CHECK(model_activations > 0);
+  CHECK(Row(t.by_module, "ResNet_0").total.at_peak ==
+        peak.by_category[kParameter] + model_activations);
+  // Tensors from before the profile: the op table has them all in one row;
+  // the module table gives the parameters to their modules and keeps the
+  // rest (momentum buffers, batch-norm statistics, the input).
+  CHECK(Row(t.by_op, kBeforeProfile).self.at_peak == before_profile);
+  CHECK(Row(t.by_module, kBeforeProfile).self.at_peak ==
+        before_profile - peak.by_category[kParameter]);
+  CHECK(Row(t.by_op, kNoIdentity).self.at_peak == peak.untracked_bytes);
+  // Gradients are made in the backward pass, outside every module; an op's
+  // total includes what the ops inside it allocated.
+  const MemoryRow& conv_bwd = Row(t.by_op, "ConvolutionBackward0");
+  CHECK(conv_bwd.self.allocated == 0);
+  CHECK(conv_bwd.total.allocated == Row(t.by_op, "aten::convolution_backward").total.allocated);
+  CHECK(Row(t.by_module, kOutsideModules).self.at_peak >= conv_bwd.total.at_peak);
+}
+
+TEST_CASE("report: two devices, steps, and the op running at each point") {
+  using namespace memtl::test;
+  // Step 1 allocates 4 KiB on the CPU (freed in the step) and 1 MiB on
+  // cuda:0; step 2 allocates 8 KiB on the CPU and frees the 1 MiB. The ops'
+  // arguments are as torch 1.13 records them (a size list is not recorded),
+  // enough to match their schemas: they are the graph's nodes.
+  const std::string empty = R"(null,{"int":6},null,null,{"bool":false},null)";
+  const std::string zeros = R"(null,null,null,null,{"bool":false})";
+  const std::string text =
+      Header() + Op(0, -1, "ProfilerStep#1", 1000, 5000, "", "user_scope") +
+      Op(1, 0, "aten::empty", 1100, 1200, empty) + Alloc(2, 1, 1150, 0x1000, 4096, "cpu") +
+      Op(3, 0, "aten::empty", 2100, 2200, empty) + Alloc(4, 3, 2150, 0x2000, 1 << 20, "cuda:0") +
+      Alloc(5, 0, 3000, 0x1000, -4096, "cpu") +
+      Op(6, -1, "ProfilerStep#2", 6000, 9000, "", "user_scope") +
+      Op(7, 6, "aten::zeros", 6100, 6900, zeros) + Alloc(8, 7, 6500, 0x3000, 8192, "cpu") +
+      Alloc(9, 6, 7000, 0x2000, -(1 << 20), "cuda:0");
+  auto trace = ReadTraceString(text, "two_devices");
+  REQUIRE(trace.ok());
+  auto analysis = Analyze(std::move(trace.value()), "two_devices");
+  REQUIRE(analysis.ok());
+  auto categorized = Categorize(std::move(analysis.value()));
+  REQUIRE(categorized.ok());
+  const Categorized& c = *categorized.value();
+  const Report report = MakeReport(InputOf(c), 20);
+
+  REQUIRE(report.steps.size() == 2);
+  CHECK(report.steps[0].name == "ProfilerStep#1");
+  CHECK(report.steps[0].time_us == 1);
+  CHECK(report.steps[1].time_us == 6);
+  REQUIRE(report.devices.size() == 2);
+  const DeviceReport& cpu = report.devices[0];
+  const DeviceReport& cuda = report.devices[1];
+  CHECK(cpu.name == "cpu");
+  CHECK(cuda.name == "cuda:0");
+
+  // The CPU: rows at 1, 3 and 6 us; the peak is the last (8 KiB).
+  REQUIRE(cpu.series.points.size() == 3);
+  CHECK(cpu.series.points[2].time_us == 6);
+  CHECK(cpu.peak.bytes == 8192);
+  CHECK(cpu.peak.time_us == 6);
+  const MemoryTables& ct = cpu.tables;
+  CHECK(Row(ct.by_op, "aten::empty").self.allocated == 4096);
+  CHECK(Row(ct.by_op, "ProfilerStep#1").self.freed == 4096);
+  CHECK(Row(ct.by_op, "ProfilerStep#1").total.allocated == 4096);
+  CHECK(Row(ct.by_op, "ProfilerStep#2").total.allocated == 8192);
+  CHECK(Row(ct.by_op, "aten::zeros").self.count == 1);
+  // An untracked allocation alive at the peak is not paired with its op.
+  CHECK(Row(ct.by_op, kNoIdentity).self.at_peak == 8192);
+  CHECK(Row(ct.by_module, kOutsideModules).total.allocated == 4096 + 8192);
+
+  // cuda:0: 1 MiB from 2 us to 7 us.
+  REQUIRE(cuda.series.points.size() == 2);
+  CHECK(cuda.peak.bytes == 1 << 20);
+  CHECK(cuda.tables.device.allocated == 1 << 20);
+  CHECK(Row(cuda.tables.by_op, "ProfilerStep#2").self.freed == 1 << 20);
+
+  // Each point names the top-level op that started last before it.
+  for (const DeviceReport* d : {&cpu, &cuda}) {
+    for (const ChartPoint& p : d->series.points) {
+      REQUIRE(p.op < d->series.ops.size());
+      const RunningOp& op = d->series.ops[p.op];
+      CHECK(op.phase == "other");
+      CHECK(op.module.empty());
+    }
+  }
+  CHECK(cpu.series.ops[cpu.series.points[0].op].op == "aten::empty");
+  CHECK(cpu.series.ops[cpu.series.points[2].op].op == "aten::zeros");
+  // The free at 3 us comes after aten::empty on cuda:0 started.
+  CHECK(cpu.series.points[1].op == cpu.series.points[0].op);
+}
+
+TEST_CASE("report: sampled rows are the exports' rows, with every bucket's peak") {
+  for (const fs::path& f : AllFixtures()) {
+    CAPTURE(f);
+    const auto c = Run(f);
+    const CoalescedTimeline rows = Coalesce(c->timeline, c->categories, c->device);
+    auto same = [&](const ChartPoint& p, size_t row) {
+      if (rows.times[row] != p.time_us) return false;
+      for (int i = 0; i < 8; ++i) {
+        if (rows.sizes[row][i + 1] != p.bytes[i]) return false;
+      }
+      return true;
+    };
+    // Every row when there are few.
+    const ChartSeries all = SampleRows(c->timeline, c->categories, c->device);
+    REQUIRE(all.rows == rows.times.size());
+    REQUIRE(all.points.size() == rows.times.size());
+    for (size_t i = 0; i < all.points.size(); ++i) CHECK(same(all.points[i], i));
+    // With 3 buckets: at most 4 rows each, all real rows in order, the first,
+    // the last and the peak among them.
+    const ChartSeries few = SampleRows(c->timeline, c->categories, c->device, 3);
+    CHECK(few.rows == rows.times.size());
+    if (rows.times.size() <= 12) continue;
+    CHECK(few.points.size() <= 12);
+    size_t at = 0;
+    for (const ChartPoint& p : few.points) {
+      while (at < rows.times.size() && !same(p, at)) ++at;
+      CHECK(at < rows.times.size());
+    }
+    CHECK(same(few.points.front(), 0));
+    CHECK(same(few.points.back(), rows.times.size() - 1));
+    const PeakReport peak = FindPeak(c->timeline, c->categories, c->device);
+    CHECK(std::any_of(few.points.begin(), few.points.end(),
+                      [&](const ChartPoint& p) { return same(p, peak.row); }));
+  }
+}
+
+TEST_CASE("report: made before the stages go, it equals the one made with everything kept") {
+  for (const char* name : {"resnet18_sgd_step", "e2e_adam"}) {
+    const fs::path f =
+        fs::path(MEMTL_SOURCE_DIR) / "fixtures" / (std::string(name) + ".trace.jsonl.gz");
+    const auto kept = Run(f);
+    const Report full = MakeReport(InputOf(*kept), 20);
+    PipelineOptions options;
+    options.retain = Retain::kExport;
+    options.report = true;
+    auto dropped = RunPipeline(f.string(), options);
+    REQUIRE(dropped.ok());
+    const Categorized& d = *dropped.value();
+    CHECK(d.analysis->graph == nullptr);
+    REQUIRE(d.report.has_value());
+    REQUIRE(d.report->devices.size() == full.devices.size());
+    for (size_t i = 0; i < full.devices.size(); ++i) {
+      const DeviceReport &a = full.devices[i], &b = d.report->devices[i];
+      CHECK(FormatPeak(a.peak) == FormatPeak(b.peak));
+      CHECK(FormatTables(a.tables, 1000) == FormatTables(b.tables, 1000));
+      REQUIRE(a.series.points.size() == b.series.points.size());
+      auto op = [](const ChartSeries& s, size_t k) {
+        return s.points[k].op == kNone32 ? std::string("-") : s.ops[s.points[k].op].op;
+      };
+      for (size_t k = 0; k < a.series.points.size(); ++k) {
+        CHECK(a.series.points[k].bytes == b.series.points[k].bytes);
+        CHECK(op(a.series, k) == op(b.series, k));
+      }
+    }
+  }
+}
