@@ -3,8 +3,11 @@
 // `--help` and `--version` exit 0 (docs/reliability.md lists the statuses).
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
+#include <iostream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -12,6 +15,7 @@
 #include <vector>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -21,6 +25,7 @@
 
 #include "core/explain/events.h"
 #include "core/explain/peak.h"
+#include "core/model/quote.h"
 #include "core/pipeline/analysis.h"
 #include "core/timeline/timeline.h"
 #include "export/atomic_file.h"
@@ -34,11 +39,22 @@ constexpr size_t kReportPeakTensors = 20;
 constexpr std::array<std::string_view, 5> kCommands = {"export", "peak", "events", "categories",
                                                        "graph"};
 
+// The status when standard output's reader has gone (`memtl graph | head
+// -1`): memtl stops quietly, as a process ended by SIGPIPE, which a shell
+// reports as 128 + 13. SIGPIPE itself ends memtl first (the signal handler
+// removes temporary files and re-raises it); this is the status where the
+// signal does not come, when the parent blocked it.
+constexpr int kStdoutGoneStatus = 141;
+
 // Messages go through stdio, not iostreams (CLI11 itself prints only help).
-void PrintErr(const std::string& text) { std::fwrite(text.data(), 1, text.size(), stderr); }
+// Each is one line: `line` is kept so by OneLine whatever it quotes.
+void PrintErrLine(const std::string& line) {
+  const std::string text = memtl::OneLine(line) + "\n";
+  std::fwrite(text.data(), 1, text.size(), stderr);
+}
 
 int Fail(const std::string& message) {
-  PrintErr("memtl: " + message + "\n");
+  PrintErrLine("memtl: " + message);
   return 2;
 }
 
@@ -162,12 +178,11 @@ memtl::Expected<std::unique_ptr<memtl::Analysis>> Load(const Args& args) {
   const memtl::Analysis& a = *analysis.value();
   if (args.strict && !a.diagnostics.empty()) {
     const auto& [kind, entry] = *a.diagnostics.entries().begin();
-    return memtl::Status::Error(path + ": --strict: " + kind + " (" + std::to_string(entry.count) +
-                                "x, e.g. " + entry.example + ")");
+    return memtl::Status::Error(memtl::QuotePath(path) + ": --strict: " + kind + " (" +
+                                std::to_string(entry.count) + "x, e.g. " + entry.example + ")");
   }
-  if (a.read_info.stopped_early) {
-    PrintErr("memtl: " + path + ": " + PartialNote(a) + "\n");
-  }
+  if (a.read_info.stopped_early)
+    PrintErrLine("memtl: " + memtl::QuotePath(path) + ": " + PartialNote(a));
   return analysis;
 }
 
@@ -195,22 +210,63 @@ void PrintTimings(const Args& args, const memtl::PhaseTimer& timer) {
 
 void PrintNotes(const memtl::Diagnostics& diag) {
   for (const auto& [kind, entry] : diag.entries()) {
-    PrintErr("memtl: note: " + kind + " (" + std::to_string(entry.count) + "x, e.g. " +
-             entry.example + ")\n");
+    PrintErrLine("memtl: note: " + kind + " (" + std::to_string(entry.count) + "x, e.g. " +
+                 entry.example + ")");
   }
 }
 
+// Fails as every output does when standard output cannot take `text`; 0,
+// or kStdoutGoneStatus without a word when its reader has gone.
+int StdoutError(int err) {
+  if (err == EPIPE) return kStdoutGoneStatus;
+  return Fail("standard output: cannot write: " + std::string(std::strerror(err)));
+}
+
+// Writes all of `text` to standard output, past stdio, so that the first
+// failed write(2) gives its own errno (a full device, a closed descriptor),
+// not a flag that fflush may no longer report once its buffer is empty.
 int WriteStdout(const std::string& text) {
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  if (std::fflush(stdout) != 0) return Fail("cannot write to standard output");
+  const char* p = text.data();
+  size_t n = text.size();
+  while (n > 0) {
+    const ssize_t w = ::write(STDOUT_FILENO, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return StdoutError(errno);
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
   return 0;
+}
+
+// Closes standard output once a command has written all it writes there: a
+// file system that reports write errors late (NFS, a quota) reports them
+// here. A descriptor that was never open was reported by the write.
+int CloseStdout() {
+  if (::close(STDOUT_FILENO) != 0 && errno != EINTR && errno != EBADF) return StdoutError(errno);
+  return 0;
+}
+
+// A command's whole output on standard output, written and closed.
+int Emit(const std::string& text) {
+  if (int rc = WriteStdout(text); rc != 0) return rc;
+  return CloseStdout();
+}
+
+// --help and --version: CLI11 prints them with iostreams.
+int FlushHelp(int rc) {
+  errno = 0;
+  std::cout.flush();
+  if (std::cout.fail()) return StdoutError(errno != 0 ? errno : EIO);
+  return rc;
 }
 
 int RunGraph(const Args& args) {
   auto analysis = Load(args);
   if (!analysis.ok()) return Fail(analysis.status().message());
   const memtl::Analysis& a = *analysis.value();
-  if (int rc = WriteStdout(memtl::FormatDataFlow(a.trace, *a.graph)); rc != 0) return rc;
+  if (int rc = Emit(memtl::FormatDataFlow(a.trace, *a.graph)); rc != 0) return rc;
   PrintTimings(args, a.timer);
   PrintNotes(a.diagnostics);
   return 0;
@@ -234,8 +290,7 @@ int RunPeak(const Args& args) {
   auto c = Categorize(args, memtl::Retain::kExport, args.top);
   if (!c.ok()) return Fail(c.status().message());
   const memtl::PeakReport& report = *c.value()->peak;
-  if (int rc =
-          WriteStdout(args.format == "json" ? memtl::PeakJson(report) : memtl::FormatPeak(report));
+  if (int rc = Emit(args.format == "json" ? memtl::PeakJson(report) : memtl::FormatPeak(report));
       rc != 0) {
     return rc;
   }
@@ -252,7 +307,7 @@ int RunEvents(const Args& args) {
                                                              : memtl::EventsFormat::kText;
   const memtl::ExplainInput in{
       a.trace, *a.tree, *a.graph, c.value()->categories, c.value()->timeline, c.value()->device};
-  if (int rc = WriteStdout(memtl::FormatEvents(in, format)); rc != 0) return rc;
+  if (int rc = Emit(memtl::FormatEvents(in, format)); rc != 0) return rc;
   PrintNotes(a.diagnostics);
   return 0;
 }
@@ -261,8 +316,7 @@ int RunCategories(const Args& args) {
   auto c = Categorize(args, memtl::Retain::kTimeline);
   if (!c.ok()) return Fail(c.status().message());
   const memtl::Trace& trace = c.value()->analysis->trace;
-  if (int rc =
-          WriteStdout(memtl::FormatTimeline(trace, c.value()->timeline, c.value()->categories));
+  if (int rc = Emit(memtl::FormatTimeline(trace, c.value()->timeline, c.value()->categories));
       rc != 0) {
     return rc;
   }
@@ -279,20 +333,24 @@ void KeepUntilExit(std::unique_ptr<T> p) {
   kept->push_back(std::move(p));
 }
 
-// The result line: what was written, and the exported device's peak (all
+// The result line (without its newline): what was written, and the exported device's peak (all
 // categories together, as the plot's stack) and when, from the first row:
 // the figures `memtl peak` gives.
 std::string ResultLine(const Args& args, const memtl::Trace& trace, const memtl::PeakReport& peak,
                        memtl::DeviceIndex device) {
   std::string written;
   for (const std::string& o : args.outputs)
-    written += (written.empty() ? "" : ", ") + (o == "-" ? std::string("standard output") : o);
-  const std::string name = device < trace.devices.size() ? trace.devices[device].name : "cpu";
+    written += (written.empty() ? "" : ", ") +
+               (o == "-" ? std::string("standard output") : memtl::QuotePath(o));
+  // Devices are checked by the reader (a known type and an index); quoted
+  // all the same, as any name from the trace.
+  const std::string name =
+      memtl::QuotePath(device < trace.devices.size() ? trace.devices[device].name : "cpu");
   std::string line = "memtl: wrote " + written + " (" + name;
-  if (!peak.any) return line + ": no memory events)\n";
+  if (!peak.any) return line + ": no memory events)";
   char when[48];
   std::snprintf(when, sizeof when, "%.3f ms", static_cast<double>(peak.since_start_us) / 1000.0);
-  return line + " peak " + memtl::HumanBytes(peak.bytes) + " at " + when + ")\n";
+  return line + " peak " + memtl::HumanBytes(peak.bytes) + " at " + when + ")";
 }
 
 // True when `a` and `b` name one file (through links or other paths).
@@ -315,7 +373,7 @@ int RunExport(const Args& args) {
     auto format = memtl::FormatForPath(o);
     if (!format.ok()) return Fail(format.status().message());
     if (SameFile(o, args.trace))
-      return Fail(o + ": is the trace being read; choose another output path");
+      return Fail(memtl::QuotePath(o) + ": is the trace being read; choose another output path");
   }
   // The HTML report shows who holds the memory at the peak.
   bool html = false;
@@ -348,9 +406,9 @@ int RunExport(const Args& args) {
   if (!args.quiet) {
     // The report the HTML export asked for has the peak already.
     const memtl::Categorized& cz = *c.value();
-    PrintErr(ResultLine(args, a.trace,
-                        cz.peak ? *cz.peak : memtl::FindPeak(cz.timeline, cz.categories, device),
-                        device));
+    PrintErrLine(ResultLine(
+        args, a.trace, cz.peak ? *cz.peak : memtl::FindPeak(cz.timeline, cz.categories, device),
+        device));
   }
   KeepUntilExit(std::move(c.value()));
   return 0;
@@ -381,7 +439,7 @@ int main(int argc, char** argv) {
         std::string names;
         for (const std::string_view c : kCommands)
           names += (names.empty() ? "" : ", ") + std::string(c);
-        return Fail("unknown command \"" + first + "\" (commands: " + names +
+        return Fail("unknown command " + memtl::Quote(first) + " (commands: " + names +
                     "; see memtl --help)");
       }
     }
@@ -390,11 +448,11 @@ int main(int argc, char** argv) {
     try {
       app->parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
-      return app->exit(e);  // the help of the command named, on stdout
+      return FlushHelp(app->exit(e));  // the help of the command named, on stdout
     } catch (const CLI::CallForAllHelp& e) {
-      return app->exit(e);
+      return FlushHelp(app->exit(e));
     } catch (const CLI::CallForVersion& e) {
-      return app->exit(e);
+      return FlushHelp(app->exit(e));
     } catch (const CLI::ParseError& e) {
       if (argc == 1) {
         std::fputs(app->help().c_str(), stderr);

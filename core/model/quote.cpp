@@ -51,7 +51,14 @@ bool EscapedCodePoint(uint32_t cp) {
          (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
 }
 
-Unit Decode(std::string_view s, size_t i, bool escape_quote) {
+// What a unit escapes beyond the control characters and invalid UTF-8.
+enum class Mode {
+  kQuoted,   // Quote: the quote and the backslash too
+  kPath,     // QuotePath: the backslash too
+  kMessage,  // OneLine: neither (quoted parts are escaped already)
+};
+
+Unit Decode(std::string_view s, size_t i, Mode mode) {
   Unit u;
   const auto b0 = static_cast<unsigned char>(s[i]);
   if (b0 < 0x80) {
@@ -65,13 +72,12 @@ Unit Decode(std::string_view s, size_t i, bool escape_quote) {
       case '\t':
         SetTwoCharEscape(&u, 't');
         return u;
-      case '\\':
-        SetTwoCharEscape(&u, '\\');
-        return u;
       default:
         break;
     }
-    if (b0 == '"' && escape_quote) {
+    if (b0 == '\\' && mode != Mode::kMessage) {
+      SetTwoCharEscape(&u, '\\');
+    } else if (b0 == '"' && mode == Mode::kQuoted) {
       SetTwoCharEscape(&u, '"');
     } else if (b0 < 0x20 || b0 == 0x7F) {
       SetByteEscape(&u, b0);
@@ -121,23 +127,23 @@ Unit Decode(std::string_view s, size_t i, bool escape_quote) {
   return u;
 }
 
-void AppendUnits(std::string* out, std::string_view s, size_t from, size_t to, bool escape_quote) {
+void AppendUnits(std::string* out, std::string_view s, size_t from, size_t to, Mode mode) {
   for (size_t i = from; i < to;) {
-    const Unit u = Decode(s, i, escape_quote);
+    const Unit u = Decode(s, i, mode);
     out->append(u.out, u.out_len);
     i += u.in_len;
   }
 }
 
-void AppendEscaped(std::string* out, std::string_view s, size_t max_bytes, bool escape_quote) {
+void AppendEscaped(std::string* out, std::string_view s, size_t max_bytes, Mode mode) {
   size_t total = 0;
   for (size_t i = 0; i < s.size();) {
-    const Unit u = Decode(s, i, escape_quote);
+    const Unit u = Decode(s, i, mode);
     total += u.out_len;
     i += u.in_len;
   }
   if (total <= max_bytes) {
-    AppendUnits(out, s, 0, s.size(), escape_quote);
+    AppendUnits(out, s, 0, s.size(), mode);
     return;
   }
   constexpr std::string_view kEllipsis = "...";
@@ -147,7 +153,7 @@ void AppendEscaped(std::string* out, std::string_view s, size_t max_bytes, bool 
   size_t i = 0;
   size_t head = 0;
   while (i < s.size()) {
-    const Unit u = Decode(s, i, escape_quote);
+    const Unit u = Decode(s, i, mode);
     if (head + u.out_len > head_budget) break;
     out->append(u.out, u.out_len);
     head += u.out_len;
@@ -159,7 +165,7 @@ void AppendEscaped(std::string* out, std::string_view s, size_t max_bytes, bool 
   std::deque<std::pair<size_t, size_t>> tail;  // (offset, printed bytes)
   size_t tail_bytes = 0;
   while (i < s.size()) {
-    const Unit u = Decode(s, i, escape_quote);
+    const Unit u = Decode(s, i, mode);
     tail.emplace_back(i, u.out_len);
     tail_bytes += u.out_len;
     while (tail_bytes > tail_budget) {
@@ -168,7 +174,7 @@ void AppendEscaped(std::string* out, std::string_view s, size_t max_bytes, bool 
     }
     i += u.in_len;
   }
-  if (!tail.empty()) AppendUnits(out, s, tail.front().first, s.size(), escape_quote);
+  if (!tail.empty()) AppendUnits(out, s, tail.front().first, s.size(), mode);
 }
 
 }  // namespace
@@ -177,7 +183,7 @@ std::string Quote(std::string_view text, size_t max_bytes) {
   std::string out;
   out.reserve(std::min(text.size(), max_bytes) + 2);
   out.push_back('"');
-  AppendEscaped(&out, text, max_bytes, /*escape_quote=*/true);
+  AppendEscaped(&out, text, max_bytes, Mode::kQuoted);
   out.push_back('"');
   return out;
 }
@@ -185,7 +191,14 @@ std::string Quote(std::string_view text, size_t max_bytes) {
 std::string QuotePath(std::string_view path, size_t max_bytes) {
   std::string out;
   out.reserve(std::min(path.size(), max_bytes));
-  AppendEscaped(&out, path, max_bytes, /*escape_quote=*/false);
+  AppendEscaped(&out, path, max_bytes, Mode::kPath);
+  return out;
+}
+
+std::string OneLine(std::string_view message) {
+  std::string out;
+  out.reserve(message.size());
+  AppendEscaped(&out, message, message.size() * 6, Mode::kMessage);
   return out;
 }
 

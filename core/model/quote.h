@@ -41,4 +41,10 @@ std::string Quote(std::string_view text, size_t max_bytes = kQuoteMaxBytes);
 // a real control character) but with no quotes around it and `"` kept.
 std::string QuotePath(std::string_view path, size_t max_bytes = kPathQuoteMaxBytes);
 
+// The last guard where a message is printed: escapes what Quote escapes but
+// the quote and the backslash, and shortens nothing, so that a message stays
+// one line even where a site forgot to quote what it holds. Text quoted
+// already passes unchanged (OneLine(Quote(x)) == Quote(x)).
+std::string OneLine(std::string_view message);
+
 }  // namespace memtl

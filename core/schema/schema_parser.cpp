@@ -5,6 +5,7 @@
 // their presence is kept), keyword-only marker, varargs and return tuples.
 #include <cctype>
 
+#include "core/model/quote.h"
 #include "core/schema/schema.h"
 
 namespace memtl {
@@ -65,8 +66,7 @@ class Parser {
     return true;
   }
   Status Err(const std::string& what) const {
-    return Status::Error("schema \"" + std::string(s_.substr(0, 120)) +
-                         (s_.size() > 120 ? "..." : "") + "\": " + what);
+    return Status::Error("schema " + Quote(s_) + ": " + what);
   }
   char Peek() const { return pos_ < s_.size() ? s_[pos_] : '\0'; }
   void Skip() {

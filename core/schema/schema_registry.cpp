@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "core/model/quote.h"
 #include "core/schema/schema.h"
 
 namespace memtl {
@@ -96,8 +97,7 @@ Status SchemaRegistry::Override(const std::string& op, std::vector<std::string> 
     auto fs = ParseSchema(s);
     if (!fs.ok()) return fs.status();
     if (fs.value().name != op) {
-      return Status::Error("schema \"" + s.substr(0, 120) + "\" is listed under operator \"" + op +
-                           "\"");
+      return Status::Error("schema " + Quote(s) + " is listed under operator " + Quote(op));
     }
   }
   parsed_.erase(op);  // a lookup before this override parsed what it replaces
