@@ -19,7 +19,7 @@ void ForEachParameterAndGradientSlow(const PassInput& in, uint32_t event,
     if (child.kind != EventKind::kOp) return;
     const std::string& name = t.Name(child);
     if (name != "aten::detach" && name != "aten::add_") return;
-    const ArgList args = t.Args(t.ops[child.payload]);
+    const ArgList args = t.ArgsOf(child.payload);
     if (args.empty()) return;
     const Arg first = *args.begin();
     if (first.kind != ArgKind::kTensor) return;

@@ -102,7 +102,7 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree) {
       const uint32_t e = pre[p];
       const Event& ev = trace.events[e];
       if (ev.kind != EventKind::kOp) continue;
-      const ArgList args = trace.Args(trace.ops[ev.payload]);
+      const ArgList args = trace.ArgsOf(ev.payload);
       const auto [mut, mut_count] = tree.mutability(e);
       const size_t n = std::min<size_t>(mut_count, args.size());
       auto note = [&](uint32_t tensor, int8_t m) {

@@ -108,9 +108,8 @@ void OpTree::AddFacts(const SchemaRegistry& schemas) {
   for (uint32_t e = 0; e < n; ++e) {
     const Event& ev = trace.events[e];
     if (ev.kind != EventKind::kOp) continue;
-    const OpInfo& op = trace.ops[ev.payload];
     observed.clear();
-    for (const Arg arg : trace.Args(op)) {
+    for (const Arg arg : trace.ArgsOf(ev.payload)) {
       switch (arg.kind) {
         case ArgKind::kNone:
           observed.push_back(Observed::kNone);
@@ -146,7 +145,7 @@ void OpTree::AddFacts(const SchemaRegistry& schemas) {
     // The facts depend only on the op's name and the kinds observed, and a
     // trace repeats the same few hundred such pairs (every training step
     // runs the same ops): each pair is matched once.
-    const uint32_t name = op.name;
+    const uint32_t name = trace.ops[ev.payload].name;
     key.assign(reinterpret_cast<const char*>(&name), sizeof name);
     key.append(reinterpret_cast<const char*>(observed.data()), observed.size());
     auto [it, inserted] = known.try_emplace(key, static_cast<uint32_t>(facts_.size()));

@@ -22,7 +22,7 @@ SizeMap::SizeMap(const OpTree& tree) {
   for (uint32_t e : tree.sorted()) {
     const Event& ev = trace.events[e];
     if (ev.kind == EventKind::kOp) {
-      for (const Arg arg : trace.Args(trace.ops[ev.payload])) {
+      for (const Arg arg : trace.ArgsOf(ev.payload)) {
         if (arg.kind == ArgKind::kTensor) Observe(trace, arg.begin);
         if (arg.kind == ArgKind::kTensorList) {
           for (uint32_t k = 0; k < arg.count; ++k) Observe(trace, trace.list_items[arg.begin + k]);

@@ -16,13 +16,12 @@ uint64_t DealiasImpls(const Trace& trace, const SchemaRegistry& schemas, const R
                       IdentityStats& stats) {
   auto op_wrote_impl = [&](uint32_t op_event, uint32_t impl, int64_t old_aid) {
     const Event& e = trace.events[op_event];
-    const OpInfo& op = trace.ops[e.payload];
     const std::string& name = trace.Name(e);
     auto holds = [&](uint32_t ti) {
       return ti != kNone32 && trace.tensors[ti].impl == impl && tensor_aid[ti] == old_aid;
     };
     uint32_t a = 0;  // the argument's position
-    for (const Arg arg : trace.Args(op)) {
+    for (const Arg arg : trace.ArgsOf(e.payload)) {
       bool match = arg.kind == ArgKind::kTensor && holds(arg.begin);
       for (uint32_t k = 0; arg.kind == ArgKind::kTensorList && k < arg.count && !match; ++k) {
         match = holds(trace.list_items[arg.begin + k]);

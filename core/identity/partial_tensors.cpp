@@ -43,13 +43,13 @@ void ResolvePartialTensors(Trace& trace, IdentityStats& stats) {
   // pointer, the second puts them in place (in record order within a
   // pointer), so no array grows; each pointer's sightings are then sorted by
   // time, stably (the later record wins a tie below).
-  auto for_each_sighting = [&](const OpInfo& op, auto&& fn) {
+  auto for_each_sighting = [&](uint32_t op, auto&& fn) {
     auto seen = [&](uint32_t ti) {
       if (ti == kNone32 || trace.tensors[ti].partial) return;
       const uint32_t list = list_of_ptr(trace.tensor_ptrs[ti]);
       if (list != kNone32) fn(list, ti);
     };
-    for (const Arg arg : trace.Args(op)) {
+    for (const Arg arg : trace.ArgsOf(op)) {
       if (arg.kind == ArgKind::kTensor) seen(arg.begin);
       for (uint32_t k = 0; arg.kind == ArgKind::kTensorList && k < arg.count; ++k) {
         seen(trace.list_items[arg.begin + k]);
@@ -62,7 +62,7 @@ void ResolvePartialTensors(Trace& trace, IdentityStats& stats) {
   std::vector<uint32_t> list_begin(ptrs.size() + 1, 0);
   std::vector<bool> op_sees(trace.ops.size(), false);
   for (uint32_t o = 0; o < trace.ops.size(); ++o) {
-    for_each_sighting(trace.ops[o], [&](uint32_t list, uint32_t) {
+    for_each_sighting(o, [&](uint32_t list, uint32_t) {
       ++list_begin[list + 1];
       op_sees[o] = true;
     });
@@ -75,7 +75,7 @@ void ResolvePartialTensors(Trace& trace, IdentityStats& stats) {
       const Event& e = trace.events[ei];
       if (e.kind != EventKind::kOp || !op_sees[e.payload]) continue;
       const int64_t t0 = trace.event_t0[ei];
-      for_each_sighting(trace.ops[e.payload], [&](uint32_t list, uint32_t ti) {
+      for_each_sighting(e.payload, [&](uint32_t list, uint32_t ti) {
         all[next[list]++] = Seen{t0, ti};
       });
     }

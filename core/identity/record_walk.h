@@ -68,7 +68,7 @@ class RecordWalk {
     auto event = [&](uint32_t ei) {
       const auto& e = trace.events[ei];
       if (e.kind == EventKind::kOp) {
-        for (const Arg arg : trace.Args(trace.ops[e.payload])) {
+        for (const Arg arg : trace.ArgsOf(e.payload)) {
           if (arg.kind == ArgKind::kTensor) tensor(arg.begin);
           if (arg.kind == ArgKind::kTensorList) {
             for (uint32_t k = 0; k < arg.count; ++k) tensor(trace.list_items[arg.begin + k]);

@@ -88,7 +88,7 @@ TEST_CASE("reader: errors name the file, the line and the problem") {
     auto longest = ReadTraceString(Header() + op_with_list(fits), "t.trace");
     REQUIRE(longest.ok());
     REQUIRE(longest.value().ops.size() == 1);
-    const Arg arg = *longest.value().Args(longest.value().ops[0]).begin();
+    const Arg arg = *longest.value().ArgsOf(0).begin();
     const uint32_t count = arg.count;
     CHECK(count == fits);
     CHECK((arg.kind == ArgKind::kTensorList));
@@ -131,8 +131,8 @@ TEST_CASE("reader: tensors and lists among an op's arguments, op after op") {
   const Trace& t = r.value();
   REQUIRE(t.ops.size() == 2);
   std::string seen;
-  for (const OpInfo& op : t.ops) {
-    for (const Arg a : t.Args(op)) {
+  for (uint32_t op = 0; op < t.ops.size(); ++op) {
+    for (const Arg a : t.ArgsOf(op)) {
       if (a.kind == ArgKind::kTensor) {
         seen += "T" + std::to_string(t.tensors[a.begin].impl) + " ";
       } else if (a.kind == ArgKind::kTensorList) {
@@ -149,7 +149,7 @@ TEST_CASE("reader: tensors and lists among an op's arguments, op after op") {
     seen += "| ";
   }
   CHECK(seen == "T1 int [T2 null T3 ] T4 | [] none T5 [T6 ] | ");
-  CHECK(t.Args(t.ops[1]).size() == 4);
+  CHECK(t.ArgsOf(1).size() == 4);
 }
 
 TEST_CASE("reader: each op's arguments end where the next op's begin (12-byte op records)") {
@@ -166,12 +166,12 @@ TEST_CASE("reader: each op's arguments end where the next op's begin (12-byte op
   const Trace& t = r.value();
   static_assert(sizeof(OpInfo) == 12);
   REQUIRE(t.ops.size() == 3);
-  CHECK(t.Args(t.ops[0]).size() == 1);
-  CHECK(t.Args(t.ops[1]).size() == 2);  // the later "args" key counts
-  CHECK(t.Args(t.ops[2]).size() == 1);
+  CHECK(t.ArgsOf(0).size() == 1);
+  CHECK(t.ArgsOf(1).size() == 2);  // the later "args" key counts
+  CHECK(t.ArgsOf(2).size() == 1);
   CHECK(t.arg_kinds.size() == 4);
-  for (const Arg a : t.Args(t.ops[1])) CHECK(a.kind == ArgKind::kInt);
-  CHECK((*t.Args(t.ops[2]).begin()).kind == ArgKind::kNone);
+  for (const Arg a : t.ArgsOf(1)) CHECK(a.kind == ArgKind::kInt);
+  CHECK((*t.ArgsOf(2).begin()).kind == ArgKind::kNone);
 }
 
 TEST_CASE("reader: argument kinds and python-tracer records") {
@@ -187,7 +187,7 @@ TEST_CASE("reader: argument kinds and python-tracer records") {
   REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.status().message()));
   const Trace& t = r.value();
   REQUIRE(t.ops.size() == 1);
-  std::vector<Arg> args(t.Args(t.ops[0]).begin(), t.Args(t.ops[0]).end());
+  std::vector<Arg> args(t.ArgsOf(0).begin(), t.ArgsOf(0).end());
   REQUIRE(args.size() == 7);
   CHECK(args[0].kind == ArgKind::kTensorList);
   CHECK(args[0].count == 0);
