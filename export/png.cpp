@@ -1,33 +1,25 @@
-// PNG encoding of 32-bit pixels (see png.h).
+// PNG encoding of 32-bit pixels (see png.h), by libpng.
 //
-// Settings chosen by timing the 22 plots of fixtures/ and build/bench/
-// (1600x960, opaque) in a scratch harness, best of 7 to 21 encodes each, mean
-// over the plots (size relative to cairo's):
-//   cairo's writer (libpng's adaptive filters, zlib level 6)  34 ms   1.00x
-//   adaptive filters, level 1                                 23 ms   1.39x
-//   filter Up or None, level 6                                17 ms   1.00x
-//   filter Up, Z_RLE                                          9.1 ms  1.69x
-//   filter Sub, level 1                                       8.2 ms  1.61x
-//   filter Up, level 1                                        8.6 ms  1.42x
-//   filter None, level 1                                      7.5 ms  1.48x (up to 1.57x)
-//   filter Up, level 2, repeated rows skipped (below)         5.8 ms  1.40x (up to 1.44x)
-// (memLevel 6 in the last five.) Half of a plot's rows repeat the row above
-// (the flat areas between steps): Up turns them into zeros, which deflate
-// collapses into long matches, and such a row is neither converted nor
-// checksummed again here (zlib's adler32 was 18% of the time), so the zlib
-// checksum is computed here around a raw deflate stream. Level 2 takes the
-// time of level 1 and is a little smaller; from level 4 on zlib's lazy
-// matcher takes twice the time. memLevel 6 rather than 8: zlib rewrites its
-// hash table every 32 KiB of input, and a smaller one is quicker to rewrite.
+// The settings are those that made the plot quick to encode, timed on the
+// plots of fixtures/ and build/bench/ (1600x960, opaque; docs/performance.md
+// has the figures): every row filtered Up, zlib level 2, memLevel 6. Half of
+// a plot's rows repeat the row above (the flat areas between steps); Up
+// turns them into zeros, which deflate collapses into long matches. libpng's
+// default (adaptive filters, level 6) takes about five times as long for a
+// file a third smaller. Level 2 takes the time of level 1 and is a little
+// smaller; from level 4 on zlib's lazy matcher takes twice the time.
+// memLevel 6 rather than 8: zlib rewrites its hash table every 32 KiB of
+// input, and a smaller one is quicker to rewrite.
 #include "export/png.h"
 
+#include <png.h>
 #include <zlib.h>
 
-#include <algorithm>
-#include <climits>
+#include <csetjmp>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <new>
 #include <vector>
 
 namespace memtl {
@@ -36,27 +28,9 @@ namespace {
 
 constexpr int kLevel = 2;
 constexpr int kMemLevel = 6;
-constexpr uint8_t kFilterUp = 2;
-// The zlib header deflate writes for levels 2 to 5 with a 32 KiB window.
-constexpr char kZlibHeader[] = "\x78\x5e";
-// IDAT chunks are split at this size (any size up to 2^31 - 1 is valid).
-constexpr size_t kMaxIdat = size_t{1} << 20;
-
-void PutBe32(std::string& out, uint32_t v) {
-  const char bytes[4] = {static_cast<char>(v >> 24), static_cast<char>(v >> 16),
-                         static_cast<char>(v >> 8), static_cast<char>(v)};
-  out.append(bytes, 4);
-}
-
-// Length, type, data, then the CRC of type and data.
-void PutChunk(std::string& out, const char* type, const char* data, size_t size) {
-  PutBe32(out, static_cast<uint32_t>(size));
-  const size_t start = out.size();
-  out.append(type, 4);
-  out.append(data, size);
-  PutBe32(out, static_cast<uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(out.data() + start),
-                                           static_cast<uInt>(out.size() - start))));
-}
+// libpng's zlib output buffer, and so its IDAT chunk size (8 KiB by
+// default): fewer deflate calls and chunks.
+constexpr size_t kIdatBytes = size_t{1} << 20;
 
 // Opaque ARGB32 or RGB24: R, G, B are the low three bytes of a native-endian
 // word.
@@ -88,37 +62,71 @@ void RowRgba(const uint32_t* src, int width, uint8_t* out) {
   }
 }
 
+// libpng reports an error by calling this, which must not return: it jumps
+// back to the setjmp of the call that failed (below). The default handler
+// would also print to stderr; memtl's caller reports the failure instead.
+[[noreturn]] void OnError(png_structp png, png_const_charp /*message*/) { png_longjmp(png, 1); }
+void OnWarning(png_structp /*png*/, png_const_charp /*message*/) {}
+
+// The output callback. An exception must not unwind through libpng's C
+// frames, so running out of memory becomes a libpng error.
+void Append(png_structp png, png_bytep data, size_t size) {
+  auto* out = static_cast<std::string*>(png_get_io_ptr(png));
+  bool ok = true;
+  try {
+    out->append(reinterpret_cast<const char*>(data), size);
+  } catch (const std::bad_alloc&) {
+    ok = false;
+  }
+  if (!ok) png_error(png, "out of memory");
+}
+void Flush(png_structp /*png*/) {}
+
+// Each of the next three runs libpng calls under their own setjmp, and
+// returns false when one of them failed. A longjmp skips destructors, so
+// these functions hold no object that has one, and the libpng calls make
+// no C++ object that would be skipped.
+bool Start(png_structp png, png_infop info, std::string* out, int width, int height, bool opaque) {
+  if (setjmp(png_jmpbuf(png))) return false;
+  png_set_write_fn(png, out, Append, Flush);
+  // Bit depth 8, RGB or RGBA, no interlace.
+  png_set_IHDR(png, info, static_cast<png_uint_32>(width), static_cast<png_uint_32>(height), 8,
+               opaque ? PNG_COLOR_TYPE_RGB : PNG_COLOR_TYPE_RGBA, PNG_INTERLACE_NONE,
+               PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+  png_set_filter(png, PNG_FILTER_TYPE_BASE, PNG_FILTER_UP);
+  png_set_compression_level(png, kLevel);
+  png_set_compression_mem_level(png, kMemLevel);
+  png_set_compression_strategy(png, Z_DEFAULT_STRATEGY);
+  png_set_compression_buffer_size(png, kIdatBytes);
+  png_write_info(png, info);
+  return true;
+}
+
+bool WriteRow(png_structp png, const uint8_t* row) {
+  if (setjmp(png_jmpbuf(png))) return false;
+  png_write_row(png, row);
+  return true;
+}
+
+bool End(png_structp png, png_infop info) {
+  if (setjmp(png_jmpbuf(png))) return false;
+  png_write_end(png, info);
+  return true;
+}
+
 }  // namespace
 
 struct PngRowEncoder::State {
   int width = 0, height = 0, rows = 0;
   bool opaque = true, failed = false;
-  size_t n = 0;  // bytes per converted row
-  z_stream z{};
-  bool z_live = false;
-  std::string zdata;
-  size_t used = 2;
-  std::vector<uint8_t> filtered, cur, prev, zero_row;
-  std::vector<uint32_t> last_pixels;  // the previous row as given
-  uLong zero_row_adler = 0, adler = 1;
+  png_structp png = nullptr;
+  png_infop info = nullptr;
+  std::string out;
+  std::vector<uint8_t> row;           // the last row converted
+  std::vector<uint32_t> last_pixels;  // that row as given
 
   ~State() {
-    if (z_live) deflateEnd(&z);
-  }
-  bool Feed(const uint8_t* in, size_t size, int flush) {
-    z.next_in = const_cast<Bytef*>(in);
-    z.avail_in = static_cast<uInt>(size);
-    for (;;) {
-      if (used == zdata.size()) zdata.resize(zdata.size() * 2);
-      const size_t room = std::min<size_t>(zdata.size() - used, UINT_MAX);
-      z.next_out = reinterpret_cast<Bytef*>(zdata.data() + used);
-      z.avail_out = static_cast<uInt>(room);
-      const int rc = deflate(&z, flush);
-      used += room - z.avail_out;
-      if (rc == Z_STREAM_ERROR) return false;
-      // Without flushing, room left over means all input was taken.
-      if (flush == Z_FINISH ? rc == Z_STREAM_END : z.avail_out != 0) return true;
-    }
+    if (png != nullptr) png_destroy_write_struct(&png, &info);
   }
 };
 
@@ -127,30 +135,15 @@ PngRowEncoder::PngRowEncoder(int width, int height, bool opaque) : s_(new State)
   s.width = width;
   s.height = height;
   s.opaque = opaque;
-  if (width <= 0 || height <= 0) {  // PNG has no empty images
-    s.failed = true;
-    return;
-  }
-  // Raw deflate with the zlib header and adler32 trailer written here, so
-  // that repeated rows need no checksum pass.
-  if (deflateInit2(&s.z, kLevel, Z_DEFLATED, -15, kMemLevel, Z_DEFAULT_STRATEGY) != Z_OK) {
-    s.failed = true;
-    return;
-  }
-  s.z_live = true;
-  s.zdata.assign(size_t{1} << 16, '\0');
-  std::memcpy(s.zdata.data(), kZlibHeader, 2);
-  s.n = static_cast<size_t>(width) * (opaque ? 3 : 4);
-  // Every row is Up-filtered (the first against zeros, as PNG defines it).
-  // Converting a row, then subtracting, measured faster than doing both in
-  // one loop from the surface's words.
-  s.filtered.assign(s.n + 1, 0);
-  s.cur.assign(s.n, 0);
-  s.prev.assign(s.n, 0);
-  s.zero_row.assign(s.n + 1, 0);
-  s.filtered[0] = s.zero_row[0] = kFilterUp;
-  s.zero_row_adler = adler32(1, s.zero_row.data(), static_cast<uInt>(s.n + 1));
+  s.failed = true;
+  if (width <= 0 || height <= 0) return;  // PNG has no empty images
+  s.png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, OnError, OnWarning);
+  if (s.png == nullptr) return;
+  s.info = png_create_info_struct(s.png);
+  if (s.info == nullptr) return;
+  s.row.assign(static_cast<size_t>(width) * (opaque ? 3 : 4), 0);
   s.last_pixels.assign(static_cast<size_t>(width), 0);
+  s.failed = !Start(s.png, s.info, &s.out, width, height, opaque);
 }
 
 PngRowEncoder::~PngRowEncoder() = default;
@@ -163,46 +156,24 @@ void PngRowEncoder::AddRow(const uint32_t* pixels) {
     return;
   }
   const size_t width = static_cast<size_t>(s.width);
-  const uint8_t* out = s.filtered.data();
-  if (s.rows > 0 && std::memcmp(pixels, s.last_pixels.data(), 4 * width) == 0) {
-    // Same pixels as the row above (and `prev` still holds them).
-    out = s.zero_row.data();
-    s.adler = adler32_combine(s.adler, s.zero_row_adler, static_cast<z_off_t>(s.n + 1));
-  } else {
+  // A row that repeats the one above (half of a plot's) is not converted
+  // again.
+  if (s.rows == 0 || std::memcmp(pixels, s.last_pixels.data(), 4 * width) != 0) {
     if (s.opaque) {
-      RowRgb(pixels, s.width, s.cur.data());
+      RowRgb(pixels, s.width, s.row.data());
     } else {
-      RowRgba(pixels, s.width, s.cur.data());
+      RowRgba(pixels, s.width, s.row.data());
     }
-    for (size_t i = 0; i < s.n; ++i) s.filtered[i + 1] = static_cast<uint8_t>(s.cur[i] - s.prev[i]);
-    s.cur.swap(s.prev);
-    s.adler = adler32(s.adler, s.filtered.data(), static_cast<uInt>(s.n + 1));
     std::memcpy(s.last_pixels.data(), pixels, 4 * width);
   }
-  if (!s.Feed(out, s.n + 1, Z_NO_FLUSH)) s.failed = true;
+  s.failed = !WriteRow(s.png, s.row.data());
   ++s.rows;
 }
 
 std::string PngRowEncoder::Finish() {
   State& s = *s_;
-  if (s.failed || s.rows != s.height || !s.Feed(nullptr, 0, Z_FINISH)) return {};
-  s.zdata.resize(s.used);
-  PutBe32(s.zdata, static_cast<uint32_t>(s.adler));
-
-  std::string png("\x89PNG\r\n\x1a\n", 8);
-  std::string ihdr;
-  PutBe32(ihdr, static_cast<uint32_t>(s.width));
-  PutBe32(ihdr, static_cast<uint32_t>(s.height));
-  // Bit depth 8, colour type RGB (2) or RGBA (6), deflate, filters of method
-  // 0, no interlace.
-  ihdr += {8, static_cast<char>(s.opaque ? 2 : 6), 0, 0, 0};
-  PutChunk(png, "IHDR", ihdr.data(), ihdr.size());
-  png.reserve(png.size() + s.zdata.size() + 12 * (s.zdata.size() / kMaxIdat + 2));
-  for (size_t at = 0; at < s.zdata.size(); at += kMaxIdat) {
-    PutChunk(png, "IDAT", s.zdata.data() + at, std::min(kMaxIdat, s.zdata.size() - at));
-  }
-  PutChunk(png, "IEND", "", 0);
-  return png;
+  if (s.failed || s.rows != s.height || !End(s.png, s.info)) return {};
+  return std::move(s.out);
 }
 
 std::string EncodePng(const uint32_t* pixels, int width, int height, size_t stride,

@@ -1,6 +1,5 @@
-// A PNG writer for 32-bit pixels, tuned for the plot: about 5x faster than
-// cairo's writer (libpng) on it, for a file about 1.4x larger (numbers in
-// export/png.cpp).
+// PNG encoding of 32-bit pixels by libpng, with the filter and zlib settings
+// that suit the plot (export/png.cpp says why).
 #pragma once
 
 #include <cstddef>

@@ -2,7 +2,7 @@
 # Installs the Debian packages memtl needs, only those that are missing.
 # usage: scripts/deps.sh build|test
 set -euo pipefail
-build_pkgs=(cmake g++ make zlib1g-dev libcli11-dev python3-venv)
+build_pkgs=(cmake g++ make pkg-config libpng-dev zlib1g-dev libcli11-dev python3-venv)
 # libtorch-dev and pybind11-dev build the recorder's native walk
 # (collect/CMakeLists.txt), which the Python tests compare with the Python walk.
 # libpng-dev (found with pkg-config): the unit tests decode the plot's PNG with

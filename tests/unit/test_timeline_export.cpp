@@ -374,6 +374,21 @@ TEST_CASE("export: EncodePng gives back the pixels, the same bytes every time") 
   }
 }
 
+TEST_CASE("export: PngRowEncoder takes exactly the rows its header states") {
+  const std::vector<uint32_t> row(9, 0xff336699u);
+  auto encode = [&](int rows) {
+    PngRowEncoder png(9, 4, /*opaque=*/true);
+    for (int y = 0; y < rows; ++y) png.AddRow(row.data());
+    return png.Finish();
+  };
+  CHECK(encode(3).empty());
+  CHECK(encode(5).empty());
+  const Image img = DecodePng(encode(4));
+  REQUIRE(img.width == 9);
+  REQUIRE(img.height == 4);
+  CHECK(std::all_of(img.px.begin(), img.px.end(), [](uint32_t v) { return v == 0xff336699u; }));
+}
+
 TEST_CASE("raster: rectangles cover each pixel by the part of its area inside") {
   std::vector<uint32_t> px(static_cast<size_t>(8) * 6);
   Band b(px.data(), 8, 0, 6);
