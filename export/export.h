@@ -1,6 +1,7 @@
 // Exporters of the categorized timeline, chosen by the output path's suffix
 // exactly as torch.profiler.profile.export_memory_timeline chooses:
-//   *.html          an HTML page with the plot embedded as a PNG
+//   *.html          an HTML page: an interactive chart of every device, the plot
+//                   embedded as a PNG, the peak and the memory tables
 //   *raw.json.gz    raw events [time_ns, action, bytes, category], gzip
 //   *.gz (other)    [times_us, sizes], gzip
 //   *.json          [times_us, sizes], plain
@@ -15,6 +16,7 @@
 
 #include "core/categories/category.h"
 #include "core/explain/peak.h"
+#include "core/explain/report.h"
 #include "core/model/diagnostics.h"
 #include "core/model/status.h"
 #include "core/model/trace.h"
@@ -37,6 +39,11 @@ struct ExportInput {
   // Who holds the memory at the peak (the HTML report's section), when
   // the caller made it (PipelineOptions::explain_peak); owned by the caller.
   const PeakReport* peak = nullptr;
+  // Every device's chart data, peak and memory tables and the trace's steps
+  // (PipelineOptions::report), when the caller made them; owned by the
+  // caller. Without it the report is made from the timeline alone: charts
+  // without ops or steps, and no tables.
+  const Report* report = nullptr;
   // Write (and gzip) streamed output on a second thread. Chunks are written
   // in order, so the bytes are the same either way.
   bool threaded = true;

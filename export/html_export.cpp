@@ -1,17 +1,24 @@
-// The HTML report: PyTorch's page (the plot as an embedded PNG) plus a short
-// readable header: source, device, peaks, and any diagnostics.
+// The HTML report, one self-contained file: for every device of the trace
+// (a selector picks one; the export's device first) its peak as one figure,
+// an interactive chart of its timeline (dygraphs and report.js, embedded at
+// build time: export/embed_assets.cmake), PyTorch's plot as a PNG, who holds
+// the memory at the peak, and the memory tables by op and by module, all
+// sortable. A Content-Security-Policy forbids every load, so the page
+// cannot reach the network even by mistake.
 #include <algorithm>
 #include <cstdio>
+#include <string_view>
 
 #include "export/export.h"
+#include "export/report_assets.h"
 
 namespace memtl {
 
 namespace {
 
-std::string Escape(const std::string& s) {
+std::string Escape(std::string_view s) {
   std::string out;
-  for (char c : s) {
+  for (const char c : s) {
     switch (c) {
       case '&':
         out += "&amp;";
@@ -35,104 +42,297 @@ std::string Escape(const std::string& s) {
   return out;
 }
 
-std::string GiB(int64_t bytes) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.2f GiB",
-                static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
+// The plot's colours by export index (PyTorch's _CATEGORY_TO_COLORS:
+// darkgreen, goldenrod, black, mediumpurple, red, mediumblue, royalblue,
+// grey).
+constexpr const char* kCssColors[8] = {"#006400", "#daa520", "#000000", "#9370db",
+                                       "#ff0000", "#0000cd", "#4169e1", "#808080"};
+
+std::string Ms(int64_t us) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.3f ms", static_cast<double>(us) / 1000.0);
   return buf;
 }
 
-// The plot's colours by export index (PyTorch's _CATEGORY_TO_COLORS), as
-// CSS names, for the swatches of the peak section.
-constexpr const char* kCssColors[8] = {"darkgreen", "goldenrod",  "black",     "mediumpurple",
-                                       "red",       "mediumblue", "royalblue", "grey"};
+std::string Percent(int64_t part, int64_t whole) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%",
+                whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0);
+  return buf;
+}
 
-// "Who holds the memory at the peak": the summary, the categories with the
-// plot's colours, and the largest live tensors with what created them.
+// A number cell: `text` shown, `v` what report.js sorts by.
+std::string Num(int64_t v, const std::string& text) {
+  return "<td class=\"n\" data-v=\"" + std::to_string(v) + "\">" + text + "</td>";
+}
+
+// "Who holds the memory at the peak": the categories with the plot's
+// colours, and the largest live tensors with what created them.
 std::string PeakSection(const PeakReport& r) {
-  if (!r.any) return "";
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "%.3f ms", static_cast<double>(r.since_start_us) / 1000.0);
-  std::string html = "<h3>Who holds the memory at the peak</h3>\n<p>The timeline peaks at <b>" +
-                     HumanBytes(r.bytes) + "</b>, " + buf + " after its first point, with " +
-                     std::to_string(r.live_tensors) + " tensors alive";
-  if (r.untracked_bytes != 0)
-    html += " and " + HumanBytes(r.untracked_bytes) + " in allocations with no tensor identity";
-  html += ".</p>\n<table class=\"cats\">\n";
+  std::string html = "<h2>Who holds the memory at the peak</h2>\n<p>";
+  if (!r.largest.empty()) html += std::to_string(r.live_tensors) + " tensors are alive at the peak";
+  if (r.untracked_bytes != 0) {
+    html += (r.largest.empty() ? "At the peak, " : ", and ") + HumanBytes(r.untracked_bytes) +
+            " is in allocations with no tensor identity";
+  }
+  html +=
+      r.largest.empty() && r.untracked_bytes == 0 ? "By category:</p>\n" : ". By category:</p>\n";
+  html +=
+      "<table class=\"cats sortable\">\n<thead><tr><th>category</th><th class=\"n\">bytes</th>"
+      "<th class=\"n\">share</th></tr></thead>\n<tbody>\n";
   for (int i = 0; i < 8; ++i) {
     if (r.by_category[i] == 0) continue;
-    std::snprintf(buf, sizeof buf, "%.1f%%",
-                  r.bytes > 0
-                      ? 100.0 * static_cast<double>(r.by_category[i]) / static_cast<double>(r.bytes)
-                      : 0.0);
     html += std::string("<tr><td><span class=\"sw\" style=\"background:") + kCssColors[i] +
-            "\"></span>" + std::string(ExportCategoryName(i)) + "</td><td class=\"n\">" +
-            HumanBytes(r.by_category[i]) + "</td><td class=\"n\">" + buf + "</td></tr>\n";
+            "\"></span>" + std::string(ExportCategoryName(i)) + "</td>" +
+            Num(r.by_category[i], HumanBytes(r.by_category[i])) +
+            Num(r.bytes > 0 ? r.by_category[i] * 1000 / r.bytes : 0,
+                Percent(r.by_category[i], r.bytes)) +
+            "</tr>\n";
   }
-  html += "</table>\n";
+  html += "</tbody></table>\n";
   if (r.largest.empty()) return html;
   html +=
-      "<p>The largest tensors alive then (the op that created each, the modules around it "
-      "and the phase; <code>memtl peak</code> lists more):</p>\n<table class=\"live\">\n"
-      "<tr><th>bytes</th><th>category</th><th>tensor</th><th>phase</th><th>created by</th>"
-      "<th>module</th></tr>\n";
+      "<p>The largest tensors alive then, with the op that created each, the modules around it "
+      "and the phase (<code>memtl peak</code> lists more):</p>\n"
+      "<table class=\"live sortable\">\n<thead><tr><th class=\"n\">bytes</th><th>category</th>"
+      "<th>tensor</th><th>phase</th><th>created by</th><th>module</th></tr></thead>\n<tbody>\n";
   for (const LiveTensor& t : r.largest) {
     html += "<tr><td class=\"n\">" + HumanBytes(t.bytes) + "</td><td>" +
-            Escape(std::string(CategoryName(t.category))) + "</td><td>T" +
-            std::to_string(t.tensor) + "(v" + std::to_string(t.version) + ")</td><td>" +
-            Escape(t.phase) + "</td><td>" + Escape(t.creator_name) + "</td><td>" +
-            Escape(t.module) + "</td></tr>\n";
+            Escape(CategoryName(t.category)) + "</td><td>T" + std::to_string(t.tensor) + "(v" +
+            std::to_string(t.version) + ")</td><td>" + Escape(t.phase) + "</td><td>" +
+            Escape(t.creator_name) + "</td><td>" + Escape(t.module) + "</td></tr>\n";
   }
-  return html + "</table>\n";
+  return html + "</tbody></table>\n";
+}
+
+// The table's largest rows (by total bytes at the peak); the page stays
+// small on traces with thousands of ops or modules.
+constexpr size_t kTableRows = 300;
+
+std::string MemoryTable(const char* what, const std::vector<MemoryRow>& rows) {
+  std::string html = std::string("<table class=\"memory sortable\">\n<thead><tr><th>") + what +
+                     "</th><th class=\"n\">at peak, total</th><th class=\"n\">at peak, self</th>"
+                     "<th class=\"n\">allocated, total</th><th class=\"n\">allocated, self</th>"
+                     "<th class=\"n\">freed, total</th><th class=\"n\">freed, self</th>"
+                     "<th class=\"n\">allocations, total</th><th class=\"n\">allocations, self</th>"
+                     "</tr></thead>\n<tbody>\n";
+  for (size_t i = 0; i < rows.size() && i < kTableRows; ++i) {
+    const MemoryRow& r = rows[i];
+    html += "<tr><td class=\"name\">" + Escape(r.name) + "</td>" +
+            Num(r.total.at_peak, HumanBytes(r.total.at_peak)) +
+            Num(r.self.at_peak, HumanBytes(r.self.at_peak)) +
+            Num(r.total.allocated, HumanBytes(r.total.allocated)) +
+            Num(r.self.allocated, HumanBytes(r.self.allocated)) +
+            Num(r.total.freed, HumanBytes(r.total.freed)) +
+            Num(r.self.freed, HumanBytes(r.self.freed)) +
+            Num(r.total.count, std::to_string(r.total.count)) +
+            Num(r.self.count, std::to_string(r.self.count)) + "</tr>\n";
+  }
+  html += "</tbody></table>\n";
+  if (rows.size() > kTableRows) {
+    html += "<p class=\"note\">" + std::to_string(rows.size() - kTableRows) +
+            " smaller rows are not shown.</p>\n";
+  }
+  return html;
+}
+
+std::string TablesSection(const MemoryTables& t) {
+  return "<h2>Memory by op</h2>\n<p class=\"note\">Self counts the allocations an op made itself "
+         "(the innermost op around each); total adds those of the ops inside it. Frees count "
+         "where they happen. Bytes alive at the peak that were allocated before the profile "
+         "are in " +
+         Escape(kBeforeProfile) + "; click a column to sort.</p>\n" + MemoryTable("op", t.by_op) +
+         "<h2>Memory by module</h2>\n<p class=\"note\">By the <code>nn.Module</code> calls around "
+         "each allocation (self: the innermost; total: with its submodules). A module's "
+         "parameters count under it at the peak.</p>\n" +
+         MemoryTable("module", t.by_module);
+}
+
+// One sentence on how the timeline's peak differs from the allocator's
+// counters, naming only the counters the trace has.
+std::string PeakNote(const DeviceInfo* info) {
+  std::string s =
+      "<p class=\"note\">The peak is the timeline's: the bytes of every tensor alive at one "
+      "time, including tensors allocated before profiling started";
+  if (info == nullptr || info->max_total_allocated == 0)
+    return s + " (the trace has no allocator counters for this device).</p>\n";
+  s += "; the allocator's own counter, reported with each allocation (max allocated " +
+       HumanBytes(info->max_total_allocated);
+  if (info->max_total_reserved != 0) s += ", max reserved " + HumanBytes(info->max_total_reserved);
+  return s +
+         "), counts whatever the allocator held, used by a tensor the profile saw or not, so "
+         "the two need not agree.</p>\n";
+}
+
+// The chart's data for report.js: times as offsets from the first point
+// (us), bytes by category, the op running at each point.
+std::string DeviceJson(const DeviceReport& d) {
+  const std::vector<ChartPoint>& points = d.series.points;
+  const int64_t first = points.empty() ? 0 : points.front().time_us;
+  std::string j = "{\"name\":" + JsonString(d.name) + ",\"first_us\":" + std::to_string(first) +
+                  ",\"rows\":" + std::to_string(d.series.rows) + ",\"t\":[";
+  for (size_t i = 0; i < points.size(); ++i)
+    j += (i ? "," : "") + std::to_string(points[i].time_us - first);
+  j += "],\"v\":[";
+  for (size_t i = 0; i < points.size(); ++i) {
+    j += i ? ",[" : "[";
+    for (int c = 0; c < 8; ++c) j += (c ? "," : "") + std::to_string(points[i].bytes[c]);
+    j += "]";
+  }
+  j += "],\"op\":[";
+  for (size_t i = 0; i < points.size(); ++i)
+    j += (i ? "," : "") +
+         (points[i].op == kNone32 ? std::string("-1") : std::to_string(points[i].op));
+  j += "],\"ops\":[";
+  for (size_t i = 0; i < d.series.ops.size(); ++i) {
+    const RunningOp& o = d.series.ops[i];
+    j += std::string(i ? "," : "") + "[" + JsonString(o.op) + "," + JsonString(o.module) + "," +
+         JsonString(o.phase) + "]";
+  }
+  return j + "],\"peak\":{\"bytes\":" + std::to_string(d.peak.bytes) +
+         ",\"us\":" + std::to_string(d.peak.time_us - first) + "}}";
+}
+
+std::string DataJson(const Report& report, const std::string& source, size_t selected) {
+  std::string j = "{\"source\":" + JsonString(source) +
+                  ",\"selected\":" + std::to_string(selected) + ",\"categories\":[";
+  for (int c = 0; c < 8; ++c) j += (c ? "," : "") + JsonString(ExportCategoryName(c));
+  j += "],\"colors\":[";
+  for (int c = 0; c < 8; ++c) j += std::string(c ? ",\"" : "\"") + kCssColors[c] + "\"";
+  j += "],\"steps\":[";
+  for (size_t i = 0; i < report.steps.size(); ++i) {
+    j += std::string(i ? "," : "") + "[" + JsonString(report.steps[i].name) + "," +
+         std::to_string(report.steps[i].time_us) + "]";
+  }
+  j += "],\"devices\":[";
+  for (size_t i = 0; i < report.devices.size(); ++i)
+    j += (i ? "," : "") + DeviceJson(report.devices[i]);
+  j += "]}";
+  // Inside <script>, "</" could end the element; "<\/" is the same JSON.
+  std::string safe;
+  for (size_t i = 0; i < j.size(); ++i) {
+    safe += j[i];
+    if (j[i] == '<' && i + 1 < j.size() && j[i + 1] == '/') safe += '\\';
+  }
+  return safe;
+}
+
+// The device's section: its peak, chart, plot, peak tables and memory tables.
+Expected<std::string> DeviceSection(const ExportInput& in, const DeviceReport& d, size_t index,
+                                    bool shown) {
+  const PeakReport& peak = d.peak;
+  const DeviceInfo* info =
+      d.device < in.trace.devices.size() ? &in.trace.devices[d.device] : nullptr;
+  std::string html = "<section class=\"device\" id=\"device-" + std::to_string(index) + "\"" +
+                     (shown ? "" : " hidden") + ">\n";
+  html += "<p class=\"peak\">Peak of " + Escape(d.name) + ": <b>" + HumanBytes(peak.bytes) +
+          "</b> at " + Ms(peak.since_start_us) + " after the first point (" +
+          std::to_string(d.series.rows) + " points).</p>\n";
+  html += PeakNote(info);
+  if (report_assets::kChartMissing.empty()) {
+    html +=
+        "<div class=\"chart-box\"><div class=\"toggles\"></div><div class=\"chart-wrap\">"
+        "<div class=\"chart\"></div></div><div class=\"legend\"></div></div>\n<p class=\"how\">";
+    if (d.series.sampled()) {
+      html += "The chart shows " + std::to_string(d.series.points.size()) + " of the " +
+              std::to_string(d.series.rows) + " points: in each of " +
+              std::to_string(kChartBuckets) +
+              " spans of time the first, lowest, highest and last, so no peak is lost (zooming "
+              "in shows no others). ";
+    }
+    html +=
+        "Drag to zoom, double-click to zoom out; the red line marks the peak, dashed lines the "
+        "steps.</p>\n<noscript><p class=\"missing\">The interactive chart needs JavaScript; the "
+        "image below shows the same timeline.</p></noscript>\n";
+  }
+
+  PlotOptions options;
+  options.title = d.name + ": peak " + HumanBytes(peak.bytes) + " at " + Ms(peak.since_start_us);
+  const PlotRows rows = [&](const std::function<void(int64_t, const std::array<int64_t, 9>&)>& fn) {
+    CoalescedRows(in.timeline, in.categories, d.device, fn);
+  };
+  const std::string png = RenderPlotPng(rows, options);
+  if (png.empty()) return Status::Error("the plot could not be drawn");
+  std::string alt = "Stacked areas of the memory of " + d.name + " by category over time: peak " +
+                    HumanBytes(peak.bytes) + " at " + Ms(peak.since_start_us);
+  std::array<int, 8> order = {0, 1, 2, 3, 4, 5, 6, 7};
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return peak.by_category[a] > peak.by_category[b]; });
+  for (size_t k = 0; k < 3 && peak.by_category[order[k]] > 0; ++k) {
+    alt += (k ? ", " : "; the most then: ") + std::string(ExportCategoryName(order[k])) + " " +
+           HumanBytes(peak.by_category[order[k]]);
+  }
+  html += "<img class=\"plot\" alt=\"" + Escape(alt) + ".\" src='data:image/png;base64," +
+          Base64(png) + "'>\n";
+  html += PeakSection(peak);
+  if (d.has_tables) html += TablesSection(d.tables);
+  return html + "</section>\n";
 }
 
 }  // namespace
 
 Expected<std::string> HtmlReport(const ExportInput& in, DeviceIndex device) {
-  int64_t max_allocated = 0, max_reserved = 0;
-  if (device < in.trace.devices.size()) {
-    max_allocated = in.trace.devices[device].max_total_allocated;
-    max_reserved = in.trace.devices[device].max_total_reserved;
-  }
-  const std::string device_name =
+  const Report fallback = in.report != nullptr ? Report{}
+                                               : ReportFromTimeline(in.trace, in.timeline,
+                                                                    in.categories, in.peak, device);
+  const Report& report = in.report != nullptr ? *in.report : fallback;
+  const std::string wanted =
       device < in.trace.devices.size() ? in.trace.devices[device].name : "none";
-  PlotOptions options;
-  options.title = "Max memory allocated: " + GiB(max_allocated) +
-                  " \nMax memory reserved: " + GiB(max_reserved);
-  auto rows = [&](const std::function<void(int64_t, const std::array<int64_t, 9>&)>& fn) {
-    CoalescedRows(in.timeline, in.categories, device, fn);
-  };
-  PlotSummary summary;
-  const std::string png = RenderPlotPng(rows, options, &summary);
-  if (png.empty()) return Status::Error("the plot could not be drawn");
+  size_t selected = 0;
+  for (size_t i = 0; i < report.devices.size(); ++i) {
+    if (report.devices[i].device == device) selected = i;
+  }
+  const std::string shown = report.devices.empty() ? wanted : report.devices[selected].name;
 
   std::string html =
-      "<html>\n<head><meta charset=\"utf-8\" /><title>GPU Memory Timeline HTML</title>\n"
-      "<style>body{font-family:'DejaVu Sans',sans-serif;margin:16px} "
-      "p,li{font-size:14px;color:#333} "
-      "img{max-width:100%} "
-      "table{border-collapse:collapse;font-size:13px;margin:4px 0 12px} "
-      "td,th{padding:2px 10px;text-align:left;border-bottom:1px solid #ddd} "
-      "td.n{text-align:right;font-variant-numeric:tabular-nums} "
-      ".sw{display:inline-block;width:10px;height:10px;margin-right:6px}</style></head>\n"
-      "<body>\n";
-  html += "<p>memtl memory timeline of <b>" + Escape(in.source_name) + "</b> on device <b>" +
-          Escape(device_name) + "</b>: " + std::to_string(summary.rows) +
-          " time points; peak of the timeline " + HumanBytes(summary.peak_bytes) +
-          "; max allocated " + HumanBytes(max_allocated) + ", max reserved " +
-          HumanBytes(max_reserved) + " (the allocator's counters in the trace).</p>\n";
+      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+      "script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:\">\n"
+      "<title>memtl memory timeline: " +
+      Escape(shown) + " (" + Escape(in.source_name) + ")</title>\n<style>\n";
+  html += report_assets::kDygraphsCss;
+  html += "\n";
+  html += report_assets::kReportCss;
+  html += "</style>\n</head>\n<body>\n<h1>Memory timeline of <span class=\"device-name\">" +
+          Escape(shown) + "</span></h1>\n<p>From <b>" + Escape(in.source_name) + "</b>";
+  if (report.devices.size() > 1) {
+    html += "; device <select id=\"device\">";
+    for (size_t i = 0; i < report.devices.size(); ++i) {
+      html += "<option value=\"" + std::to_string(i) + "\"" + (i == selected ? " selected" : "") +
+              ">" + Escape(report.devices[i].name) + "</option>";
+    }
+    html += "</select> (each has its own chart, peak and tables)";
+  }
+  html += ".</p>\n";
+  if (!report_assets::kChartMissing.empty())
+    html += "<p class=\"missing\">" + Escape(report_assets::kChartMissing) + "</p>\n";
+  if (in.report == nullptr) {
+    html +=
+        "<p class=\"note\">Written from the timeline alone: the ops at each point, the steps "
+        "and the memory tables by op and module need the analysis.</p>\n";
+  }
   if (!in.note.empty()) html += "<p><b>Note:</b> " + Escape(in.note) + ".</p>\n";
-  html += "  <img src='data:image/png;base64," + Base64(png) + "'>\n";
-  if (in.peak != nullptr) html += PeakSection(*in.peak);
+  if (report.devices.empty() || report.devices[selected].device != device)
+    html += "<p>No memory events on " + Escape(wanted) + ".</p>\n";
+  for (size_t i = 0; i < report.devices.size(); ++i) {
+    auto section = DeviceSection(in, report.devices[i], i, i == selected);
+    if (!section.ok()) return section.status();
+    html += section.value();
+  }
   if (!in.diagnostics.empty()) {
-    html += "<h3>Diagnostics</h3>\n<ul>\n";
+    html += "<h2>Diagnostics</h2>\n<ul>\n";
     for (const auto& [kind, e] : in.diagnostics.entries()) {
       html += "<li>" + Escape(kind) + ": " + std::to_string(e.count) + " (e.g. " +
               Escape(e.example) + ")</li>\n";
     }
     html += "</ul>\n";
   }
-  html += "</body>\n</html>";
+  html += "<script id=\"memtl-data\" type=\"application/json\">" +
+          DataJson(report, in.source_name, selected) + "</script>\n<script>\n";
+  html += report_assets::kDygraphsJs;
+  html += "\n</script>\n<script>\n";
+  html += report_assets::kReportJs;
+  html += "</script>\n</body>\n</html>\n";
   return html;
 }
 

@@ -3,10 +3,12 @@
 // memory.
 //
 // Layout follows PyTorch's matplotlib figure (20 x 12 inches at 80 dpi,
-// PyTorch's colours at alpha 0.7, legend, title with the device's peaks), with
-// the y axis in GiB labelled as such, and areas drawn as steps. A timeline with more samples than
-// pixel columns is reduced per column to the sample with the largest total, so the peak is never
-// lost.
+// PyTorch's colours at alpha 0.7, legend, title), with areas drawn as steps
+// and two changes so that nothing hides or misstates the data: the legend
+// is one row between the title and the axes, never over the areas, and the
+// y axis is in the binary unit of the peak (B, KiB, MiB or GiB, labelled as
+// such). A timeline with more samples than pixel columns is reduced per
+// column to the sample with the largest total, so the peak is never lost.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -104,34 +106,39 @@ std::string RenderPlotPng(const PlotRows& rows, const PlotOptions& o, PlotSummar
   const double left = 0.08 * W, right = 0.97 * W, top = 0.14 * H, bottom = 0.90 * H;
   if (o.width <= 0 || o.height <= 0) return {};
 
-  // Data in ms (from the first time) and GiB, stacked by export index.
-  auto stack = [](const std::array<int64_t, 9>& sizes) {
-    std::array<double, 9> s{};
-    double acc = 0;
-    for (int j = 0; j < 9; ++j) {
-      acc += static_cast<double>(sizes[j]) / (1024.0 * 1024.0 * 1024.0);
-      s[j] = acc;
-    }
-    return s;
-  };
   // First walk: the number of rows, the time range and the highest total.
   size_t n = 0;
   int64_t t_lo = 0, t_hi = 0, peak_bytes = 0;
-  double ymax = 0;
   rows([&](int64_t t, const std::array<int64_t, 9>& sizes) {
     t_lo = n == 0 ? t : std::min(t_lo, t);
     t_hi = n == 0 ? t : std::max(t_hi, t);
-    ymax = std::max(ymax, stack(sizes)[8]);
     int64_t total = 0;
     for (int64_t v : sizes) total += v;
     peak_bytes = std::max(peak_bytes, total);
     ++n;
   });
   if (summary != nullptr) *summary = PlotSummary{n, peak_bytes};
+  // The y unit: the largest binary unit the peak reaches (GiB at most, as
+  // PyTorch's figure).
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB"};
+  int unit = 0;
+  while (unit < 3 && peak_bytes >= (int64_t{1} << (10 * (unit + 1)))) ++unit;
+  const double unit_bytes = static_cast<double>(int64_t{1} << (10 * unit));
+  // Data in ms (from the first time) and that unit, stacked by export index.
+  auto stack = [unit_bytes](const std::array<int64_t, 9>& sizes) {
+    std::array<double, 9> s{};
+    double acc = 0;
+    for (int j = 0; j < 9; ++j) {
+      acc += static_cast<double>(sizes[j]) / unit_bytes;
+      s[j] = acc;
+    }
+    return s;
+  };
+  double ymax = static_cast<double>(peak_bytes) / unit_bytes;
   const double t0 = n ? static_cast<double>(t_lo) : 0;
   double xmax = n ? std::max(0.0, (static_cast<double>(t_hi) - t0) / 1e3) : 0;
   if (xmax <= 0) xmax = 1;
-  if (ymax <= 0) ymax = 1.0 / 1024;
+  if (ymax <= 0) ymax = 1;
   const double xstep = NiceStep(xmax, 10), ystep = NiceStep(ymax * 1.05, 8);
   const double xlim = std::ceil(xmax / xstep) * xstep;
   const double ylim = std::ceil(ymax * 1.05 / ystep) * ystep;
@@ -210,7 +217,8 @@ std::string RenderPlotPng(const PlotRows& rows, const PlotOptions& o, PlotSummar
       b.Text(FormatTick(v, ystep), left - 10, Y(v), font, 1.0);
     }
     b.Text("Time (ms)", (left + right) / 2, bottom + 3.2 * font, font * 1.1, 0.5);
-    b.TextUp("Memory (GiB)", left - 5.2 * font, (top + bottom) / 2, font * 1.1, 0.5);
+    b.TextUp(std::string("Memory (") + kUnits[unit] + ")", left - 5.2 * font, (top + bottom) / 2,
+             font * 1.1, 0.5);
 
     // Title: one or more lines.
     double ty = top - 0.09 * H;
@@ -224,16 +232,20 @@ std::string RenderPlotPng(const PlotRows& rows, const PlotOptions& o, PlotSummar
       start = nl + 1;
     }
 
-    // Legend, top right inside the axes.
-    const double lx = right - 15 * font, ly = top + font;
-    const double bx = lx - font * 0.6, by = ly - font * 0.6;
-    const double bw = 14.4 * font, bh = 8 * font * 1.4 + font * 0.4;
-    b.FillRect(bx, by, bx + bw, by + bh, {1, 1, 1}, 0.85);
-    b.StrokeRect(bx, by, bx + bw, by + bh, 1.2, {0.7, 0.7, 0.7});
+    // Legend: one row centred between the title and the axes, so that it
+    // covers no data (inside the axes, PyTorch's hid the right-hand peak).
+    const double swatch = font * 1.6, gap = font * 0.6, spacing = font * 1.6;
+    double legend_w = 0;
     for (int cat = 0; cat < 8; ++cat) {
-      const double y = ly + cat * font * 1.4;
-      b.FillRect(lx, y, lx + font * 1.6, y + font * 0.9, kColors[cat], 0.7);
-      b.Text(kExportIndexNames[cat], lx + font * 2.2, y + font * 0.1, font, 0);
+      legend_w +=
+          swatch + gap + Band::TextWidth(kExportIndexNames[cat], font) + (cat < 7 ? spacing : 0);
+    }
+    double lx = std::max(left, (left + right - legend_w) / 2);
+    const double ly = top - 0.035 * H;
+    for (int cat = 0; cat < 8; ++cat) {
+      b.FillRect(lx, ly - font * 0.45, lx + swatch, ly + font * 0.45, kColors[cat], 0.7);
+      b.Text(kExportIndexNames[cat], lx + swatch + gap, ly, font, 0);
+      lx += swatch + gap + Band::TextWidth(kExportIndexNames[cat], font) + spacing;
     }
   };
 
