@@ -4,15 +4,22 @@
 // on a small two-device trace with steps.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "core/explain/report.h"
 #include "core/explain/tables.h"
 #include "core/pipeline/analysis.h"
 #include "core/read/trace_reader.h"
+#include "export/export.h"
 #include "tests/unit/trace_text.h"
 
 using namespace memtl;
@@ -55,6 +62,31 @@ MemoryUse SelfSum(const std::vector<MemoryRow>& rows) {
   MemoryUse sum;
   for (const MemoryRow& r : rows) sum += r.self;
   return sum;
+}
+
+// Step 1 allocates 4 KiB on the CPU (freed in the step) and 1 MiB on
+// cuda:0; step 2 allocates 8 KiB on the CPU and frees the 1 MiB.
+std::unique_ptr<Categorized> TwoDevices() {
+  using namespace memtl::test;
+  // The ops' arguments are as torch 1.13 records them (a size list is not recorded),
+  // enough to match their schemas: they are the graph's nodes.
+  const std::string empty = R"(null,{"int":6},null,null,{"bool":false},null)";
+  const std::string zeros = R"(null,null,null,null,{"bool":false})";
+  const std::string text =
+      Header() + Op(0, -1, "ProfilerStep#1", 1000, 5000, "", "user_scope") +
+      Op(1, 0, "aten::empty", 1100, 1200, empty) + Alloc(2, 1, 1150, 0x1000, 4096, "cpu") +
+      Op(3, 0, "aten::empty", 2100, 2200, empty) + Alloc(4, 3, 2150, 0x2000, 1 << 20, "cuda:0") +
+      Alloc(5, 0, 3000, 0x1000, -4096, "cpu") +
+      Op(6, -1, "ProfilerStep#2", 6000, 9000, "", "user_scope") +
+      Op(7, 6, "aten::zeros", 6100, 6900, zeros) + Alloc(8, 7, 6500, 0x3000, 8192, "cpu") +
+      Alloc(9, 6, 7000, 0x2000, -(1 << 20), "cuda:0");
+  auto trace = ReadTraceString(text, "two_devices");
+  REQUIRE(trace.ok());
+  auto analysis = Analyze(std::move(trace.value()), "two_devices");
+  REQUIRE(analysis.ok());
+  auto categorized = Categorize(std::move(analysis.value()));
+  REQUIRE(categorized.ok());
+  return std::move(categorized.value());
 }
 
 }  // namespace
@@ -161,28 +193,8 @@ TEST_CASE("tables: the resnet18 step's parameters and activations sit in their m
 }
 
 TEST_CASE("report: two devices, steps, and the op running at each point") {
-  using namespace memtl::test;
-  // Step 1 allocates 4 KiB on the CPU (freed in the step) and 1 MiB on
-  // cuda:0; step 2 allocates 8 KiB on the CPU and frees the 1 MiB. The ops'
-  // arguments are as torch 1.13 records them (a size list is not recorded),
-  // enough to match their schemas: they are the graph's nodes.
-  const std::string empty = R"(null,{"int":6},null,null,{"bool":false},null)";
-  const std::string zeros = R"(null,null,null,null,{"bool":false})";
-  const std::string text =
-      Header() + Op(0, -1, "ProfilerStep#1", 1000, 5000, "", "user_scope") +
-      Op(1, 0, "aten::empty", 1100, 1200, empty) + Alloc(2, 1, 1150, 0x1000, 4096, "cpu") +
-      Op(3, 0, "aten::empty", 2100, 2200, empty) + Alloc(4, 3, 2150, 0x2000, 1 << 20, "cuda:0") +
-      Alloc(5, 0, 3000, 0x1000, -4096, "cpu") +
-      Op(6, -1, "ProfilerStep#2", 6000, 9000, "", "user_scope") +
-      Op(7, 6, "aten::zeros", 6100, 6900, zeros) + Alloc(8, 7, 6500, 0x3000, 8192, "cpu") +
-      Alloc(9, 6, 7000, 0x2000, -(1 << 20), "cuda:0");
-  auto trace = ReadTraceString(text, "two_devices");
-  REQUIRE(trace.ok());
-  auto analysis = Analyze(std::move(trace.value()), "two_devices");
-  REQUIRE(analysis.ok());
-  auto categorized = Categorize(std::move(analysis.value()));
-  REQUIRE(categorized.ok());
-  const Categorized& c = *categorized.value();
+  const auto two = TwoDevices();
+  const Categorized& c = *two;
   const Report report = MakeReport(InputOf(c), 20);
 
   REQUIRE(report.steps.size() == 2);
@@ -295,5 +307,50 @@ TEST_CASE("report: made before the stages go, it equals the one made with everyt
         CHECK(op(a.series, k) == op(b.series, k));
       }
     }
+  }
+}
+
+TEST_CASE("report: the HTML holds every device's chart data and loads nothing") {
+  const auto c = TwoDevices();
+  const Analysis& a = *c->analysis;
+  const Report report = MakeReport(InputOf(*c), 20);
+  ExportInput in{a.trace, c->timeline, c->categories, a.diagnostics, "two <devices>", ""};
+  in.report = &report;
+  const fs::path path =
+      fs::temp_directory_path() / ("memtl_report_" + std::to_string(::getpid()) + ".html");
+  REQUIRE(ExportMemoryTimeline(in, path.string(), c->device).ok());
+  std::stringstream text;
+  text << std::ifstream(path).rdbuf();
+  const std::string html = text.str();
+  fs::remove(path);
+
+  // One file: nothing to fetch, and a policy that forbids fetching.
+  CHECK(html.find("default-src 'none'") != std::string::npos);
+  for (const char* load : {"<link", "@import", "src=\"http", "src='http", "url(http"})
+    CHECK_MESSAGE(html.find(load) == std::string::npos, load);
+  CHECK(html.find("<title>memtl memory timeline: cuda:0 (two &lt;devices&gt;)</title>") !=
+        std::string::npos);
+  CHECK(html.find("<option value=\"1\" selected>cuda:0</option>") != std::string::npos);
+  CHECK(html.find("Memory by module") != std::string::npos);
+  // The chart's data: every device's points as the report has them.
+  const std::string open = "<script id=\"memtl-data\" type=\"application/json\">";
+  const size_t at = html.find(open) + open.size();
+  const auto data = nlohmann::json::parse(html.substr(at, html.find("</script>", at) - at));
+  CHECK(data["selected"] == 1);
+  CHECK(data["source"] == "two <devices>");
+  REQUIRE(data["devices"].size() == 2);
+  REQUIRE(data["steps"].size() == 2);
+  CHECK(data["steps"][1][0] == "ProfilerStep#2");
+  for (size_t d = 0; d < 2; ++d) {
+    const auto& dev = data["devices"][d];
+    const ChartSeries& s = report.devices[d].series;
+    CHECK(dev["name"] == report.devices[d].name);
+    REQUIRE(dev["t"].size() == s.points.size());
+    for (size_t k = 0; k < s.points.size(); ++k) {
+      CHECK(dev["first_us"].get<int64_t>() + dev["t"][k].get<int64_t>() == s.points[k].time_us);
+      for (int i = 0; i < 8; ++i) CHECK(dev["v"][k][i] == s.points[k].bytes[i]);
+      CHECK(dev["ops"][dev["op"][k].get<size_t>()][0] == s.ops[s.points[k].op].op);
+    }
+    CHECK(dev["peak"]["bytes"] == report.devices[d].peak.bytes);
   }
 }
