@@ -23,6 +23,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/progress.h"
 #include "core/explain/events.h"
 #include "core/explain/peak.h"
 #include "core/model/quote.h"
@@ -48,7 +49,16 @@ constexpr int kStdoutGoneStatus = 141;
 
 // Messages go through stdio, not iostreams (CLI11 itself prints only help).
 // Each is one line: `line` is kept so by OneLine whatever it quotes.
+// The progress line (cli/progress.h), while a command reads and analyzes.
+memtl::Progress progress;
+std::unique_ptr<memtl::ProgressLine> progress_line;
+
+void ClearProgress() {
+  if (progress_line) progress_line->Clear();
+}
+
 void PrintErrLine(const std::string& line) {
+  ClearProgress();
   const std::string text = memtl::OneLine(line) + "\n";
   std::fwrite(text.data(), 1, text.size(), stderr);
 }
@@ -173,6 +183,9 @@ memtl::Expected<std::unique_ptr<memtl::Analysis>> Load(const Args& args) {
   memtl::ReadOptions options;
   options.partial = args.partial;
   options.threaded = args.threads > 1;
+  options.progress = &progress;
+  progress_line = std::make_unique<memtl::ProgressLine>(
+      &progress, args.trace == "-" ? "standard input" : memtl::QuotePath(args.trace), !args.quiet);
   auto analysis = memtl::AnalyzeFile(path, options);
   if (!analysis.ok()) return analysis;
   const memtl::Analysis& a = *analysis.value();
@@ -188,6 +201,7 @@ memtl::Expected<std::unique_ptr<memtl::Analysis>> Load(const Args& args) {
 
 void PrintTimings(const Args& args, const memtl::PhaseTimer& timer) {
   if (!args.timings) return;
+  ClearProgress();
   double total = 0;
   int64_t peak = 0, faults = 0;
   char buf[200];
@@ -389,6 +403,7 @@ int RunExport(const Args& args) {
   if (c.value()->peak) in.peak = &*c.value()->peak;
   if (a.read_info.stopped_early) in.note = PartialNote(a);
   in.threaded = args.threads > 1;
+  progress.Set("writing");
   for (const std::string& o : args.outputs) {
     std::optional<memtl::ExportFormat> format;
     if (o == "-") {
@@ -463,11 +478,13 @@ int main(int argc, char** argv) {
                                     : std::string();
       return Fail(std::string(e.what()) + " (see memtl" + where + " --help)");
     }
-    if (args.command == "graph") return RunGraph(args);
-    if (args.command == "categories") return RunCategories(args);
-    if (args.command == "peak") return RunPeak(args);
-    if (args.command == "events") return RunEvents(args);
-    return RunExport(args);
+    const int rc = args.command == "graph"        ? RunGraph(args)
+                   : args.command == "categories" ? RunCategories(args)
+                   : args.command == "peak"       ? RunPeak(args)
+                   : args.command == "events"     ? RunEvents(args)
+                                                  : RunExport(args);
+    if (progress_line) progress_line->Stop();
+    return rc;
   } catch (const std::bad_alloc&) {
     return Fail("out of memory");
   } catch (const std::exception& e) {

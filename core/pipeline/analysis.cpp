@@ -281,6 +281,7 @@ Expected<std::unique_ptr<Analysis>> AnalyzeFile(const std::string& path,
   if (!trace.ok()) return trace.status();
   ReturnFreedPages();  // the reader's buffers and tables
   timer.Mark("read");
+  if (options.progress != nullptr) options.progress->Set("analyzing");
   auto a = AnalyzeTimed(std::move(trace.value()), path, std::move(timer), options.threaded);
   if (a.ok()) a.value()->read_info = info;
   return a;

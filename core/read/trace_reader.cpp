@@ -150,6 +150,10 @@ Expected<Trace> ReadBlocks(LineSource& src, const ReadOptions& options, ReadInfo
     }
     if (estimate > consumed && consumed > 0)
       builder.ReserveFor(static_cast<double>(estimate) / static_cast<double>(consumed));
+    if (options.progress != nullptr) {
+      options.progress->done.store(consumed, std::memory_order_relaxed);
+      options.progress->total.store(estimate, std::memory_order_relaxed);
+    }
     if (threaded) queue.Recycle(std::move(block.text));
   }
   queue.Cancel();

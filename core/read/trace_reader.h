@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "core/model/progress.h"
 #include "core/model/status.h"
 #include "core/model/trace.h"
 
@@ -17,6 +18,9 @@ struct ReadOptions {
   // Inflate on a second thread while this one parses. The output is the same
   // either way (one thread parses, in file order); false is for checking so.
   bool threaded = true;
+  // Where the read says how far it is (bytes of decoded trace read, and
+  // the size expected), for a progress line; none when null.
+  Progress* progress = nullptr;
 };
 
 struct ReadInfo {

@@ -209,5 +209,20 @@ if (ulimit -v 1048576 && "$bin" --version) >/dev/null 2>&1; then
     bash -c 'ulimit -s 64 && exec "$0" export "$1" -o "$2.json" -o "$2.raw.json.gz" -o "$2.json.gz" -o "$2.html"' \
     "$bin" "$(ls -S "$root"/fixtures/*.trace.jsonl.gz | head -1)" "$tmp/stack"
 fi
+# The progress line (cli/progress.h): on a terminal (script(1) gives one),
+# a run longer than a second says what it is doing, and the line is erased
+# before the result line; with stderr not a terminal, only the result line.
+if command -v script >/dev/null; then
+  gzip -dc "$(ls -S "$root"/fixtures/*.trace.jsonl.gz | head -1)" >"$tmp/slow.jsonl"
+  slow='{ head -c 20000 "$0"; sleep 1.5; tail -c +20001 "$0"; } | "$1" export - -o "$2"'
+  script -qec "bash -c '$slow' '$tmp/slow.jsonl' '$bin' '$tmp/slow.json'" /dev/null \
+    >"$tmp/tty" 2>&1 </dev/null
+  if grep -qa 'memtl: reading standard input (' "$tmp/tty" &&
+    grep -qa $'\r\033\\[Kmemtl: wrote' "$tmp/tty"; then pass=$((pass + 1)); else
+    fail=$((fail + 1))
+    echo "FAIL progress-line: $(tr '\r\033' '|~' <"$tmp/tty" | head -c 400)"
+  fi
+  check progress-no-tty 0 "memtl: wrote" -- bash -c "$slow" "$tmp/slow.jsonl" "$bin" "$tmp/slow2.json"
+fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
