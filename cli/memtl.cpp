@@ -289,13 +289,15 @@ int RunGraph(const Args& args) {
 // The whole pipeline through the timeline, keeping what `retain` says;
 // `peak_top` adds the peak report with that many tensors.
 memtl::Expected<std::unique_ptr<memtl::Categorized>> Categorize(
-    const Args& args, memtl::Retain retain, std::optional<size_t> peak_top = std::nullopt) {
+    const Args& args, memtl::Retain retain, std::optional<size_t> peak_top = std::nullopt,
+    bool report = false) {
   auto analysis = Load(args);
   if (!analysis.ok()) return analysis.status();
   memtl::PipelineOptions options;
   options.retain = retain;
   options.device = args.device;
   options.explain_peak = peak_top;
+  options.report = report;
   return memtl::Categorize(std::move(analysis.value()), options);
 }
 
@@ -394,13 +396,14 @@ int RunExport(const Args& args) {
   for (const std::string& o : args.outputs)
     html |= o.ends_with(".html") || (o == "-" && args.format == "html");
   auto c = Categorize(args, memtl::Retain::kExport,
-                      html ? std::optional<size_t>(kReportPeakTensors) : std::nullopt);
+                      html ? std::optional<size_t>(kReportPeakTensors) : std::nullopt, html);
   if (!c.ok()) return Fail(c.status().message());
   const memtl::Analysis& a = *c.value()->analysis;
   const memtl::DeviceIndex device = c.value()->device;
   memtl::ExportInput in{a.trace, c.value()->timeline, c.value()->categories, a.diagnostics, a.name,
                         ""};
   if (c.value()->peak) in.peak = &*c.value()->peak;
+  if (c.value()->report) in.report = &*c.value()->report;
   if (a.read_info.stopped_early) in.note = PartialNote(a);
   in.threaded = args.threads > 1;
   progress.Set("writing");
