@@ -34,6 +34,9 @@ class AtomicFile {
  private:
   AtomicFile() = default;
   Status WriteRaw(const void* data, size_t n);
+  // Compresses `data` (at most 2^32 - 1 bytes) and writes what comes out;
+  // `last` ends the gzip stream.
+  Status Deflate(std::string_view data, bool last);
   Status Open();
   std::string path_;      // as the user gave it, for messages
   std::string target_;    // the file replaced: path_, or the target of a link

@@ -1,16 +1,13 @@
-// Line streaming over plain or gzip input with zlib.
+// Line streaming over plain or gzip input; gzip is inflated by ISA-L.
 #include "core/read/line_source.h"
 
-#include <zlib.h>
+#include <isa-l/igzip_lib.h>
 
 #include <algorithm>
 #include <cstring>
-#include <new>
 
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include "core/util/crc32.h"
 
 namespace memtl {
 
@@ -22,27 +19,50 @@ constexpr size_t kChunk = 64 << 10;
 // How far past the requested size ReadLines decodes, for the last line to
 // end inside: about ten typical trace lines.
 constexpr size_t kLineSlack = 4 << 10;
-// Consumed input kept before the unread bytes: a gzip member's trailer (its
-// CRC-32 and length, checked here rather than by zlib) is the 8 bytes
-// before where inflate stops, which may have come in the previous chunk.
+// Consumed input kept before the unread bytes: when ISA-L finds a member's
+// trailer wrong, the trailer is the 8 bytes before where it stopped (which
+// may have come in the previous chunk), and its CRC-32 tells which of the
+// two checks failed.
 constexpr size_t kTrailer = 8;
 
 uint32_t Le32(const unsigned char* p) {
   return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
 }
+
+// What ISA-L's error codes mean, in zlib's words where zlib has the same
+// error (memtl used zlib before); ISA-L does not say which part of a block
+// is invalid.
+const char* InflateError(int rc) {
+  switch (rc) {
+    case ISAL_INVALID_BLOCK:  // a bad block type, stored length or code table
+      return "invalid deflate block";
+    case ISAL_INVALID_SYMBOL:
+      return "invalid deflate symbol";
+    case ISAL_INVALID_LOOKBACK:
+      return "invalid distance too far back";
+    case ISAL_INVALID_WRAPPER:
+      return "incorrect header check";
+    case ISAL_UNSUPPORTED_METHOD:
+      return "unknown compression method";
+    case ISAL_INCORRECT_CHECKSUM:
+      return "header crc mismatch";  // the trailer's case is told apart by the caller
+    default:
+      return "unknown error";
+  }
+}
 }  // namespace
 
+// ISA-L's state is about 85 KiB (its window and Huffman tables): it lives
+// on the heap, with the LineSource, never on a stack.
 struct LineSource::Inflater {
-  z_stream zs{};
-  bool initialized = false;
-  bool member_done = false;  // the current gzip member ended cleanly
-  // The current member's CRC-32 and length (mod 2^32) so far. zlib's own
-  // check is switched off (inflateValidate): its table CRC cost a quarter
-  // of the inflating thread's time, Crc32 a few percent of that.
-  uint32_t crc = 0;
-  uint32_t size = 0;
-  ~Inflater() {
-    if (initialized) inflateEnd(&zs);
+  inflate_state state{};
+  bool member_done = false;  // the current gzip member ended, its trailer checked
+  void Start() {
+    isal_inflate_reset(&state);
+    // The gzip wrapper: ISA-L parses the header and checks the trailer's
+    // CRC-32 and length itself.
+    state.crc_flag = ISAL_GZIP;
+    member_done = false;
   }
 };
 
@@ -123,16 +143,9 @@ bool LineSource::Decode(std::string* out, size_t max) {
     sniffed_ = true;
     gzip_ = raw_.size() - raw_pos_ >= 2 && raw_[raw_pos_] == 0x1f && raw_[raw_pos_ + 1] == 0x8b;
     if (gzip_) {
-      inflater_ = std::make_unique<Inflater>();
-      const int rc = inflateInit2(&inflater_->zs, 15 + 16);
-      if (rc == Z_MEM_ERROR) throw std::bad_alloc();  // the reader says "out of memory"
-      if (rc != Z_OK) {
-        status_ = Status::Error(name_ + ": cannot initialize gzip decoder");
-        return false;
-      }
-      inflater_->initialized = true;
-      // Kept across inflateReset: the CRC and length are checked below.
-      inflateValidate(&inflater_->zs, 0);
+      inflater_ = std::make_unique<Inflater>();  // std::bad_alloc: the reader's "out of memory"
+      isal_inflate_init(&inflater_->state);
+      inflater_->Start();
     }
   }
   if (!gzip_) {
@@ -144,9 +157,14 @@ bool LineSource::Decode(std::string* out, size_t max) {
   }
   // gzip: inflate into the end of `out` until some output is produced or
   // the input ends.
-  z_stream& zs = inflater_->zs;
+  inflate_state& st = inflater_->state;
   const size_t old = out->size();
   out->resize(old + max);
+  const auto fail = [&](const std::string& what) {
+    out->resize(old);
+    status_ = Status::Error(name_ + ": " + what);
+    return false;
+  };
   for (;;) {
     if (raw_pos_ == raw_.size()) {
       if (!ReadRaw()) {
@@ -161,63 +179,34 @@ bool LineSource::Decode(std::string* out, size_t max) {
     }
     if (inflater_->member_done) {
       // Another member follows (concatenated gzip), or trailing garbage.
-      if (raw_[raw_pos_] != 0x1f) {
-        out->resize(old);
-        status_ = Status::Error(name_ + ": unexpected bytes after the end of the gzip stream");
-        return false;
-      }
-      inflateReset(&zs);
-      inflater_->member_done = false;
+      if (raw_[raw_pos_] != 0x1f) return fail("unexpected bytes after the end of the gzip stream");
+      inflater_->Start();
     }
-    zs.next_in = raw_.data() + raw_pos_;
-    zs.avail_in = static_cast<uInt>(raw_.size() - raw_pos_);
-    zs.next_out = reinterpret_cast<Bytef*>(out->data() + old);
-    zs.avail_out = static_cast<uInt>(max);
-    const int rc = inflate(&zs, Z_NO_FLUSH);
-    // zlib allocates its window on the first call: a failure there is the
-    // memory's, not the data's.
-    if (rc == Z_MEM_ERROR) throw std::bad_alloc();
-    raw_pos_ = raw_.size() - zs.avail_in;
-    const size_t produced = max - zs.avail_out;
-    if (produced > 0) {
-      inflater_->crc = Crc32(inflater_->crc, out->data() + old, produced);
-      inflater_->size += static_cast<uint32_t>(produced);
+    const size_t avail = raw_.size() - raw_pos_;
+    st.next_in = raw_.data() + raw_pos_;
+    st.avail_in = static_cast<uint32_t>(avail);
+    st.next_out = reinterpret_cast<uint8_t*>(out->data() + old);
+    st.avail_out = static_cast<uint32_t>(max);
+    const int rc = isal_inflate(&st);
+    raw_pos_ = raw_.size() - st.avail_in;
+    const size_t produced = max - st.avail_out;
+    if (rc == ISAL_INCORRECT_CHECKSUM && st.block_state == ISAL_BLOCK_FINISH) {
+      // The trailer (the 8 bytes ISA-L read last) disagrees: zlib's words
+      // for which of its fields does.
+      const bool crc_ok = raw_pos_ >= kTrailer && Le32(raw_.data() + raw_pos_ - kTrailer) == st.crc;
+      return fail(std::string("corrupt gzip data (") +
+                  (crc_ok ? "incorrect length check" : "incorrect data check") + ")");
     }
-    if (rc == Z_STREAM_END) {
-      // What zlib would have said had it checked (same words, same order).
-      const char* bad = nullptr;
-      if (raw_pos_ < kTrailer) {
-        bad = "no trailer";
-      } else if (Le32(raw_.data() + raw_pos_ - kTrailer) != inflater_->crc) {
-        bad = "incorrect data check";
-      } else if (Le32(raw_.data() + raw_pos_ - kTrailer + 4) != inflater_->size) {
-        bad = "incorrect length check";
-      }
-      if (bad != nullptr) {
-        out->resize(old);
-        status_ = Status::Error(name_ + ": corrupt gzip data (" + bad + ")");
-        return false;
-      }
-      inflater_->crc = 0;
-      inflater_->size = 0;
-      inflater_->member_done = true;
-    } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
-      out->resize(old);
-      status_ =
-          Status::Error(name_ + ": corrupt gzip data (" +
-                        (zs.msg != nullptr ? std::string(zs.msg)
-                                           : std::string("zlib error ") + std::to_string(rc)) +
-                        ")");
-      return false;
-    }
+    if (rc < 0) return fail(std::string("corrupt gzip data (") + InflateError(rc) + ")");
+    if (st.block_state == ISAL_BLOCK_FINISH) inflater_->member_done = true;
     if (produced > 0) {
       out->resize(old + produced);
       return true;
     }
-    if (rc == Z_BUF_ERROR && zs.avail_in > 0) {
-      out->resize(old);
-      status_ = Status::Error(name_ + ": corrupt gzip data");
-      return false;
+    // Nothing produced: ISA-L wants more input (it consumed all it was
+    // given), or the member just ended. Anything else would loop forever.
+    if (st.avail_in == avail && !inflater_->member_done) {
+      return fail("corrupt gzip data");
     }
   }
 }

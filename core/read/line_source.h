@@ -38,8 +38,8 @@ class LineSource {
   // max_line() + 1 bytes end the last block, unterminated, and reading
   // stops there (line_too_long() says so; status() stays ok).
   //
-  // Memory that runs out (zlib's included) throws std::bad_alloc, which
-  // the reader turns into its "out of memory" line.
+  // Memory that runs out (for the gzip decoder's state too) throws
+  // std::bad_alloc, which the reader turns into its "out of memory" line.
   bool ReadLines(std::string* out, size_t min_bytes);
   bool line_too_long() const { return too_long_; }
   size_t max_line() const { return max_line_; }
