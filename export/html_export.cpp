@@ -156,12 +156,13 @@ std::string PeakNote(const DeviceInfo* info) {
       "time, including tensors allocated before profiling started";
   if (info == nullptr || info->max_total_allocated == 0)
     return s + " (the trace has no allocator counters for this device).</p>\n";
-  s += "; the allocator's own counter, reported with each allocation (max allocated " +
+  s += "; the allocator's counter, reported with each allocation (max allocated " +
        HumanBytes(info->max_total_allocated);
   if (info->max_total_reserved != 0) s += ", max reserved " + HumanBytes(info->max_total_reserved);
   return s +
-         "), counts whatever the allocator held, used by a tensor the profile saw or not, so "
-         "the two need not agree.</p>\n";
+         "), is the allocator's running total: it counts memory no profiled tensor used and, "
+         "on the CPU, only what was allocated while profiling, so the two need not "
+         "agree.</p>\n";
 }
 
 // The chart's data for report.js: times as offsets from the first point
