@@ -25,6 +25,7 @@
 
 #include "cli/progress.h"
 #include "core/explain/events.h"
+#include "core/explain/explain.h"
 #include "core/explain/peak.h"
 #include "core/model/quote.h"
 #include "core/pipeline/analysis.h"
@@ -37,8 +38,8 @@ namespace {
 // The largest tensors alive at the peak that the HTML report lists.
 constexpr size_t kReportPeakTensors = 20;
 
-constexpr std::array<std::string_view, 5> kCommands = {"export", "peak", "events", "categories",
-                                                       "graph"};
+constexpr std::array<std::string_view, 6> kCommands = {"export", "peak",       "explain",
+                                                       "events", "categories", "graph"};
 
 // The status when standard output's reader has gone (`memtl graph | head
 // -1`): memtl stops quietly, as a process ended by SIGPIPE, which a shell
@@ -75,6 +76,7 @@ struct Args {
   std::string device;
   std::string format;  // peak: text or json; export: the format of -o -
   size_t top = 20;     // peak: how many tensors
+  std::string tensor;  // explain: "T12" or "T12:v1"
   bool partial = false;
   bool strict = false;
   bool timings = false;
@@ -161,6 +163,18 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
   peak->add_option("--format", args.format, "text (for people, the default) or json (for programs)")
       ->check(CLI::IsMember({"text", "json"}));
   peak->callback([&args] { args.command = "peak"; });
+
+  CLI::App* explain = app->add_subcommand(
+      "explain",
+      "why a tensor has its category: the passes and rules that decided it, the op that created "
+      "it with its modules, phase and call site, what that op read, which ops read it, its size "
+      "and its storage's lifetime");
+  AddReadOptions(explain, args);
+  explain->add_option("TENSOR", args.tensor, "the tensor: T12 (every version) or T12:v1")
+      ->required();
+  explain->add_option("--format", args.format, "text (the default) or json (an object per version)")
+      ->check(CLI::IsMember({"text", "json"}));
+  explain->callback([&args] { args.command = "explain"; });
 
   CLI::App* graph = app->add_subcommand(
       "graph",
@@ -328,6 +342,24 @@ int RunEvents(const Args& args) {
   return 0;
 }
 
+int RunExplain(const Args& args) {
+  const auto ref = memtl::ParseTensorRef(args.tensor);
+  if (!ref) {
+    return Fail("not a tensor: " + memtl::Quote(args.tensor) +
+                " (write T12 for every version of tensor 12, T12:v1 for one)");
+  }
+  auto c = Categorize(args, memtl::Retain::kAll);
+  if (!c.ok()) return Fail(c.status().message());
+  const memtl::Analysis& a = *c.value()->analysis;
+  const memtl::ExplainInput in{
+      a.trace, *a.tree, *a.graph, c.value()->categories, c.value()->timeline, c.value()->device};
+  auto text = memtl::ExplainTensor({in, *a.sizes}, *ref, args.format == "json");
+  if (!text.ok()) return Fail(memtl::QuotePath(args.trace) + ": " + text.status().message());
+  if (int rc = Emit(text.value()); rc != 0) return rc;
+  PrintNotes(a.diagnostics);
+  return 0;
+}
+
 int RunCategories(const Args& args) {
   auto c = Categorize(args, memtl::Retain::kTimeline);
   if (!c.ok()) return Fail(c.status().message());
@@ -484,6 +516,7 @@ int main(int argc, char** argv) {
     const int rc = args.command == "graph"        ? RunGraph(args)
                    : args.command == "categories" ? RunCategories(args)
                    : args.command == "peak"       ? RunPeak(args)
+                   : args.command == "explain"    ? RunExplain(args)
                    : args.command == "events"     ? RunEvents(args)
                                                   : RunExport(args);
     if (progress_line) progress_line->Stop();

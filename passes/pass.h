@@ -23,12 +23,31 @@ struct PassInput {
 };
 
 // Declarations of every pass, from the one ordered list.
-#define MEMTL_PASS(Name, label) void Run##Name(const PassInput& in, CategoryWriter& out);
+#define MEMTL_PASS(Name, label, rule) void Run##Name(const PassInput& in, CategoryWriter& out);
 #include "passes/passes.def"
 #undef MEMTL_PASS
 
 // Runs every pass in order.
 void RunAllPasses(const PassInput& in, CategoryDict& categories);
+
+// What one pass decided: each (key slot, version) of the graph whose
+// category it changed.
+struct PassChange {
+  uint32_t key = 0;
+  int32_t version = 0;
+  std::optional<Category> before, after;
+};
+struct PassStep {
+  const char* label;  // passes.def's
+  const char* rule;   // passes.def's one-sentence rule
+  std::vector<PassChange> changes;
+};
+
+// RunAllPasses, recording after each pass what it changed: the evidence
+// `memtl explain` gives and the per-pass goldens list. Compares a snapshot of
+// every value's category before and after each pass, so it is for one
+// trace's explanation, not the export path.
+std::vector<PassStep> RunAllPassesTraced(const PassInput& in, CategoryDict& categories);
 
 // ---- Queries shared by several passes (passes/queries.cpp) ----
 

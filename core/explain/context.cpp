@@ -17,6 +17,16 @@ std::string_view ModuleName(const Trace& trace, uint32_t event) {
   return std::string_view(name).substr(kPrefix.size());
 }
 
+// Whether a python call names a frame of the user's code: "FILE(LINE): FUNC"
+// with FILE outside PyTorch (ContextOf's call site).
+bool IsUserFrame(std::string_view name) {
+  const auto paren = name.find('(');
+  if (name.empty() || name[0] == '<' || paren == std::string_view::npos || paren == 0) return false;
+  if (name.find("): ", paren) == std::string_view::npos) return false;
+  const std::string_view file = name.substr(0, paren);
+  return !file.starts_with("torch/") && file.find("/torch/") == std::string_view::npos;
+}
+
 }  // namespace
 
 // The optimizer phase is an enclosing python call into torch/optim/ (the
@@ -25,17 +35,21 @@ std::string_view ModuleName(const Trace& trace, uint32_t event) {
 // their sibling in the event tree, and the python tracer's optimizer call
 // is an empty marker).
 EventContext ContextOf(const Trace& trace, const OpTree& tree, uint32_t event) {
-  if (event == kNone32) return {"", "other"};
+  if (event == kNone32) return {"", "other", ""};
   constexpr std::string_view kOptim = "torch/optim/";
   std::vector<std::string_view> modules;
   bool optimizer = false;
+  std::string_view call_site;
   for (uint32_t p = event; p != kNone32; p = trace.events[p].parent) {
     const Event& e = trace.events[p];
     if (e.kind != EventKind::kPy) continue;
-    if (trace.Name(e).find(kOptim) != std::string::npos) optimizer = true;
+    const std::string& name = trace.Name(e);
+    if (name.find(kOptim) != std::string::npos) optimizer = true;
+    if (call_site.empty() && IsUserFrame(name)) call_site = name;
     if (const auto m = ModuleName(trace, p); !m.empty()) modules.push_back(m);
   }
   EventContext c;
+  c.call_site = call_site;
   for (auto it = modules.rbegin(); it != modules.rend(); ++it)
     c.module += (c.module.empty() ? "" : " > ") + std::string(*it);
   c.phase = tree.in_backward(event) ? "backward"

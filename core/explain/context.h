@@ -32,6 +32,12 @@ struct ExplainInput {
 struct EventContext {
   std::string module;  // "Sequential_0 > Linear_1"; empty when none
   std::string phase;   // "forward", "backward", "optimizer", "other"
+  // The innermost Python frame of the user's code around the event, as the
+  // python tracer names it ("train.py(42): forward"); empty when none. A
+  // frame is the user's when its file is not PyTorch's (under torch/) and
+  // it is no built-in ("<built-in method ...>"); standard-library frames
+  // are not told apart (they are rarely the innermost).
+  std::string call_site;
 };
 
 // `event` kNone32 (no event: a tensor from before the profile) is "other".

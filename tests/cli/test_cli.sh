@@ -224,5 +224,19 @@ if command -v script >/dev/null; then
   fi
   check progress-no-tty 0 "memtl: wrote" -- bash -c "$slow" "$tmp/slow.jsonl" "$bin" "$tmp/slow2.json"
 fi
+# memtl explain: why a tensor has its category (the pass and its rule).
+ex="$root/fixtures/torch2/resnet_bn_sgd_step.trace.jsonl.gz"
+out=$("$bin" explain "$ex" T50:v0)
+json=$("$bin" explain "$ex" T12 --format json)
+if grep -q 'parameters from the python tracer: unknown -> PARAMETER' <<<"$out" &&
+  [ "${json:0:20}" = '{"tensor":"T12(v0)",' ]; then
+  pass=$((pass + 1))
+else
+  fail=$((fail + 1))
+  echo "FAIL explain: $("$bin" explain "$ex" T50:v0 2>&1 | head -3)"
+fi
+check explain-bad-ref 2 'not a tensor: "T1x"' -- "$bin" explain "$ex" T1x
+check explain-no-tensor 2 "no tensor T99999 in the trace" -- "$bin" explain "$ex" T99999
+check explain-no-version 2 "T12 has no version 9" -- "$bin" explain "$ex" T12:v9
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

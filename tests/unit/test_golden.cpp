@@ -218,38 +218,17 @@ TEST_SUITE("golden") {
       const Analysis& a = *r.value();
       const PassInput in{a.trace, *a.tree, *a.graph, *a.sizes};
       const KeyTable& kt = a.trace.key_table;
-      const auto& vb = a.graph->value_begin();
       CategoryDict cats;
-      cats.Reset(kt.id_slot, kt.num_ids, vb);
-      CategoryWriter out(cats);
-      auto snapshot = [&] {
-        std::vector<std::string> names;
-        for (uint32_t k = 0; k < kt.size(); ++k) {
-          for (int32_t v = 0; v < static_cast<int32_t>(vb[k + 1] - vb[k]); ++v)
-            names.emplace_back(CategoryName(cats.Get(k, v)));
-        }
-        return names;
-      };
       std::string text;
-      auto run = [&](const char* label, auto pass) {
-        const auto before = snapshot();
-        pass(in, out);
-        const auto after = snapshot();
-        text += std::string("== ") + label + "\n";
-        size_t i = 0, changed = 0;
-        for (uint32_t k = 0; k < kt.size(); ++k) {
-          for (int32_t v = 0; v < static_cast<int32_t>(vb[k + 1] - vb[k]); ++v, ++i) {
-            if (before[i] == after[i]) continue;
-            ++changed;
-            text += "T" + std::to_string(kt.keys[k].id.value()) + "(v" + std::to_string(v) + ")  " +
-                    before[i] + " -> " + after[i] + "\n";
-          }
+      for (const PassStep& step : RunAllPassesTraced(in, cats)) {
+        text += std::string("== ") + step.label + "\n";
+        for (const PassChange& c : step.changes) {
+          text += "T" + std::to_string(kt.keys[c.key].id.value()) + "(v" +
+                  std::to_string(c.version) + ")  " + std::string(CategoryName(c.before)) + " -> " +
+                  std::string(CategoryName(c.after)) + "\n";
         }
-        if (changed == 0) text += "(no change)\n";
-      };
-#define MEMTL_PASS(Name, label) run(label, Run##Name);
-#include "passes/passes.def"
-#undef MEMTL_PASS
+        if (step.changes.empty()) text += "(no change)\n";
+      }
       CheckGolden(Stem(f) + ".passes", text);
       ++checked;
     }

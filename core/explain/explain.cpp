@@ -1,0 +1,205 @@
+// memtl explain (explain.h). The passes run again here, one at a time
+// (RunAllPassesTraced): their final answer is the one the export used, and
+// the steps say which rule gave it.
+#include "core/explain/explain.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "core/explain/peak.h"
+#include "passes/pass.h"
+
+namespace memtl {
+
+namespace {
+
+std::string Ms(int64_t ns, int64_t first) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f ms", static_cast<double>(ns - first) / 1e6);
+  return buf;
+}
+
+std::string Tv(const KeyTable& kt, uint32_t key, int32_t version) {
+  return "T" + std::to_string(kt.keys[key].id.value()) + "(v" + std::to_string(version) + ")";
+}
+
+// One line of text per fact; the JSON object gets the same facts.
+struct Facts {
+  std::string text;
+  std::string json;
+  void Line(const std::string& label, const std::string& value, const std::string& json_value) {
+    text += "  " + label + ": " + value + "\n";
+    json += (json.empty() ? "{" : ",") + JsonString(label) + ":" + json_value;
+  }
+};
+
+}  // namespace
+
+std::optional<TensorRef> ParseTensorRef(std::string_view s) {
+  if (!s.empty() && (s[0] == 'T' || s[0] == 't')) s.remove_prefix(1);
+  auto number = [](std::string_view d, int64_t* out) {
+    if (d.empty() || d.size() > 15) return false;
+    int64_t v = 0;
+    for (const char c : d) {
+      if (c < '0' || c > '9') return false;
+      v = v * 10 + (c - '0');
+    }
+    *out = v;
+    return true;
+  };
+  TensorRef ref;
+  const auto sep = s.find_first_of(":(");
+  if (!number(s.substr(0, sep), &ref.id)) return std::nullopt;
+  if (sep == std::string_view::npos) return ref;
+  std::string_view v = s.substr(sep + 1);
+  if (s[sep] == '(') {
+    if (v.empty() || v.back() != ')') return std::nullopt;
+    v.remove_suffix(1);
+  }
+  if (!v.empty() && (v[0] == 'v' || v[0] == 'V')) v.remove_prefix(1);
+  int64_t version = 0;
+  if (!number(v, &version) || version > kMaxVersion) return std::nullopt;
+  ref.version = static_cast<int32_t>(version);
+  return ref;
+}
+
+Expected<std::string> ExplainTensor(const ExplainTensorInput& x, const TensorRef& ref, bool json) {
+  const ExplainInput& in = x.in;
+  const Trace& trace = in.trace;
+  const KeyTable& kt = trace.key_table;
+  const DataFlowGraph& g = in.graph;
+  std::vector<uint32_t> keys;
+  for (uint32_t k = 0; k < kt.size(); ++k) {
+    if (kt.keys[k].id.value() == ref.id) keys.push_back(k);
+  }
+  if (keys.empty()) return Status::Error("no tensor T" + std::to_string(ref.id) + " in the trace");
+
+  // Which pass set each value's category.
+  CategoryDict traced;
+  const std::vector<PassStep> steps =
+      RunAllPassesTraced(PassInput{trace, in.tree, g, x.sizes}, traced);
+  const std::vector<uint32_t> creator = CreatorOfValues(g);
+  int64_t first = -1;
+  for (const TimelineEvent& e : in.timeline) {
+    if (e.time >= 0) first = first < 0 ? e.time : std::min(first, e.time);
+  }
+  auto when = [&](uint32_t event) { return Ms(trace.event_t0[event], first < 0 ? 0 : first); };
+
+  std::string out;
+  size_t explained = 0;
+  for (const uint32_t key : keys) {
+    const int32_t last = std::max(g.last_version(key), 0);
+    for (int32_t v = 0; v <= last; ++v) {
+      if (ref.version && *ref.version != v) continue;
+      ++explained;
+      const std::string name = Tv(kt, key, v);
+      const auto category = in.categories.Get(key, v);
+      Facts f;
+      f.json = "{\"tensor\":" + JsonString(name);
+      const TensorKey& tk = kt.keys[key];
+      f.Line("category", std::string(CategoryName(category)),
+             JsonString(std::string(CategoryName(category))));
+      f.Line("key",
+             "tensor id " + std::to_string(tk.id.value()) + ", allocation id " +
+                 std::to_string(tk.allocation.value()) + ", device " +
+                 trace.devices[tk.device].name,
+             "{\"id\":" + std::to_string(tk.id.value()) +
+                 ",\"allocation\":" + std::to_string(tk.allocation.value()) +
+                 ",\"device\":" + JsonString(trace.devices[tk.device].name) + "}");
+      f.Line("size", HumanBytes(x.sizes[key]) + " (" + std::to_string(x.sizes[key]) + " bytes)",
+             std::to_string(x.sizes[key]));
+      // The creating op.
+      const uint32_t made = creator[g.value(key, v)];
+      if (made == kNone32) {
+        f.Line("created by", "nothing in the profile (it existed before profiling began)", "null");
+      } else {
+        const EventContext c = ContextOf(trace, in.tree, made);
+        const std::string op = trace.Name(trace.events[made]);
+        f.Line("created by",
+               op + " at " + when(made) + (c.module.empty() ? "" : "; modules " + c.module) +
+                   "; phase " + c.phase +
+                   (c.call_site.empty() ? "" : "; called from " + c.call_site),
+               "{\"op\":" + JsonString(op) + ",\"module\":" + JsonString(c.module) + ",\"phase\":" +
+                   JsonString(c.phase) + ",\"call_site\":" + JsonString(c.call_site) + "}");
+      }
+      // The creating node's inputs, and the nodes that read this version.
+      std::string inputs, inputs_json, readers, readers_json;
+      for (const FlowNode& n : g.nodes()) {
+        bool makes = false, reads = false;
+        for (const FlowEdge* e = g.begin(n); e != g.end(n); ++e) {
+          makes |=
+              e->key == key && (e->is_output() || e->is_intermediate()) && e->output_version() == v;
+          reads |= e->key == key && e->is_input() && e->input_version == v && e->mutated == 0;
+        }
+        if (makes) {
+          for (const FlowEdge* e = g.begin(n); e != g.end(n); ++e) {
+            if (!e->is_input() || (e->key == key)) continue;
+            const std::string in_name = Tv(kt, e->key, e->input_version);
+            const std::string cat(CategoryName(in.categories.Get(e->key, e->input_version)));
+            inputs += (inputs.empty() ? "" : ", ") + in_name + " " + cat;
+            inputs_json += std::string(inputs_json.empty() ? "" : ",") +
+                           "{\"tensor\":" + JsonString(in_name) +
+                           ",\"category\":" + JsonString(cat) + "}";
+          }
+        }
+        if (reads) {
+          const std::string op = trace.Name(trace.events[n.event]);
+          readers += (readers.empty() ? "" : ", ") + op + " at " + when(n.event);
+          readers_json +=
+              std::string(readers_json.empty() ? "" : ",") + "{\"op\":" + JsonString(op) +
+              ",\"phase\":" + JsonString(ContextOf(trace, in.tree, n.event).phase) + "}";
+        }
+      }
+      if (made != kNone32)
+        f.Line("its creator read", inputs.empty() ? "no other tensor" : inputs,
+               "[" + inputs_json + "]");
+      f.Line("read by", readers.empty() ? "no op" : readers, "[" + readers_json + "]");
+      // The storage's lifetime, from the timeline.
+      std::string life;
+      for (const TimelineEvent& e : in.timeline) {
+        if (e.key != key) continue;
+        const char* what = e.action == Action::kPreexisting        ? "existed before profiling"
+                           : e.action == Action::kCreate           ? "allocated"
+                           : e.action == Action::kIncrementVersion ? "written"
+                                                                   : "freed";
+        life +=
+            (life.empty() ? "" : ", ") + std::string(what) +
+            (e.time >= 0 ? " at " + Ms(e.time, first) : "") +
+            // An increment names the version it replaces (PyTorch's timeline).
+            (e.action == Action::kIncrementVersion
+                 ? " (v" + std::to_string(e.version) + " -> v" + std::to_string(e.version + 1) + ")"
+                 : "");
+      }
+      if (life.find("freed") == std::string::npos)
+        life += life.empty() ? "alive at the end" : ", alive at the end";
+      f.Line("storage", life, JsonString(life));
+      // The passes that decided.
+      std::string why, why_json;
+      for (size_t s = 0; s < steps.size(); ++s) {
+        for (const PassChange& c : steps[s].changes) {
+          if (c.key != key || c.version != v) continue;
+          why += "\n    pass " + std::to_string(s + 1) + " of " + std::to_string(steps.size()) +
+                 ", " + steps[s].label + ": " + std::string(CategoryName(c.before)) + " -> " +
+                 std::string(CategoryName(c.after)) + "\n      rule: " + steps[s].rule;
+          why_json += std::string(why_json.empty() ? "" : ",") +
+                      "{\"pass\":" + JsonString(steps[s].label) +
+                      ",\"from\":" + JsonString(std::string(CategoryName(c.before))) +
+                      ",\"to\":" + JsonString(std::string(CategoryName(c.after))) +
+                      ",\"rule\":" + JsonString(steps[s].rule) + "}";
+        }
+      }
+      if (why.empty()) why = " no pass's rule applied, so it stays unknown";
+      f.text += "  decided by:" + why + "\n";
+      f.json += ",\"decided_by\":[" + why_json + "]}";
+      out += json ? f.json + "\n" : name + "\n" + f.text;
+    }
+  }
+  if (explained == 0) {
+    return Status::Error("T" + std::to_string(ref.id) + " has no version " +
+                         std::to_string(*ref.version));
+  }
+  return out;
+}
+
+}  // namespace memtl

@@ -1,0 +1,95 @@
+// memtl explain (core/explain/explain.h): the passes' history agrees with the
+// categories the export uses, and on the resnet-style step the rules that
+// decide a parameter, a gradient and an activation are the ones that should.
+#include <doctest/doctest.h>
+
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/explain/explain.h"
+#include "core/pipeline/analysis.h"
+
+using namespace memtl;
+
+namespace {
+
+const std::string kDir = std::string(MEMTL_SOURCE_DIR) + "/fixtures/torch2/";
+
+struct Explained {
+  std::unique_ptr<Categorized> c;
+  std::string Run(const std::string& ref, bool json) {
+    const Analysis& a = *c->analysis;
+    const ExplainInput in{a.trace, *a.tree, *a.graph, c->categories, c->timeline, c->device};
+    auto r = ExplainTensor({in, *a.sizes}, *ParseTensorRef(ref), json);
+    REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.status().message()));
+    return r.value();
+  }
+};
+
+Explained Load(const std::string& name) {
+  auto c = RunPipeline(kDir + name);
+  REQUIRE_MESSAGE(c.ok(), (c.ok() ? "" : c.status().message()));
+  return {std::move(c.value())};
+}
+
+}  // namespace
+
+TEST_CASE("explain: tensor references") {
+  CHECK(ParseTensorRef("T12")->id == 12);
+  CHECK(!ParseTensorRef("T12")->version);
+  CHECK(*ParseTensorRef("T12:v1")->version == 1);
+  CHECK(*ParseTensorRef("T12(v3)")->version == 3);
+  CHECK(*ParseTensorRef("12:4")->version == 4);
+  CHECK(!ParseTensorRef("Tx"));
+  CHECK(!ParseTensorRef("T12(v1"));
+  CHECK(!ParseTensorRef("T12:"));
+  CHECK(!ParseTensorRef(""));
+}
+
+TEST_CASE("explain: every version's category is the last pass decision, on three fixtures") {
+  for (const char* name : {"resnet_bn_sgd_step.trace.jsonl.gz", "e2e_adam.trace.jsonl.gz",
+                           "dataflow_simple.trace.jsonl.gz"}) {
+    CAPTURE(name);
+    Explained e = Load(name);
+    const KeyTable& kt = e.c->analysis->trace.key_table;
+    int64_t last_id = -1;
+    size_t versions = 0;
+    for (uint32_t k = 0; k < kt.size(); ++k) {
+      if (kt.keys[k].id.value() == last_id) continue;  // keys of one id are sorted together
+      last_id = kt.keys[k].id.value();
+      std::istringstream lines(e.Run("T" + std::to_string(last_id), true));
+      for (std::string line; std::getline(lines, line);) {
+        const auto j = nlohmann::json::parse(line);
+        const auto& why = j["decided_by"];
+        const std::string want = why.empty() ? "unknown" : why.back()["to"].get<std::string>();
+        CHECK_MESSAGE(j["category"] == want, line);
+        ++versions;
+      }
+    }
+    CHECK(versions >= 3);
+  }
+}
+
+TEST_CASE("explain: the rules behind a parameter, a gradient and an activation") {
+  Explained e = Load("resnet_bn_sgd_step.trace.jsonl.gz");
+  // The first conv's weight: reported by the module call, before the profile.
+  const std::string param = e.Run("T50:v0", false);
+  CHECK(param.find("category: PARAMETER") != std::string::npos);
+  CHECK(param.find("parameters from the python tracer: unknown -> PARAMETER") != std::string::npos);
+  CHECK(param.find("existed before profiling") != std::string::npos);
+  // Its gradient: made by ConvolutionBackward0 from the weight, in backward.
+  const std::string grad = e.Run("T104:v0", false);
+  CHECK(grad.find("gradients and temporaries: unknown -> GRADIENT") != std::string::npos);
+  CHECK(grad.find("created by: ConvolutionBackward0") != std::string::npos);
+  CHECK(grad.find("phase backward") != std::string::npos);
+  CHECK(grad.find("T50(v0) PARAMETER") != std::string::npos);
+  // A ReLU's output in the forward pass: flooded from an activation.
+  const std::string act = e.Run("T12:v0", false);
+  CHECK(act.find("activations: unknown -> ACTIVATION") != std::string::npos);
+  CHECK(act.find("created by: aten::relu") != std::string::npos);
+  CHECK(act.find("ReLU_0") != std::string::npos);
+  CHECK(act.find("called from record_fixtures.py(") != std::string::npos);
+}
