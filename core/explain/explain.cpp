@@ -137,7 +137,8 @@ Expected<std::string> ExplainTensor(const ExplainTensorInput& x, const TensorRef
             if (!e->is_input() || (e->key == key)) continue;
             const std::string in_name = Tv(kt, e->key, e->input_version);
             const std::string cat(CategoryName(in.categories.Get(e->key, e->input_version)));
-            inputs += (inputs.empty() ? "" : ", ") + in_name + " " + cat;
+            inputs += inputs.empty() ? "" : ", ";
+            inputs += in_name + " " + cat;
             inputs_json += std::string(inputs_json.empty() ? "" : ",") +
                            "{\"tensor\":" + JsonString(in_name) +
                            ",\"category\":" + JsonString(cat) + "}";
