@@ -138,7 +138,7 @@ Expected<std::string> ExplainTensor(const ExplainTensorInput& x, const TensorRef
             const std::string in_name = Tv(kt, e->key, e->input_version);
             const std::string cat(CategoryName(in.categories.Get(e->key, e->input_version)));
             inputs += inputs.empty() ? "" : ", ";
-            inputs += in_name + " " + cat;
+            inputs.append(in_name).append(" ").append(cat);
             inputs_json += std::string(inputs_json.empty() ? "" : ",") +
                            "{\"tensor\":" + JsonString(in_name) +
                            ",\"category\":" + JsonString(cat) + "}";
