@@ -2,17 +2,20 @@
 # Builds the libFuzzer targets with clang-14 (ASan + UBSan) in build-fuzz/
 # and runs each for SECONDS (default 60), seeded with the fixtures (gzip and
 # plain), the bad-input corpus, built-in schema lines, tests/fuzz/seeds/ and
-# the regressions. Prints executions, coverage and crashes per target; exits
-# non-zero when a target finds a crash, leak, timeout or sanitizer report,
-# printing the reproducer's path. The corpus in build-fuzz/corpus/ grows
-# from run to run (delete it for a fresh start).
-#   scripts/fuzz.sh [SECONDS] [TARGET...]     TARGET: reader schema pipeline
+# the regressions; fuzz_structured, whose mutator edits records rather than
+# bytes, from every fixture cut into valid traces of at most 8 KiB (its
+# -max_len: small traces run several times faster, and the mutator keeps
+# to it by dropping subtrees). Prints executions, coverage and
+# crashes per target; exits non-zero when a target finds a crash, leak,
+# timeout or sanitizer report, printing the reproducer's path. The corpus in
+# build-fuzz/corpus/ grows from run to run (delete it for a fresh start).
+#   scripts/fuzz.sh [SECONDS] [TARGET...]     TARGET: reader schema pipeline structured
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[ "${#targets[@]}" -eq 0 ] && targets=(reader schema pipeline)
+[ "${#targets[@]}" -eq 0 ] && targets=(reader schema pipeline structured)
 
 missing=()
 for p in clang-14 libclang-rt-14-dev; do
@@ -31,14 +34,14 @@ jobs=$(nproc)
 [ "$jobs" -gt 2 ] && jobs=2
 CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEMTL_FUZZ=ON \
   -DMEMTL_BUILD_TESTS=OFF >/dev/null
-cmake --build build-fuzz -j"$jobs" --target fuzz_reader fuzz_schema fuzz_pipeline
+cmake --build build-fuzz -j"$jobs" --target fuzz_reader fuzz_schema fuzz_pipeline fuzz_structured
 
 # Seeds (copied into the corpus; existing corpus files are kept).
 corpus=build-fuzz/corpus
 seeds=build-fuzz/seeds
 rm -rf "$seeds"
-mkdir -p "$seeds/reader" "$seeds/schema" "$seeds/pipeline" "$corpus/reader" "$corpus/schema" \
-  "$corpus/pipeline" build-fuzz/crashes
+mkdir -p "$seeds/reader" "$seeds/schema" "$seeds/pipeline" "$seeds/structured" "$corpus/reader" \
+  "$corpus/schema" "$corpus/pipeline" "$corpus/structured" build-fuzz/crashes
 for f in fixtures/*.trace.jsonl.gz; do
   b=$(basename "$f" .gz)
   cp "$f" "$seeds/reader/"
@@ -47,6 +50,9 @@ for f in fixtures/*.trace.jsonl.gz; do
   [ "$(stat -c %s "$f")" -le 65536 ] && cp "$f" "$seeds/pipeline/"
   [ "$(stat -c %s "$seeds/reader/$b")" -le 65536 ] && cp "$seeds/reader/$b" "$seeds/pipeline/"
 done
+python3 tests/fuzz/split_seeds.py 8192 "$seeds/structured" fixtures/*.trace.jsonl.gz \
+  fixtures/torch2/*.trace.jsonl.gz tests/fuzz/seeds/pipeline/*
+cp fixtures/bad/*.trace "$seeds/structured/"
 rm -f "$seeds/reader/resnet18_sgd_step.trace.jsonl"  # 1 MB plain: slows every mutation; its gzip stays
 cp fixtures/bad/*.trace* "$seeds/reader/"
 cp fixtures/bad/*.trace* "$seeds/pipeline/"
@@ -55,7 +61,7 @@ cp tests/fuzz/seeds/schema/* "$seeds/schema/"
 # every 15th built-in schema, one per file (the header comment is skipped)
 awk 'NR > 1 && NR % 15 == 0 { f = sprintf("%s/builtin%04d", dir, NR); printf "%s", $0 > f; close(f) }' \
   dir="$seeds/schema" core/schema/data/builtin_schemas.txt
-for t in reader schema pipeline; do
+for t in reader schema pipeline structured; do
   cp "$seeds/$t"/* "$corpus/$t/"
   find tests/fuzz/regressions -type f -name "$t-*" -exec cp {} "$corpus/$t/" \;
 done
@@ -66,9 +72,14 @@ failed=0
 for t in "${targets[@]}"; do
   log=build-fuzz/fuzz_$t.log
   rm -f build-fuzz/crashes/"$t"-*
+  extra=()
+  # Entropic scheduling spent most of fuzz_structured's time updating the
+  # frequencies of its 40,000 features: off, its runs are twice as many.
+  [ "$t" = structured ] && extra=(-max_len=8192 -entropic=0)
   set +e
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     build-fuzz/tests/fuzz/fuzz_$t "$corpus/$t" -dict=tests/fuzz/dict.txt -max_total_time="$seconds" \
+    "${extra[@]}" \
     -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=build-fuzz/crashes/"$t"- \
     >"$log" 2>&1
   rc=$?

@@ -68,8 +68,13 @@ std::string FormatEvents(const ExplainInput& in, EventsFormat format) {
     }
     const std::string& device = trace.devices[e.device].name;
     const std::string action(ActionName(e.action));
-    std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(e.time - first) / 1e6);
-    const std::string time = e.time < 0 ? std::string("-") : std::string(buf);
+    // Times before 0 print as "-"; two times from 0 up differ by less than
+    // 2^63, but one of -2^63 and 2^63-1 would not.
+    std::string time = "-";
+    if (e.time >= 0) {
+      std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(e.time - first) / 1e6);
+      time = buf;
+    }
     switch (format) {
       case EventsFormat::kText: {
         const std::string key =

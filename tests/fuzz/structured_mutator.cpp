@@ -1,0 +1,972 @@
+// The structure-aware mutator of fuzz_structured (structured_mutator.h).
+// It is compiled without libFuzzer's coverage instrumentation: its
+// branches are not the program's, and tracing them slowed every run.
+#include "tests/fuzz/structured_mutator.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iterator>
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+// libFuzzer's byte mutator; absent in the replay build (replay_main.cpp),
+// where MutateBytes changes a byte itself.
+extern "C" __attribute__((weak)) size_t LLVMFuzzerMutate(uint8_t* data, size_t size,
+                                                         size_t max_size);
+
+namespace memtl_fuzz {
+namespace {
+
+// A JSON value that keeps what a mutation should not change: a number's
+// text as written (so 2^64, 1e400 and -0 survive a round trip), a string's
+// escaped text, an object's member order and duplicate keys.
+struct Member;
+
+struct Json {
+  enum Kind { kNull, kBool, kNumber, kString, kArray, kObject };
+  Kind kind = kNull;
+  std::string text;  // kBool, kNumber: as written; kString: with its quotes
+  std::vector<Json> items;
+  std::vector<Member> members;
+
+  Json* Find(std::string_view key);
+  void Add(std::string key, Json value);
+  std::optional<int64_t> Int() const {
+    if (kind != kNumber) return std::nullopt;
+    char* end = nullptr;
+    errno = 0;
+    const long long v = std::strtoll(text.c_str(), &end, 10);
+    if (errno != 0 || end == text.c_str() || *end != '\0') return std::nullopt;
+    return v;
+  }
+};
+
+struct Member {
+  std::string key;  // with its quotes, as written
+  Json value;
+};
+
+Json* Json::Find(std::string_view key) {
+  for (auto& [k, v] : members) {
+    if (k.size() == key.size() + 2 && std::string_view(k).substr(1, key.size()) == key) return &v;
+  }
+  return nullptr;
+}
+
+void Json::Add(std::string key, Json value) {
+  members.push_back(Member{std::move(key), std::move(value)});
+}
+
+Json Number(std::string text) {
+  Json j;
+  j.kind = Json::kNumber;
+  j.text = std::move(text);
+  return j;
+}
+Json Number(int64_t v) { return Number(std::to_string(v)); }
+
+// v + d, held at the ends of int64 (the mutator's own arithmetic must not
+// overflow on the extremes it writes).
+int64_t Plus(int64_t v, int64_t d) {
+  int64_t r = 0;
+  if (!__builtin_add_overflow(v, d, &r)) return r;
+  return d > 0 ? INT64_MAX : INT64_MIN;
+}
+
+Json Bool(bool v) {
+  Json j;
+  j.kind = Json::kBool;
+  j.text = v ? "true" : "false";
+  return j;
+}
+
+Json Empty(Json::Kind kind) {
+  Json j;
+  j.kind = kind;
+  return j;
+}
+
+std::string Escape(std::string_view s) {
+  std::string out = "\"";
+  for (const char c : s) {
+    const auto b = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (b < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", b);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+Json String(std::string_view s) {
+  Json j;
+  j.kind = Json::kString;
+  j.text = Escape(s);
+  return j;
+}
+
+// Strict enough for the reader's output (the fixtures); a line it cannot
+// parse is kept as bytes.
+class Parser {
+ public:
+  explicit Parser(std::string_view s) : s_(s) {}
+  bool Parse(Json* out) {
+    if (!Value(out, 0)) return false;
+    Ws();
+    return pos_ == s_.size();
+  }
+
+ private:
+  bool Eat(char c) {
+    if (pos_ >= s_.size() || s_[pos_] != c) return false;
+    ++pos_;
+    return true;
+  }
+  void Ws() {
+    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\r')) ++pos_;
+  }
+  bool String(std::string* out) {
+    const size_t start = pos_;
+    if (pos_ >= s_.size() || s_[pos_] != '"') return false;
+    for (++pos_; pos_ < s_.size(); ++pos_) {
+      if (s_[pos_] == '\\') {
+        ++pos_;
+      } else if (s_[pos_] == '"') {
+        ++pos_;
+        *out = std::string(s_.substr(start, pos_ - start));
+        return true;
+      }
+    }
+    return false;
+  }
+  bool Value(Json* out, int depth) {
+    if (depth > 64) return false;
+    Ws();
+    if (pos_ >= s_.size()) return false;
+    const char c = s_[pos_];
+    if (c == '{') {
+      out->kind = Json::kObject;
+      ++pos_;
+      Ws();
+      if (Eat('}')) return true;
+      while (true) {
+        Ws();
+        std::string key;
+        if (!String(&key)) return false;
+        Ws();
+        if (!Eat(':')) return false;
+        Json v;
+        if (!Value(&v, depth + 1)) return false;
+        out->Add(std::move(key), std::move(v));
+        Ws();
+        if (Eat(',')) continue;
+        if (Eat('}')) return true;
+        return false;
+      }
+    }
+    if (c == '[') {
+      out->kind = Json::kArray;
+      ++pos_;
+      Ws();
+      if (Eat(']')) return true;
+      while (true) {
+        Json v;
+        if (!Value(&v, depth + 1)) return false;
+        out->items.push_back(std::move(v));
+        Ws();
+        if (Eat(',')) continue;
+        if (Eat(']')) return true;
+        return false;
+      }
+    }
+    if (c == '"') {
+      out->kind = Json::kString;
+      return String(&out->text);
+    }
+    const size_t start = pos_;
+    while (pos_ < s_.size() && std::strchr(",]} \t\r", s_[pos_]) == nullptr) ++pos_;
+    const std::string_view tok = s_.substr(start, pos_ - start);
+    if (tok.empty()) return false;
+    out->text = std::string(tok);
+    if (tok == "null") {
+      out->kind = Json::kNull;
+    } else if (tok == "true" || tok == "false") {
+      out->kind = Json::kBool;
+    } else {
+      out->kind = Json::kNumber;  // also NaN and the like: kept as written
+    }
+    return true;
+  }
+  std::string_view s_;
+  size_t pos_ = 0;
+};
+
+void Write(const Json& j, std::string* out) {
+  switch (j.kind) {
+    case Json::kNull:
+      *out += "null";
+      return;
+    case Json::kBool:
+    case Json::kNumber:
+    case Json::kString:
+      *out += j.text;
+      return;
+    case Json::kArray:
+      *out += '[';
+      for (size_t i = 0; i < j.items.size(); ++i) {
+        if (i > 0) *out += ',';
+        Write(j.items[i], out);
+      }
+      *out += ']';
+      return;
+    case Json::kObject:
+      *out += '{';
+      for (size_t i = 0; i < j.members.size(); ++i) {
+        if (i > 0) *out += ',';
+        *out += j.members[i].key;
+        *out += ':';
+        Write(j.members[i].value, out);
+      }
+      *out += '}';
+      return;
+  }
+}
+
+struct Line {
+  bool parsed = false;
+  Json v;
+  std::string raw;  // when not parsed
+};
+
+struct Doc {
+  std::vector<Line> lines;  // lines[0] is the header when there is one
+};
+
+Doc ParseDoc(std::string_view s) {
+  Doc d;
+  size_t start = 0;
+  while (start < s.size()) {
+    size_t end = s.find('\n', start);
+    if (end == std::string_view::npos) end = s.size();
+    Line line;
+    const std::string_view text = s.substr(start, end - start);
+    line.parsed = Parser(text).Parse(&line.v);
+    if (!line.parsed) line.raw = std::string(text);
+    d.lines.push_back(std::move(line));
+    start = end + 1;
+  }
+  return d;
+}
+
+std::string WriteDoc(const Doc& d) {
+  std::string out;
+  for (const Line& l : d.lines) {
+    if (l.parsed) {
+      Write(l.v, &out);
+    } else {
+      out += l.raw;
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+// clang-format off
+// Integers at and around every limit the reader, the time conversion, the
+// sizes, the versions and the sums check (all within 64 bits, so the
+// record still reads)...
+const char* const kExtremes[] = {
+    "0", "1", "-1", "2", "7", "999", "1000", "-999", "-1000", "4096",
+    "2147483647", "2147483648", "-2147483648", "4294967295", "4294967296",
+    "16777216", "1073741824", "268435455", "268435456",
+    "70368744177663", "70368744177664", "140737488355327", "140737488355328",
+    "-140737488355327", "-140737488355328", "9007199254740993",
+    "9223372036854775807", "-9223372036854775808", "-9223372036854775807",
+    "9223372036854774807", "-9223372036854774808"};
+// ...and numbers no 64-bit integer holds, or that are no JSON at all.
+const char* const kBadNumbers[] = {
+    "9223372036854775808", "-9223372036854775809", "18446744073709551615",
+    "18446744073709551616", "-18446744073709551616", "99999999999999999999999",
+    "-0", "1e3", "1E400", "-1e400", "1.5", "0.5", "1.0", "-0.0", "00", "01", "-",
+    "NaN", "Infinity", "-Infinity", "nan", "0x10", "1_000", "+1", ".5"};
+
+const char* const kOpNames[] = {
+    "aten::add", "aten::add_", "aten::mul", "aten::mul_", "aten::empty",
+    "aten::empty_strided", "aten::zeros", "aten::zero_", "aten::copy_", "aten::relu_",
+    "aten::relu", "aten::linear", "aten::addmm", "aten::mm", "aten::t", "aten::view",
+    "aten::detach", "aten::to", "aten::ones_like", "aten::sum", "aten::add_.Tensor",
+    "aten::cat", "aten::split", "aten::_foreach_add_", "aten::lerp_", "[memory]",
+    "MulBackward0", "AddmmBackward0", "AccumulateGrad",
+    "autograd::engine::evaluate_function: MulBackward0",
+    "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad",
+    "Optimizer.step#SGD.step", "Optimizer.zero_grad#SGD.zero_grad", "ProfilerStep#1",
+    "nn.Module: Linear_0", "nn.Module: Sequential_0",
+    "torch/optim/optimizer.py(117): _optimizer_step_code", "", "x", "a\nb\x1b[2J"};
+
+const char* const kDevices[] = {
+    "cpu", "cuda:0", "cuda", "cuda:1", "cpu:0", "meta", "mps", "xla:0", "tpu:0",
+    "cuda:-1", "cuda:", ":0", "CUDA:0", "cuda:00", "cuda:99999999999999999999",
+    "cuda:1a", "", "cpu\n"};
+
+const char* const kDtypes[] = {
+    "float32", "float64", "float16", "bfloat16", "int64", "int32", "int8", "uint8",
+    "bool", "complex64", "complex128", "float8_e4m3fn", "qint8", "unknown", ""};
+
+const char* const kKinds[] = {"op", "alloc", "py", "other", "schema", "OP", "", "memtl-trace"};
+
+const char* const kScopes[] = {
+    "function", "backward_function", "user_scope", "torchscript_function",
+    "kernel_function_dtype", "custom_class", "build_feature", "lite_interpreter",
+    "static_runtime_op", "static_runtime_model", "global", ""};
+
+const char* const kSchemas[] = {
+    "aten::add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)",
+    "aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
+    "aten::mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
+    "aten::zero_(Tensor(a!) self) -> Tensor(a!)",
+    "aten::copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)",
+    ("aten::empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, "
+     "Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor"),
+    "aten::view(Tensor(a) self, SymInt[] size) -> Tensor(a)",
+    "aten::split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]",
+    "aten::_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()",
+    "aten::cat(Tensor[] tensors, int dim=0) -> Tensor",
+    "aten::relu(Tensor self -> Tensor",
+    "aten::relu(Tensor self) -> Tensor",
+    "x(Tensor(a!) self) -> Tensor(b!)"};
+
+const char* const kTimeKeys[] = {"t", "t0", "t1"};
+// Keys whose values refer to one another across records: a value copied
+// from another record of the same key makes shared tensors, reused
+// pointers, equal times, parents.
+const char* const kRefKeys[] = {
+    "ptr", "impl", "id", "aid", "t", "t0", "t1", "self", "bytes", "seq", "tid"};
+// Numbers that give the tree its shape: changed by MutateShape and
+// MutateParent, which keep it valid more often than a random number does.
+const char* const kShapeKeys[] = {"i", "p", "version"};
+// clang-format on
+
+class Mutator {
+ public:
+  Mutator(Doc* d, uint32_t seed) : d_(*d), rng_(seed) {}
+
+  size_t Pick(size_t n) { return n == 0 ? 0 : static_cast<size_t>(rng_() % n); }
+  bool OneIn(size_t n) { return Pick(n) == 0; }
+  template <typename T, size_t N>
+  const T& PickOf(const T (&a)[N]) {
+    return a[Pick(N)];
+  }
+
+  // The records (not the header), those that parsed as objects.
+  std::vector<size_t> Records() {
+    std::vector<size_t> r;
+    for (size_t i = 1; i < d_.lines.size(); ++i) {
+      if (d_.lines[i].parsed && d_.lines[i].v.kind == Json::kObject) r.push_back(i);
+    }
+    return r;
+  }
+  std::optional<size_t> RandomRecord() {
+    auto r = Records();
+    if (r.empty()) return std::nullopt;
+    return r[Pick(r.size())];
+  }
+  Json& V(size_t line) { return d_.lines[line].v; }
+
+  // Every value under `j`, depth first.
+  static void Collect(Json* j, std::vector<Json*>* out) {
+    out->push_back(j);
+    for (auto& i : j->items) Collect(&i, out);
+    for (auto& [k, v] : j->members) Collect(&v, out);
+  }
+  std::vector<Json*> AllValues(Json::Kind kind) {
+    std::vector<Json*> all, out;
+    for (auto& l : d_.lines) {
+      if (l.parsed) Collect(&l.v, &all);
+    }
+    for (Json* j : all) {
+      if (j->kind == kind) out.push_back(j);
+    }
+    return out;
+  }
+  // Values of member `key` anywhere.
+  std::vector<Json*> ValuesOfKey(std::string_view key) {
+    std::vector<Json*> objs = AllValues(Json::kObject), out;
+    for (Json* o : objs) {
+      if (Json* v = o->Find(key)) out.push_back(v);
+    }
+    return out;
+  }
+
+  // An extreme: mostly one that still reads as a 64-bit integer.
+  Json Extreme() { return Number(OneIn(4) ? PickOf(kBadNumbers) : PickOf(kExtremes)); }
+
+  void MutateNumber() {
+    // The numbers of the records' fields, but mostly not the shape's.
+    std::vector<Json*> nums;
+    for (size_t line : Records()) {
+      for (auto& [k, v] : V(line).members) {
+        const std::string_view key = std::string_view(k).substr(1, k.size() - 2);
+        const bool shape =
+            std::find(std::begin(kShapeKeys), std::end(kShapeKeys), key) != std::end(kShapeKeys);
+        if (shape && !OneIn(8)) continue;
+        std::vector<Json*> all;
+        Collect(&v, &all);
+        for (Json* j : all) {
+          if (j->kind == Json::kNumber) nums.push_back(j);
+        }
+      }
+    }
+    if (nums.empty()) return;
+    Json* n = nums[Pick(nums.size())];
+    const auto v = n->Int();
+    switch (Pick(5)) {
+      case 0:
+        *n = Extreme();
+        break;
+      case 1:
+        if (v && *v > INT64_MIN + 2 && *v < INT64_MAX - 2)
+          n->text = std::to_string(*v + static_cast<int64_t>(Pick(5)) - 2);
+        break;
+      case 2:
+        if (v && *v != INT64_MIN) n->text = std::to_string(-*v);
+        break;
+      case 3:
+        *n = *nums[Pick(nums.size())];
+        break;
+      default:
+        if (v)
+          n->text = std::to_string(static_cast<int64_t>(static_cast<uint64_t>(*v) << Pick(64)));
+        break;
+    }
+  }
+
+  // A value of `key` set to another record's value of the same key.
+  void CopyRef() {
+    const char* key = PickOf(kRefKeys);
+    auto vals = ValuesOfKey(key);
+    if (vals.size() < 2) return;
+    Json src = *vals[Pick(vals.size())];
+    *vals[Pick(vals.size())] = std::move(src);
+  }
+
+  void MutatePresence() {
+    auto objs = AllValues(Json::kObject);
+    if (objs.empty()) return;
+    Json* o = objs[Pick(objs.size())];
+    if (o->members.empty()) return;
+    const size_t m = Pick(o->members.size());
+    switch (Pick(4)) {
+      case 0:
+        o->members.erase(o->members.begin() + static_cast<ptrdiff_t>(m));
+        break;
+      case 1:
+        o->members.push_back(o->members[m]);
+        break;  // a duplicate key
+      case 2:
+        o->members[m].value = Json();
+        break;  // null
+      default: {
+        Json& v = o->members[m].value;  // another type
+        switch (Pick(5)) {
+          case 0:
+            v = String(v.kind == Json::kString ? "1" : v.text);
+            break;
+          case 1:
+            v = Empty(Json::kArray);
+            break;
+          case 2:
+            v = Empty(Json::kObject);
+            break;
+          case 3:
+            v = Bool(OneIn(2));
+            break;
+          default:
+            v = Extreme();
+            break;
+        }
+      }
+    }
+  }
+
+  void MutateString() {
+    const auto rec = RandomRecord();
+    if (!rec) return;
+    Json& r = V(*rec);
+    switch (Pick(6)) {
+      case 0:
+        if (Json* n = r.Find("name")) {
+          auto names = ValuesOfKey("name");
+          *n = OneIn(2) ? String(PickOf(kOpNames)) : *names[Pick(names.size())];
+        }
+        return;
+      case 1: {
+        auto devs = ValuesOfKey("dev");
+        if (!devs.empty()) *devs[Pick(devs.size())] = String(PickOf(kDevices));
+        return;
+      }
+      case 2: {
+        auto dts = ValuesOfKey("dtype");
+        if (!dts.empty()) *dts[Pick(dts.size())] = String(PickOf(kDtypes));
+        return;
+      }
+      case 3:
+        if (Json* k = r.Find("k")) *k = String(PickOf(kKinds));
+        return;
+      case 4:
+        if (Json* s = r.Find("scope")) *s = String(PickOf(kScopes));
+        return;
+      default: {
+        auto strs = AllValues(Json::kString);
+        if (strs.empty()) return;
+        Json* s = strs[Pick(strs.size())];
+        std::string text = s->text.substr(1, s->text.size() - 2);
+        const char* inserts[] = {"\\n", "\\u001b[2J", "\\u0000", "\\ud800", "\\\"", "::", "."};
+        text.insert(Pick(text.size() + 1), PickOf(inserts));
+        s->text = "\"" + text + "\"";
+      }
+    }
+  }
+
+  // The parent of a record: root, an earlier or later record, itself, none.
+  void MutateParent() {
+    const auto rec = RandomRecord();
+    if (!rec) return;
+    Json* p = V(*rec).Find("p");
+    if (p == nullptr) return;
+    std::vector<Json*> earlier, all = ValuesOfKey("i");
+    for (size_t line : Records()) {
+      if (line >= *rec) break;
+      if (Json* i = V(line).Find("i")) earlier.push_back(i);
+    }
+    switch (Pick(6)) {
+      case 0:
+        *p = Number(-1);
+        break;
+      case 1:
+        if (!all.empty()) *p = *all[Pick(all.size())];
+        break;
+      case 2:
+        if (Json* i = V(*rec).Find("i")) *p = *i;
+        break;
+      case 3:
+        *p = Extreme();
+        break;
+      default:
+        if (!earlier.empty()) *p = *earlier[Pick(earlier.size())];
+        break;
+    }
+  }
+
+  void MutateTime() {
+    const auto rec = RandomRecord();
+    if (!rec) return;
+    Json& r = V(*rec);
+    Json* t = r.Find(PickOf(kTimeKeys));
+    if (t == nullptr) return;
+    auto times = ValuesOfKey(PickOf(kTimeKeys));
+    switch (Pick(4)) {
+      case 0:
+        if (!times.empty()) *t = *times[Pick(times.size())];
+        break;
+      case 1: {  // before or after its parent's start
+        const auto p = r.Find("p") ? r.Find("p")->Int() : std::nullopt;
+        for (size_t line : Records()) {
+          const Json* i = V(line).Find("i");
+          const Json* t0 = V(line).Find("t0");
+          if (p && i && t0 && i->Int() == p && t0->Int()) {
+            *t = Number(Plus(*t0->Int(), static_cast<int64_t>(Pick(3)) - 1));
+            break;
+          }
+        }
+        break;
+      }
+      case 2:  // t0 and t1 swapped
+        if (Json* t0 = r.Find("t0"); t0 && r.Find("t1")) std::swap(*t0, *r.Find("t1"));
+        break;
+      default:
+        *t = Extreme();
+        break;
+    }
+  }
+
+  void MutateArray() {
+    auto arrays = AllValues(Json::kArray);
+    if (arrays.empty()) return;
+    Json* a = arrays[Pick(arrays.size())];
+    switch (Pick(5)) {
+      case 0:
+        if (!a->items.empty())
+          a->items.erase(a->items.begin() + static_cast<ptrdiff_t>(Pick(a->items.size())));
+        break;
+      case 1:
+        if (!a->items.empty()) a->items.push_back(a->items[Pick(a->items.size())]);
+        break;
+      case 2:
+        a->items.push_back(Extreme());
+        break;
+      case 3:
+        if (a->items.size() > 1)
+          std::swap(a->items[Pick(a->items.size())], a->items[Pick(a->items.size())]);
+        break;
+      default:
+        a->items.clear();
+        break;
+    }
+  }
+
+  // An op's argument replaced by, or added as, a tensor from another op: the
+  // same tensor seen twice, in place, as an alias.
+  void ShareTensor() {
+    std::vector<Json*> tensors;
+    for (Json* o : AllValues(Json::kObject)) {
+      if (o->Find("impl")) tensors.push_back(o);
+    }
+    auto args = ValuesOfKey("args");
+    if (tensors.empty() || args.empty()) return;
+    Json* list = args[Pick(args.size())];
+    if (list->kind != Json::kArray) return;
+    Json t = *tensors[Pick(tensors.size())];
+    if (OneIn(4)) {
+      Json wrapped;
+      wrapped.kind = Json::kObject;
+      Json l;
+      l.kind = Json::kArray;
+      l.items.push_back(std::move(t));
+      wrapped.Add("\"list\"", std::move(l));
+      t = std::move(wrapped);
+    }
+    if (list->items.empty() || OneIn(2)) {
+      list->items.insert(list->items.begin() + static_cast<ptrdiff_t>(Pick(list->items.size() + 1)),
+                         std::move(t));
+    } else {
+      list->items[Pick(list->items.size())] = std::move(t);
+    }
+  }
+
+  // The records from `line` to the end of its subtree (pre-order: its
+  // descendants follow it).
+  size_t SubtreeEnd(size_t line) {
+    const Json* i = V(line).Find("i");
+    if (i == nullptr || !i->Int()) return line + 1;
+    std::vector<int64_t> ids = {*i->Int()};
+    size_t end = line + 1;
+    for (; end < d_.lines.size(); ++end) {
+      if (!d_.lines[end].parsed) break;
+      const Json* p = V(end).Find("p");
+      const Json* ci = V(end).Find("i");
+      if (p == nullptr || !p->Int() || std::find(ids.begin(), ids.end(), *p->Int()) == ids.end())
+        break;
+      if (ci && ci->Int()) ids.push_back(*ci->Int());
+    }
+    return end;
+  }
+
+  int64_t MaxId() {
+    int64_t m = -1;
+    for (Json* i : ValuesOfKey("i")) {
+      if (i->Int()) m = std::max(m, *i->Int());
+    }
+    return m;
+  }
+
+  // Numbers the records 0, 1, ... in file order and maps the parents to the
+  // new numbers (a child whose parent does not precede it becomes a root).
+  void Renumber() {
+    std::map<int64_t, int64_t> map;
+    int64_t next = 0;
+    for (size_t line : Records()) {
+      Json& r = V(line);
+      if (Json* p = r.Find("p"); p && p->Int() && *p->Int() >= 0) {
+        auto it = map.find(*p->Int());
+        *p = Number(it != map.end() ? it->second : -1);
+      }
+      if (Json* i = r.Find("i"); i && i->Int()) {
+        map[*i->Int()] = next;
+        *i = Number(next++);
+      }
+    }
+  }
+
+  void MutateShape() {
+    const auto rec = RandomRecord();
+    if (!rec) return;
+    const size_t begin = *rec;
+    const size_t end = SubtreeEnd(begin);
+    std::vector<Line> sub(d_.lines.begin() + static_cast<ptrdiff_t>(begin),
+                          d_.lines.begin() + static_cast<ptrdiff_t>(end));
+    switch (Pick(5)) {
+      case 0:  // drop the subtree
+        d_.lines.erase(d_.lines.begin() + static_cast<ptrdiff_t>(begin),
+                       d_.lines.begin() + static_cast<ptrdiff_t>(end));
+        break;
+      case 1:
+      case 2: {  // copy it elsewhere, under a new parent, with new ids
+        const bool move = Pick(2) == 0;
+        if (move) {
+          d_.lines.erase(d_.lines.begin() + static_cast<ptrdiff_t>(begin),
+                         d_.lines.begin() + static_cast<ptrdiff_t>(end));
+        } else {
+          int64_t next = Plus(MaxId(), 1);
+          std::map<int64_t, int64_t> map;
+          for (Line& l : sub) {
+            if (Json* i = l.v.Find("i"); i && i->Int()) {
+              map[*i->Int()] = next;
+              *i = Number(next);
+              next = Plus(next, 1);
+            }
+            if (Json* p = l.v.Find("p"); p && p->Int() && map.count(*p->Int()))
+              *p = Number(map[*p->Int()]);
+          }
+        }
+        const size_t at = 1 + Pick(d_.lines.size());
+        const size_t pos = std::min(at, d_.lines.size());
+        // The new parent: the record before it, or a root.
+        if (Json* p = sub.front().v.Find("p")) {
+          const Json* prev_i =
+              pos > 1 && d_.lines[pos - 1].parsed ? d_.lines[pos - 1].v.Find("i") : nullptr;
+          *p = prev_i != nullptr && OneIn(2) ? *prev_i : Number(-1);
+        }
+        d_.lines.insert(d_.lines.begin() + static_cast<ptrdiff_t>(pos), sub.begin(), sub.end());
+        break;
+      }
+      case 3: {  // two records swapped
+        const auto other = RandomRecord();
+        if (other) std::swap(d_.lines[begin], d_.lines[*other]);
+        break;
+      }
+      default: {  // an allocation (or free) of a pointer the trace knows, inside this record
+        auto ptrs = ValuesOfKey("ptr");
+        auto bytes = ValuesOfKey("bytes");
+        Json a;
+        a.kind = Json::kObject;
+        const Json* i = V(begin).Find("i");
+        const Json* t0 = V(begin).Find("t0");
+        a.Add("\"k\"", String("alloc"));
+        a.Add("\"i\"", Number(Plus(MaxId(), 1)));
+        a.Add("\"p\"", i ? *i : Number(-1));
+        a.Add("\"t\"", t0 && t0->Int() ? Number(Plus(*t0->Int(), 1)) : Number(1));
+        a.Add("\"ptr\"", ptrs.empty() ? Number(4096) : *ptrs[Pick(ptrs.size())]);
+        Json b = bytes.empty() ? Number(16) : *bytes[Pick(bytes.size())];
+        if (OneIn(2) && b.Int() && *b.Int() != INT64_MIN) b = Number(-*b.Int());
+        a.Add("\"bytes\"", std::move(b));
+        a.Add("\"dev\"", String(OneIn(4) ? PickOf(kDevices) : "cpu"));
+        Line l;
+        l.parsed = true;
+        l.v = std::move(a);
+        d_.lines.insert(d_.lines.begin() + static_cast<ptrdiff_t>(begin + 1), std::move(l));
+        break;
+      }
+    }
+    if (!OneIn(4)) Renumber();
+  }
+
+  void MutateHeader() {
+    if (d_.lines.empty() || !d_.lines[0].parsed || d_.lines[0].v.kind != Json::kObject) return;
+    Json& h = d_.lines[0].v;
+    const char* keys[] = {"version", "ids", "profile_memory", "format"};
+    const char* key = PickOf(keys);
+    Json* v = h.Find(key);
+    if (v == nullptr) {
+      h.Add(Escape(key), Json());
+      v = &h.members.back().value;
+    }
+    switch (Pick(4)) {
+      case 0:
+        *v = Extreme();
+        break;
+      case 1:
+        *v = Bool(OneIn(2));
+        break;
+      case 2:
+        *v = String(OneIn(2) ? "memtl-trace" : "chrome-trace");
+        break;
+      default:
+        *v = Json();
+        break;
+    }
+  }
+
+  // A schema record for an op name of the trace, from a list that makes
+  // ops in place, views, list outputs, or fails to parse.
+  void AddSchema() {
+    // Op names (with a namespace) of the trace, to make their schema.
+    std::vector<Json*> names;
+    for (Json* n : ValuesOfKey("name")) {
+      if (n->kind == Json::kString && n->text.find("::") != std::string::npos) names.push_back(n);
+    }
+    Json s;
+    s.kind = Json::kObject;
+    s.Add("\"k\"", String("schema"));
+    std::string schema = PickOf(kSchemas);
+    std::string op = schema.substr(0, schema.find_first_of(".("));
+    if (!names.empty() && OneIn(2)) {
+      const Json& n = *names[Pick(names.size())];
+      op = n.text.size() >= 2 ? n.text.substr(1, n.text.size() - 2) : op;  // still escaped
+      const size_t paren = schema.find('(');
+      const size_t dot = schema.find('.');
+      schema = op + schema.substr(std::min(paren, dot));
+      Json o;
+      o.kind = Json::kString;
+      o.text = "\"" + op + "\"";
+      s.Add("\"op\"", std::move(o));
+      Json list;
+      list.kind = Json::kArray;
+      Json text;
+      text.kind = Json::kString;
+      text.text = "\"" + schema + "\"";
+      list.items.push_back(std::move(text));
+      s.Add("\"schemas\"", std::move(list));
+    } else {
+      s.Add("\"op\"", String(op));
+      Json list;
+      list.kind = Json::kArray;
+      list.items.push_back(String(schema));
+      s.Add("\"schemas\"", std::move(list));
+    }
+    Line l;
+    l.parsed = true;
+    l.v = std::move(s);
+    d_.lines.insert(d_.lines.begin() + static_cast<ptrdiff_t>(
+                                           std::min(d_.lines.size(), 1 + Pick(d_.lines.size()))),
+                    std::move(l));
+  }
+
+  void MutateBytes(size_t max_size) {
+    if (d_.lines.empty()) return;
+    Line& l = d_.lines[Pick(d_.lines.size())];
+    std::string text;
+    if (l.parsed) {
+      Write(l.v, &text);
+    } else {
+      text = l.raw;
+    }
+    if (LLVMFuzzerMutate != nullptr) {
+      const size_t cap = std::min<size_t>(max_size, text.size() * 2 + 64);
+      const size_t size = std::min(text.size(), cap);
+      text.resize(cap);
+      text.resize(LLVMFuzzerMutate(reinterpret_cast<uint8_t*>(text.data()), size, cap));
+    } else if (!text.empty()) {
+      text[Pick(text.size())] = static_cast<char>(rng_());
+    }
+    Line out;
+    out.parsed = Parser(text).Parse(&out.v);
+    if (!out.parsed) out.raw = std::move(text);
+    l = std::move(out);
+  }
+
+  // One to three mutations, weighted towards those that keep the trace
+  // readable; the header, whose damage stops every read, is changed rarely.
+  void Run(size_t max_size) {
+    // A seed longer than -max_len arrives cut inside its last line.
+    if (d_.lines.size() > 1 && !d_.lines.back().parsed && !OneIn(4)) d_.lines.pop_back();
+    const size_t n = OneIn(2) ? 1 : 2 + Pick(2);
+    for (size_t k = 0; k < n; ++k) {
+      const size_t w = Pick(48);
+      if (w < 7) {
+        MutateNumber();
+      } else if (w < 14) {
+        CopyRef();
+      } else if (w < 20) {
+        MutateTime();
+      } else if (w < 27) {
+        MutateShape();
+      } else if (w < 32) {
+        ShareTensor();
+      } else if (w < 35) {
+        MutateString();
+      } else if (w < 38) {
+        MutateArray();
+      } else if (w < 41) {
+        MutateParent();
+      } else if (w < 43) {
+        MutatePresence();
+      } else if (w < 45) {
+        AddSchema();
+      } else if (w < 47) {
+        MutateBytes(max_size);
+      } else {
+        MutateHeader();
+      }
+    }
+  }
+
+  // Drops subtrees until the document fits.
+  std::string Fit(size_t max_size) {
+    std::string out = WriteDoc(d_);
+    for (int tries = 0; out.size() > max_size && tries < 64 && d_.lines.size() > 1; ++tries) {
+      const size_t begin = 1 + Pick(d_.lines.size() - 1);
+      const size_t end = d_.lines[begin].parsed ? SubtreeEnd(begin) : begin + 1;
+      d_.lines.erase(d_.lines.begin() + static_cast<ptrdiff_t>(begin),
+                     d_.lines.begin() + static_cast<ptrdiff_t>(end));
+      out = WriteDoc(d_);
+    }
+    if (out.size() > max_size) out.resize(max_size);
+    return out;
+  }
+
+ private:
+  Doc& d_;
+  std::mt19937 rng_;
+};
+
+}  // namespace
+
+size_t MutateTrace(uint8_t* data, size_t size, size_t max_size, unsigned int seed) {
+  Doc doc = ParseDoc(std::string_view(reinterpret_cast<const char*>(data), size));
+  Mutator m(&doc, seed);
+  m.Run(max_size);
+  const std::string out = m.Fit(max_size);
+  std::copy(out.begin(), out.end(), data);
+  return out.size();
+}
+
+size_t CrossOverTraces(const uint8_t* data1, size_t size1, const uint8_t* data2, size_t size2,
+                       uint8_t* out, size_t max_out_size, unsigned int seed) {
+  std::mt19937 rng(seed);
+  const std::string_view a(reinterpret_cast<const char*>(data1), size1);
+  const std::string_view b(reinterpret_cast<const char*>(data2), size2);
+  // Whole lines of each, cut where a line starts: no parsing unless the
+  // result is renumbered.
+  auto line_starts = [](std::string_view s) {
+    std::vector<size_t> starts = {0};
+    for (size_t i = s.find('\n'); i != std::string_view::npos && i + 1 < s.size();
+         i = s.find('\n', i + 1)) {
+      starts.push_back(i + 1);
+    }
+    return starts;
+  };
+  const std::vector<size_t> sa = line_starts(a), sb = line_starts(b);
+  const size_t cut_a = sa.size() <= 1 ? a.size() : sa[1 + rng() % (sa.size() - 1)];
+  const size_t cut_b = sb.size() <= 1 ? b.size() : sb[1 + rng() % (sb.size() - 1)];
+  std::string joined(a.substr(0, cut_a));
+  if (!joined.empty() && joined.back() != '\n') joined += '\n';
+  joined += b.substr(cut_b);
+  std::string result;
+  if (rng() % 2 == 0) {
+    Doc doc = ParseDoc(joined);
+    Mutator m(&doc, seed);
+    m.Renumber();
+    result = m.Fit(max_out_size);
+  } else {
+    result = std::move(joined);
+    if (result.size() > max_out_size) result.resize(max_out_size);
+  }
+  std::copy(result.begin(), result.end(), out);
+  return result.size();
+}
+
+}  // namespace memtl_fuzz
