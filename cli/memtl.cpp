@@ -27,6 +27,7 @@
 #include "core/explain/events.h"
 #include "core/explain/explain.h"
 #include "core/explain/peak.h"
+#include "core/explain/summary.h"
 #include "core/model/quote.h"
 #include "core/pipeline/analysis.h"
 #include "core/timeline/timeline.h"
@@ -38,8 +39,12 @@ namespace {
 // The largest tensors alive at the peak that the HTML report lists.
 constexpr size_t kReportPeakTensors = 20;
 
-constexpr std::array<std::string_view, 6> kCommands = {"export", "peak",       "explain",
-                                                       "events", "categories", "graph"};
+constexpr std::array<std::string_view, 8> kCommands = {"export", "peak",   "explain",    "summary",
+                                                       "diff",   "events", "categories", "graph"};
+
+// The status when a --budget is exceeded (memtl summary): distinct from 2,
+// so that CI can tell "over budget" from "could not analyze".
+constexpr int kOverBudgetStatus = 3;
 
 // The status when standard output's reader has gone (`memtl graph | head
 // -1`): memtl stops quietly, as a process ended by SIGPIPE, which a shell
@@ -74,9 +79,11 @@ struct Args {
   std::string trace;
   std::vector<std::string> outputs;
   std::string device;
-  std::string format;  // peak: text or json; export: the format of -o -
-  size_t top = 20;     // peak: how many tensors
-  std::string tensor;  // explain: "T12" or "T12:v1"
+  std::string format;                // peak: text or json; export: the format of -o -
+  size_t top = 20;                   // peak: how many tensors
+  std::string tensor;                // explain: "T12" or "T12:v1"
+  std::string trace_b;               // diff: the second trace
+  std::vector<std::string> budgets;  // summary: CATEGORY=SIZE
   bool partial = false;
   bool strict = false;
   bool timings = false;
@@ -175,6 +182,30 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
   explain->add_option("--format", args.format, "text (the default) or json (an object per version)")
       ->check(CLI::IsMember({"text", "json"}));
   explain->callback([&args] { args.command = "explain"; });
+
+  CLI::App* summary = app->add_subcommand(
+      "summary",
+      "a few numbers per device for CI and comparisons: the peak, each category at the peak and "
+      "its largest over the run, the ops and modules holding the most at the peak; --budget "
+      "fails the run (status 3) when a category or the total goes over");
+  AddReadOptions(summary, args);
+  summary->add_option("--format", args.format, "text (the default) or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  summary->add_option("--top", args.top, "how many ops and modules to list")->default_val(10);
+  summary->add_option("--budget", args.budgets,
+                      "CATEGORY=SIZE or total=SIZE, e.g. ACTIVATION=2GiB (repeatable): exit "
+                      "with status 3 when a device goes over");
+  summary->callback([&args] { args.command = "summary"; });
+
+  CLI::App* diff = app->add_subcommand(
+      "diff",
+      "compare two runs or ranks: per device, the peak and each category's largest, and the ops "
+      "and modules whose bytes at the peak differ most");
+  AddReadOptions(diff, args);
+  diff->add_option("B", args.trace_b, "the second trace")->required();
+  diff->add_option("--format", args.format, "text (the default) or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  diff->callback([&args] { args.command = "diff"; });
 
   CLI::App* graph = app->add_subcommand(
       "graph",
@@ -360,6 +391,48 @@ int RunExplain(const Args& args) {
   return 0;
 }
 
+// The summary of `args.trace` (Retain::kAll: the tables read the records).
+memtl::Expected<memtl::Summary> SummaryOf(const Args& args, size_t top) {
+  auto c = Categorize(args, memtl::Retain::kAll);
+  if (!c.ok()) return c.status();
+  const memtl::Analysis& a = *c.value()->analysis;
+  const memtl::ExplainInput in{
+      a.trace, *a.tree, *a.graph, c.value()->categories, c.value()->timeline, c.value()->device};
+  PrintNotes(a.diagnostics);
+  return memtl::Summarize(in, args.trace, top);
+}
+
+int RunSummary(const Args& args) {
+  std::vector<memtl::Budget> budgets;
+  for (const std::string& b : args.budgets) {
+    auto parsed = memtl::ParseBudget(b);
+    if (!parsed.ok()) return Fail(parsed.status().message());
+    budgets.push_back(parsed.value());
+  }
+  auto s = SummaryOf(args, args.top);
+  if (!s.ok()) return Fail(s.status().message());
+  const std::string text =
+      args.format == "json" ? memtl::SummaryJson(s.value()) : memtl::FormatSummary(s.value());
+  if (int rc = Emit(text); rc != 0) return rc;
+  const std::vector<std::string> over = memtl::CheckBudgets(s.value(), budgets);
+  for (const std::string& line : over)
+    PrintErrLine("memtl: " + memtl::QuotePath(args.trace) + ": " + line);
+  return over.empty() ? 0 : kOverBudgetStatus;
+}
+
+int RunDiff(const Args& args) {
+  // Enough rows that an op in one run's top rows is found in the other's.
+  constexpr size_t kDiffTop = 50;
+  auto a = SummaryOf(args, kDiffTop);
+  if (!a.ok()) return Fail(a.status().message());
+  Args second = args;
+  second.trace = args.trace_b;
+  auto b = SummaryOf(second, kDiffTop);
+  if (!b.ok()) return Fail(b.status().message());
+  return Emit(args.format == "json" ? memtl::DiffJson(a.value(), b.value())
+                                    : memtl::FormatDiff(a.value(), b.value()));
+}
+
 int RunCategories(const Args& args) {
   auto c = Categorize(args, memtl::Retain::kTimeline);
   if (!c.ok()) return Fail(c.status().message());
@@ -517,6 +590,8 @@ int main(int argc, char** argv) {
                    : args.command == "categories" ? RunCategories(args)
                    : args.command == "peak"       ? RunPeak(args)
                    : args.command == "explain"    ? RunExplain(args)
+                   : args.command == "summary"    ? RunSummary(args)
+                   : args.command == "diff"       ? RunDiff(args)
                    : args.command == "events"     ? RunEvents(args)
                                                   : RunExport(args);
     if (progress_line) progress_line->Stop();

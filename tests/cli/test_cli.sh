@@ -238,5 +238,18 @@ fi
 check explain-bad-ref 2 'not a tensor: "T1x"' -- "$bin" explain "$ex" T1x
 check explain-no-tensor 2 "no tensor T99999 in the trace" -- "$bin" explain "$ex" T99999
 check explain-no-version 2 "T12 has no version 9" -- "$bin" explain "$ex" T12:v9
+# memtl summary, --budget (status 3 when over) and memtl diff.
+check summary-budget-over 3 "budget exceeded: ACTIVATION on cpu" -- \
+  "$bin" summary "$ex" --budget ACTIVATION=64KiB --budget total=1GB
+check summary-budget-holds 0 "" -- "$bin" summary "$ex" --budget total=1GB --format json
+check summary-budget-bad 2 "--budget GRADIENT=1parsec: unknown unit" -- \
+  "$bin" summary "$ex" --budget GRADIENT=1parsec
+if "$bin" diff "$ex" "$ex" | grep -q '^  peak .* 0 B$' &&
+  "$bin" diff "$ex" "$ex" --format json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["a"] == d["b"]'; then
+  pass=$((pass + 1))
+else
+  fail=$((fail + 1))
+  echo "FAIL diff-self: $("$bin" diff "$ex" "$ex" 2>&1 | head -5)"
+fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -1,4 +1,5 @@
-// memtl explain (core/explain/explain.h): the passes' history agrees with the
+// memtl explain and memtl summary (core/explain/explain.h, summary.h): the
+// passes' history agrees with the
 // categories the export uses, and on the resnet-style step the rules that
 // decide a parameter, a gradient and an activation are the ones that should.
 #include <doctest/doctest.h>
@@ -10,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/explain/explain.h"
+#include "core/explain/summary.h"
 #include "core/pipeline/analysis.h"
 
 using namespace memtl;
@@ -92,4 +94,44 @@ TEST_CASE("explain: the rules behind a parameter, a gradient and an activation")
   CHECK(act.find("created by: aten::relu") != std::string::npos);
   CHECK(act.find("ReLU_0") != std::string::npos);
   CHECK(act.find("called from record_fixtures.py(") != std::string::npos);
+}
+
+TEST_CASE(
+    "summary: budgets parse with units, and a category's largest is checked on every device") {
+  CHECK(ParseBudget("ACTIVATION=2GiB").value().bytes == (int64_t{2} << 30));
+  CHECK(*ParseBudget("activation=2GiB").value().category == 4);
+  CHECK(!ParseBudget("total=10GB").value().category);
+  CHECK(ParseBudget("total=10GB").value().bytes == 10'000'000'000);
+  CHECK(ParseBudget("unknown=1.5k").value().bytes == 1500);
+  CHECK(ParseBudget("GRADIENT=512").value().bytes == 512);
+  CHECK(!ParseBudget("GRADIENT").ok());
+  CHECK(!ParseBudget("bogus=1").ok());
+  CHECK(!ParseBudget("GRADIENT=1parsec").ok());
+  CHECK(!ParseBudget("GRADIENT=").ok());
+
+  Explained e = Load("resnet_bn_sgd_step.trace.jsonl.gz");
+  const Analysis& a = *e.c->analysis;
+  const ExplainInput in{a.trace, *a.tree, *a.graph, e.c->categories, e.c->timeline, e.c->device};
+  const Summary s = Summarize(in, "t", 5);
+  REQUIRE(s.devices.size() == 1);
+  const DeviceSummary& d = s.devices[0];
+  int64_t sum = 0;
+  for (int c = 0; c < 8; ++c) {
+    sum += d.at_peak[c];
+    CHECK(d.largest[c] >= d.at_peak[c]);
+  }
+  CHECK(sum == d.peak_bytes);
+  CHECK(d.top_ops.size() <= 5);
+  // Exactly at the largest value holds; a byte less is over.
+  CHECK(
+      CheckBudgets(s, {ParseBudget("ACTIVATION=" + std::to_string(d.largest[4])).value()}).empty());
+  const auto over =
+      CheckBudgets(s, {ParseBudget("ACTIVATION=" + std::to_string(d.largest[4] - 1)).value(),
+                       ParseBudget("total=" + std::to_string(d.peak_bytes)).value()});
+  REQUIRE(over.size() == 1);
+  CHECK(over[0].find("budget exceeded: ACTIVATION on cpu") != std::string::npos);
+  // A run against itself differs nowhere.
+  const std::string diff = FormatDiff(s, s);
+  CHECK(diff.find("+") == std::string::npos);
+  CHECK(diff.find("differ most") == std::string::npos);
 }

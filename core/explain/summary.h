@@ -1,0 +1,61 @@
+// memtl summary and memtl diff: a trace's memory in a few numbers per
+// device, for CI gates (budgets) and for comparing two runs or ranks.
+// Per device: the peak (the largest total, as the exports' rows give it),
+// each category's bytes at that peak and each category's own largest value
+// over the run, and the ops and modules holding the most at the peak (the
+// memory tables, tables.h).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/explain/context.h"
+#include "core/explain/tables.h"
+#include "core/model/status.h"
+
+namespace memtl {
+
+struct DeviceSummary {
+  std::string device;
+  int64_t peak_bytes = 0;
+  int64_t peak_time_us = 0;                     // the row's time, as the .json export has it
+  int64_t since_start_us = 0;                   // from the first row
+  std::array<int64_t, 8> at_peak{};             // by category, the export's order
+  std::array<int64_t, 8> largest{};             // each category's largest over the run
+  std::vector<MemoryRow> top_ops, top_modules;  // by self bytes at the peak
+};
+
+struct Summary {
+  std::string trace;
+  std::vector<DeviceSummary> devices;  // those with memory events, in device order
+};
+
+// Reads the stages up to the timeline (Retain::kAll); `top` rows of each table.
+Summary Summarize(const ExplainInput& in, const std::string& trace_name, size_t top);
+std::string FormatSummary(const Summary& s);
+std::string SummaryJson(const Summary& s);
+
+// --budget CATEGORY=SIZE: a category's largest value (or, for "total", the
+// peak) on any device may not exceed SIZE. Categories by their export names
+// in any case (activation, optimizer_state, unknown, ...); sizes in bytes
+// or with a unit (KB, MB, GB: powers of 1000; KiB, MiB, GiB: of 1024).
+struct Budget {
+  std::optional<int> category;  // export index; none: the total
+  int64_t bytes = 0;
+  std::string text;  // as given
+};
+Expected<Budget> ParseBudget(std::string_view text);
+// One line per budget exceeded on a device; empty when all hold.
+std::vector<std::string> CheckBudgets(const Summary& s, const std::vector<Budget>& budgets);
+
+// Two summaries side by side: per device both have (matched by name), the
+// peak and each category's largest with their difference, and the ops and
+// modules whose bytes at the peak differ most.
+std::string FormatDiff(const Summary& a, const Summary& b);
+std::string DiffJson(const Summary& a, const Summary& b);
+
+}  // namespace memtl
