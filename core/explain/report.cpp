@@ -122,7 +122,7 @@ ChartSeries SampleRows(const std::vector<TimelineEvent>& timeline, const Categor
   return s;
 }
 
-Report MakeReport(const ExplainInput& in, size_t top) {
+Report MakeReport(const ExplainInput& in, size_t top, const PeakReport* known) {
   const Trace& trace = in.trace;
   Report report;
   const std::vector<MemoryTables> tables = ComputeTables(in);
@@ -160,7 +160,7 @@ Report MakeReport(const ExplainInput& in, size_t top) {
     r.name = trace.devices[d].name;
     ExplainInput at_device = in;
     at_device.device = device;
-    r.peak = ExplainPeak(at_device, top);
+    r.peak = known != nullptr && device == in.device ? *known : ExplainPeak(at_device, top);
     r.tables = tables[d];
     r.has_tables = true;
     r.series = std::move(series);

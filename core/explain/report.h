@@ -79,7 +79,9 @@ struct Report {
 };
 
 // The whole report; `top` largest tensors alive at each device's peak.
-Report MakeReport(const ExplainInput& in, size_t top);
+// `known`, when given, is ExplainPeak(in, top) already made (the pipeline's
+// PipelineOptions::explain_peak): its walks of the timeline are not redone.
+Report MakeReport(const ExplainInput& in, size_t top, const PeakReport* known = nullptr);
 
 // What an export can still make from the timeline alone (no tables, steps
 // or ops): the chart of every device and the peak's categories; `peak`,

@@ -7,9 +7,8 @@
 # both see the same machine state. It also guards memory, as bytes per event:
 # the peak resident memory of one more export (from its --timings) must stay
 # at most MAX_BYTES_PER_EVENT per event (default 100: issue 4's target is 200;
-# an export measured 72 with the static binary and 94 linked dynamically on
-# 2026-11-24, so a build linked either way passes and a regression of more
-# than a third of the static figure fails).
+# docs/performance.md has the measured figures, for the default dynamic
+# build and the static option).
 # Prints both figures either way; exits 1 when one is over its threshold, 2
 # when something could not run.
 #

@@ -511,8 +511,8 @@ TEST_CASE("line source: an error hands out the whole lines before it, then stops
 }
 
 TEST_CASE("line source: each gzip member's CRC-32 and length are checked") {
-  // memtl checks the trailer itself (zlib's check is off, see
-  // LineSource::Inflater). The first member's trailer is placed on every
+  // ISA-L checks the trailer, and memtl tells a wrong CRC from a wrong
+  // length (LineSource::Inflater). The first member's trailer is placed on every
   // side of the 64 KiB boundary between two input chunks, by giving its
   // header a file name of the right length.
   std::string text_a;
