@@ -248,9 +248,10 @@ Expected<std::unique_ptr<Categorized>> Categorize(std::unique_ptr<Analysis> anal
     a.timer.Mark("peak");
   }
   if (options.report) {
-    c->report =
-        MakeReport(ExplainInput{a.trace, *a.tree, *a.graph, c->categories, c->timeline, c->device},
-                   kReportLargestTensors);
+    const ExplainInput in{a.trace, *a.tree, *a.graph, c->categories, c->timeline, c->device};
+    // The export device's peak is made once when both ask for it.
+    const bool same_peak = options.explain_peak == kReportLargestTensors;
+    c->report = MakeReport(in, kReportLargestTensors, same_peak ? &*c->peak : nullptr);
     a.timer.Mark("report");
   }
   if (explain && release_after_passes) ReleaseAfterPasses(a);
