@@ -313,8 +313,11 @@ Expected<std::string> HtmlReport(const ExportInput& in, DeviceIndex device) {
         "and the memory tables by op and module need the analysis.</p>\n";
   }
   if (!in.note.empty()) html += "<p><b>Note:</b> " + Escape(in.note) + ".</p>\n";
-  if (report.devices.empty() || report.devices[selected].device != device)
-    html += "<p>No memory events on " + Escape(wanted) + ".</p>\n";
+  if (report.devices.empty() || report.devices[selected].device != device) {
+    html += device < in.trace.devices.size()
+                ? "<p>No memory events on " + Escape(wanted) + ".</p>\n"
+                : "<p>No memory events.</p>\n";
+  }
   for (size_t i = 0; i < report.devices.size(); ++i) {
     auto section = DeviceSection(in, report.devices[i], i, i == selected);
     if (!section.ok()) return section.status();
