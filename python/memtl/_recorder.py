@@ -152,6 +152,22 @@ def _torch_name(value):
     return s[6:] if s.startswith("torch.") else s
 
 
+# What a python call is named when PyTorch hands over a name that is not
+# UTF-8 (its binding then raises UnicodeDecodeError instead of returning it).
+UNDECODABLE_NAME = "<python call whose name is not UTF-8>"
+
+
+def _py_name(e):
+    """A python call's name. Under torch 2.13 the python tracer's name of a C
+    function is now and then not valid UTF-8 (about one run in eight of a
+    small training step), and the binding raises on it; the call is kept,
+    under a name that says so, rather than losing the whole trace."""
+    try:
+        return e.name
+    except UnicodeDecodeError:
+        return UNDECODABLE_NAME
+
+
 # Enum members (pybind11 or Python enums) are hashable; their `.name` is slow
 # on pybind11 enums (microseconds), so names are looked up once per member.
 _ENUM_NAMES = {}
@@ -516,7 +532,7 @@ def _walk(roots, write, v2, ids, schema_lookup=None, check_inputs=False):
             elif kind == "PyCall" or kind == "PyCCall":
                 # A PyCCall carries nothing the format keeps.
                 append('{"k":"py","i":%d,"p":%d,"name":%s,"t0":%d,"t1":%d,"tid":%d%s}\n'
-                       % (i, parent, jstr(e.name), e.start_time_ns, e.end_time_ns, e.start_tid or 0,
+                       % (i, parent, jstr(_py_name(e)), e.start_time_ns, e.end_time_ns, e.start_tid or 0,
                           w.py_extra(f, v2) if kind == "PyCall" else ""))
             else:
                 append('{"k":"other","i":%d,"p":%d,"name":%s,"t0":%d,"t1":%d,"type":%s}\n'

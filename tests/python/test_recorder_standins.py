@@ -149,6 +149,21 @@ class V2EdgeCaseTest(unittest.TestCase):
             recorder.write_events([_op("aten::add", [t], 1, 5)], out)
         self.assertEqual(out.getvalue(), "")
 
+    def test_python_call_name_that_is_not_utf8(self):
+        # torch 2.13's binding raises UnicodeDecodeError for some C calls'
+        # names (now and then): the call is kept under a name that says so.
+        class BadName(_Obj):
+            @property
+            def name(self):
+                raise UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte")
+
+        fields = _FIELDS[_EventType.PyCCall]()
+        bad = BadName(typed=(_EventType.PyCCall, fields), extra_fields=fields, start_time_ns=2, end_time_ns=3,
+                      start_tid=1, children=[])
+        lines = _records([_op("aten::add", [_TM(10, 100, 1, 1)], 1, 5, [bad, _alloc(100, 16, 4, 1, 1)])])
+        self.assertEqual(lines[2]["k"], "py")
+        self.assertEqual(lines[2]["name"], recorder.UNDECODABLE_NAME)
+
     def test_deep_tree_is_walked_iteratively(self):
         depth = 50000  # far past Python's recursion limit
         node = _alloc(1, 4, depth, 1, 1)
