@@ -5,12 +5,18 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <iterator>
+#include <optional>
 #include <system_error>
 #include <thread>
 
 #include <sys/resource.h>
 
 #include "core/model/large_array.h"
+#include "core/model/quote.h"
+#include "core/read/format.h"
+#include "core/read/kineto_reader.h"
+#include "core/read/raw_timeline.h"
 #include "passes/pass.h"
 
 #if defined(__GLIBC__)
@@ -187,6 +193,102 @@ void ReleaseAfterTimeline(Analysis& a, CategoryDict& cats) {
 
 }  // namespace
 
+namespace {
+
+// A raw timeline's category export indices 0..6 as categories (7, unknown,
+// has no key).
+constexpr Category kRawCategories[] = {Category::kParameter,     Category::kOptimizerState,
+                                       Category::kInput,         Category::kTemporary,
+                                       Category::kActivation,    Category::kGradient,
+                                       Category::kAutogradDetail};
+constexpr uint32_t kRawKeys = std::size(kRawCategories);
+
+// The analysis of a raw timeline: one device (the file names none: cpu
+// until Categorize's device renames it), a key per category (T0 PARAMETER
+// .. T6 AUTOGRAD_DETAIL, each with one version), no events, and the empty
+// op tree, size map and graph that the commands expect.
+Expected<std::unique_ptr<Analysis>> RawTimelineAnalysis(RawTimeline raw, const std::string& name) {
+  auto a = std::make_unique<Analysis>();
+  a->name = name;
+  Trace& t = a->trace;
+  t.header.version = kTraceFormatVersion;
+  t.header.producer = "PyTorch raw memory timeline";
+  t.header.profile_memory = 1;
+  t.InternDevice("cpu");
+  t.Finish();
+  KeyTable& kt = t.key_table;
+  for (uint32_t k = 0; k < kRawKeys; ++k) {
+    kt.keys.push_back(t.KeyOf(TensorId(k), AllocationId(k), 0));
+    kt.id_slot.push_back(k);
+  }
+  kt.num_ids = kRawKeys;
+  a->tree = std::make_unique<OpTree>(t);
+  a->sizes = std::make_unique<SizeMap>(*a->tree);
+  auto graph = DataFlowGraph::Build(*a->tree);
+  if (!graph.ok()) return Status::Error(name + ": " + graph.status().message());
+  a->graph = std::make_unique<DataFlowGraph>(std::move(graph.value()));
+  if (raw.times_were_us) {
+    a->diagnostics.Add("raw timeline in microseconds (written by an older PyTorch)",
+                       "its times were multiplied by 1000");
+  }
+  a->raw_timeline = std::move(raw);
+  return a;
+}
+
+// The timeline of a raw timeline's rows, in their order. A version bump
+// that keeps its category is one event, as PyTorch's timeline has it; one
+// that changes it is a destroy of the old category and a create of the new
+// (the keys are categories, with no versions to bump), the same bytes in
+// every export but for the raw export's action numbers.
+Status CategorizeRaw(Analysis& a, const PipelineOptions& options, Categorized& c) {
+  Trace& t = a.trace;
+  if (!options.device.empty()) t.devices[0].name = options.device;
+  c.device = 0;
+  c.categories.Reset(t.key_table.id_slot, t.key_table.num_ids, a.graph->value_begin());
+  CategoryWriter w(c.categories);
+  for (uint32_t k = 0; k < kRawKeys; ++k) w.SetByKey(k, kRawCategories[k]);
+  const std::vector<RawTimelineRow>& rows = a.raw_timeline->rows;
+  auto event = [](const RawTimelineRow& r, Action action) {
+    TimelineEvent e;
+    e.time = r.time;
+    e.bytes = r.bytes < 0 ? -r.bytes : r.bytes;
+    e.device = 0;
+    e.key = r.category < kRawKeys ? r.category : kNone32;
+    e.version = 0;
+    e.action = action;
+    return e;
+  };
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const RawTimelineRow& r = rows[i];
+    const auto action = static_cast<Action>(r.action);
+    if (action == Action::kIncrementVersion && i + 1 < rows.size() &&
+        rows[i + 1].action == r.action && rows[i + 1].time == r.time) {
+      const RawTimelineRow& next = rows[++i];
+      if (next.category == r.category) {
+        c.timeline.push_back(event(next, Action::kIncrementVersion));
+      } else {
+        c.timeline.push_back(event(r, Action::kDestroy));
+        c.timeline.push_back(event(next, Action::kCreate));
+      }
+      continue;
+    }
+    // A lone bump row: its sign says which half it is.
+    const Action as = action != Action::kIncrementVersion ? action
+                      : r.bytes < 0                       ? Action::kDestroy
+                                                          : Action::kCreate;
+    c.timeline.push_back(event(r, as));
+  }
+  if (Status s = CheckTimelineSums(t, c.timeline, c.categories); !s.ok())
+    return Status::Error(a.name + ": " + s.message());
+  if (options.explain_peak) {
+    c.peak = FindPeak(c.timeline, c.categories, c.device);
+    c.peak->device = t.devices[0].name;
+  }
+  return Status();
+}
+
+}  // namespace
+
 Expected<std::unique_ptr<Analysis>> Analyze(Trace trace, const std::string& name, bool threaded) {
   return AnalyzeTimed(std::move(trace), name, PhaseTimer(), threaded);
 }
@@ -214,6 +316,12 @@ Expected<DeviceIndex> ResolveDevice(const Trace& trace, const std::string& reque
 Expected<std::unique_ptr<Categorized>> Categorize(std::unique_ptr<Analysis> analysis,
                                                   const PipelineOptions& options) {
   Analysis& a = *analysis;
+  if (a.raw_timeline) {
+    auto c = std::make_unique<Categorized>();
+    if (Status s = CategorizeRaw(a, options, *c); !s.ok()) return s;
+    c->analysis = std::move(analysis);
+    return c;
+  }
   const bool no_memory_events = a.allocations.allocations + a.allocations.frees == 0;
   if (a.trace.header.profile_memory == 0 ||
       (no_memory_events && a.trace.header.profile_memory != 1)) {
@@ -273,18 +381,74 @@ Expected<std::unique_ptr<Categorized>> RunPipeline(const std::string& path,
   return Categorize(std::move(a.value()), options);
 }
 
+namespace {
+
+// Whether the memtl reader refused a file at its start, where it may be no
+// memtl trace at all: the message then also says what memtl reads.
+bool RefusedAtStart(const std::string& message) {
+  for (const char* what : {": line 1: not valid JSON", ": empty file",
+                           "the first line must be the header object", "not a memtl trace"}) {
+    if (message.find(what) != std::string::npos) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 Expected<std::unique_ptr<Analysis>> AnalyzeFile(const std::string& path,
                                                 const ReadOptions& options) {
   PhaseTimer timer;
   timer.Start();
   ReadInfo info;
-  auto trace = ReadTraceFile(path, options, &info);
-  if (!trace.ok()) return trace.status();
+  // The format decides the reader (core/read/format.h); a Kineto trace
+  // comes with the reader's diagnostics (its totals checked).
+  auto input = OpenInput(path);
+  if (!input.ok()) return input.status();
+  const InputFormat format = input.value().format;
+  Diagnostics read_diagnostics;
+  std::optional<Trace> trace;
+  switch (format) {
+    case InputFormat::kKineto: {
+      auto k = ReadKinetoInput(std::move(input.value()), options);
+      if (!k.ok()) return k.status();
+      info = k.value().info;
+      read_diagnostics = std::move(k.value().diagnostics);
+      trace = std::move(k.value().trace);
+      break;
+    }
+    case InputFormat::kRawTimeline: {
+      auto raw = ReadRawTimelineInput(std::move(input.value()), options, &info);
+      if (!raw.ok()) return raw.status();
+      timer.Mark("read");
+      auto a = RawTimelineAnalysis(std::move(raw.value()), path);
+      if (a.ok()) {
+        a.value()->timer = std::move(timer);
+        a.value()->read_info = info;
+      }
+      return a;
+    }
+    case InputFormat::kSizesTimeline:
+    case InputFormat::kExecutionTrace:
+      return Status::Error(QuotePath(path) + ": " + FormatAdvice(format));
+    default: {
+      auto t = ReadTraceInput(std::move(input.value()), options, &info);
+      if (!t.ok()) {
+        if (RefusedAtStart(t.status().message()))
+          return Status::Error(t.status().message() + "; " + FormatAdvice(format));
+        return t.status();
+      }
+      trace = std::move(t.value());
+      break;
+    }
+  }
   ReturnFreedPages();  // the reader's buffers and tables
   timer.Mark("read");
   if (options.progress != nullptr) options.progress->Set("analyzing");
-  auto a = AnalyzeTimed(std::move(trace.value()), path, std::move(timer), options.threaded);
-  if (a.ok()) a.value()->read_info = info;
+  auto a = AnalyzeTimed(std::move(*trace), path, std::move(timer), options.threaded);
+  if (a.ok()) {
+    a.value()->read_info = info;
+    a.value()->diagnostics.Merge(read_diagnostics);
+  }
   return a;
 }
 

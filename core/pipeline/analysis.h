@@ -21,6 +21,7 @@
 #include "core/graph/size_map.h"
 #include "core/identity/identity.h"
 #include "core/model/diagnostics.h"
+#include "core/read/raw_timeline.h"
 #include "core/read/trace_reader.h"
 #include "core/schema/schema.h"
 #include "core/timeline/timeline.h"
@@ -79,6 +80,11 @@ struct Analysis {
   std::unique_ptr<SizeMap> sizes;
   std::unique_ptr<DataFlowGraph> graph;
   PhaseTimer timer;
+  // A PyTorch raw timeline (AnalyzeFile): it is the categorized timeline
+  // already, so Categorize turns its rows into the timeline and takes no
+  // other stage. The trace then holds one device and a key per category,
+  // and no events (the op tree and graph are empty).
+  std::optional<RawTimeline> raw_timeline;
 };
 
 // Runs the core stages on a trace already read. Errors name `name`.
@@ -134,9 +140,10 @@ struct PipelineOptions {
 };
 
 // The passes (passes/passes.def order), then the timeline, on an analysis
-// from Analyze. A trace recorded without profile_memory (its header says
-// so, or says nothing and has no allocation event) is an error, as in
-// PyTorch's _memory_profile; so is a requested device the trace lacks.
+// from Analyze; on a raw timeline, its rows (no peak tensors or report
+// tables: a raw timeline names no tensor or op). A trace recorded without profile_memory (its
+// header says so, or says nothing and has no allocation event) is an error, as in PyTorch's
+// _memory_profile; so is a requested device the trace lacks.
 Expected<std::unique_ptr<Categorized>> Categorize(std::unique_ptr<Analysis> analysis,
                                                   const PipelineOptions& options = {});
 // The peak report of a categorized analysis that kept everything

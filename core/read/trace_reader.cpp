@@ -15,6 +15,7 @@
 
 #include "core/model/quote.h"
 #include "core/read/block_queue.h"
+#include "core/read/format.h"
 #include "core/read/json_cursor.h"
 #include "core/read/line_source.h"
 #include "core/read/record_builder.h"
@@ -55,10 +56,11 @@ Status LongLine(std::string_view line, const std::string& where) {
 
 // `threaded`: inflate on a reader thread while this one parses (files); an
 // in-memory input is read here, a block at a time (tests, fuzzers).
-// `*line_no_out` counts the lines parsed, for ReadFrom's message
+// `head`: whole lines already read from `src` (format detection), parsed
+// first. `*line_no_out` counts the lines parsed, for ReadFrom's message
 // when memory runs out.
-Expected<Trace> ReadBlocks(LineSource& src, const ReadOptions& options, ReadInfo* info,
-                           bool threaded, size_t* line_no_out) {
+Expected<Trace> ReadBlocks(LineSource& src, std::string head, const ReadOptions& options,
+                           ReadInfo* info, bool threaded, size_t* line_no_out) {
   Trace trace;
   Builder builder(&trace);
   BlockQueue queue(threaded);
@@ -72,6 +74,12 @@ Expected<Trace> ReadBlocks(LineSource& src, const ReadOptions& options, ReadInfo
   }
   // The next block: from the reader thread, or read here, one at a time.
   auto next_block = [&](Block* b) -> bool {
+    if (!head.empty()) {
+      b->text = std::move(head);
+      head.clear();
+      b->last_unterminated = b->text.back() != '\n';
+      return true;
+    }
     if (threaded) return queue.Pop(b);
     try {
       b->text.clear();
@@ -182,11 +190,11 @@ Expected<Trace> ReadBlocks(LineSource& src, const ReadOptions& options, ReadInfo
 
 // Memory that runs out on either thread, while decoding or while building
 // the trace, ends the read with one line, as any other bad input does.
-Expected<Trace> ReadFrom(LineSource& src, const ReadOptions& options, ReadInfo* info,
-                         bool threaded) {
+Expected<Trace> ReadFrom(LineSource& src, std::string head, const ReadOptions& options,
+                         ReadInfo* info, bool threaded) {
   size_t line_no = 0;
   try {
-    return ReadBlocks(src, options, info, threaded, &line_no);
+    return ReadBlocks(src, std::move(head), options, info, threaded, &line_no);
   } catch (const std::bad_alloc&) {
   } catch (const std::length_error&) {
   }
@@ -200,13 +208,17 @@ Expected<Trace> ReadFrom(LineSource& src, const ReadOptions& options, ReadInfo* 
 Expected<Trace> ReadTraceFile(const std::string& path, const ReadOptions& options, ReadInfo* info) {
   auto src = LineSource::Open(path);
   if (!src.ok()) return src.status();
-  return ReadFrom(*src.value(), options, info, options.threaded);
+  return ReadFrom(*src.value(), "", options, info, options.threaded);
+}
+
+Expected<Trace> ReadTraceInput(OpenedInput input, const ReadOptions& options, ReadInfo* info) {
+  return ReadFrom(*input.src, std::move(input.head), options, info, options.threaded);
 }
 
 Expected<Trace> ReadTraceString(std::string data, const std::string& name,
                                 const ReadOptions& options, ReadInfo* info) {
   auto src = LineSource::FromMemory(std::move(data), name);
-  return ReadFrom(*src, options, info, false);
+  return ReadFrom(*src, "", options, info, false);
 }
 
 }  // namespace memtl

@@ -1,0 +1,211 @@
+// Format detection (format.h): a scan of the top-level JSON structure of the
+// first bytes, skipping values by bracket matching (strings and escapes
+// respected) until a key or a shape decides.
+#include "core/read/format.h"
+
+#include <utility>
+
+#include "core/model/quote.h"
+
+namespace memtl {
+
+namespace {
+
+// Decoded bytes read at most to decide; past them the input goes to the
+// memtl reader, which reports what it finds. A Kineto trace's metadata
+// before "traceEvents" is a few KiB.
+constexpr size_t kMaxHead = size_t{16} << 20;
+constexpr size_t kHeadStep = size_t{64} << 10;
+
+// Thrown when the head ends inside what is being scanned.
+struct NeedMore {};
+
+class Scan {
+ public:
+  explicit Scan(std::string_view s) : s_(s) {}
+
+  void Ws() {
+    while (p_ < s_.size() && (s_[p_] == ' ' || s_[p_] == '\t' || s_[p_] == '\n' || s_[p_] == '\r'))
+      ++p_;
+  }
+  // The next byte after whitespace, without consuming it.
+  char Peek() {
+    Ws();
+    if (p_ >= s_.size()) throw NeedMore{};
+    return s_[p_];
+  }
+  void Take() { ++p_; }
+  // A string's raw text (escapes left as they are), the quotes consumed.
+  std::string_view String() {
+    const size_t begin = ++p_;
+    while (true) {
+      if (p_ >= s_.size()) throw NeedMore{};
+      if (s_[p_] == '\\') {
+        p_ += 2;
+      } else if (s_[p_] == '"') {
+        return s_.substr(begin, p_++ - begin);
+      } else {
+        ++p_;
+      }
+    }
+  }
+  // Skips one value; returns its first byte.
+  char Skip() {
+    const char first = Peek();
+    if (first == '"') {
+      String();
+      return first;
+    }
+    if (first != '{' && first != '[') {
+      while (p_ < s_.size() && s_[p_] != ',' && s_[p_] != '}' && s_[p_] != ']' && s_[p_] != ' ' &&
+             s_[p_] != '\n' && s_[p_] != '\r' && s_[p_] != '\t')
+        ++p_;
+      if (p_ >= s_.size()) throw NeedMore{};
+      return first;
+    }
+    int depth = 0;
+    while (true) {
+      if (p_ >= s_.size()) throw NeedMore{};
+      const char c = s_[p_];
+      if (c == '"') {
+        String();
+        continue;
+      }
+      ++p_;
+      if (c == '{' || c == '[') ++depth;
+      if ((c == '}' || c == ']') && --depth == 0) return first;
+    }
+  }
+
+ private:
+  std::string_view s_;
+  size_t p_ = 0;
+};
+
+InputFormat SniffObject(Scan& s) {
+  s.Take();  // '{'
+  while (true) {
+    char c = s.Peek();
+    if (c == '}') return InputFormat::kMemtlTrace;  // none of the keys: the reader says
+    if (c == ',') {
+      s.Take();
+      c = s.Peek();
+    }
+    if (c != '"') return InputFormat::kMemtlTrace;
+    const std::string_view key = s.String();
+    if (s.Peek() != ':') return InputFormat::kMemtlTrace;
+    s.Take();
+    // "format" is the memtl header's (another value is the reader's error);
+    // "k" a memtl record (a trace without its header).
+    if (key == "format" || key == "k") return InputFormat::kMemtlTrace;
+    if (key == "traceEvents") return InputFormat::kKineto;
+    if (key == "nodes") return InputFormat::kExecutionTrace;
+    s.Skip();
+  }
+}
+
+InputFormat SniffArray(Scan& s) {
+  s.Take();  // '['
+  char c = s.Peek();
+  if (c == ']') return InputFormat::kRawTimeline;  // a device with no events
+  if (c == '{') return InputFormat::kKineto;       // Chrome's array form
+  if (c != '[') return InputFormat::kMemtlTrace;
+  // Raw: [[t, action, bytes, category], [t, ...], ...]; sizes:
+  // [[t, ...], [[0, sizes...], ...]]: the second element tells them apart.
+  s.Skip();
+  c = s.Peek();
+  if (c == ']') return InputFormat::kRawTimeline;  // one event
+  if (c != ',') return InputFormat::kMemtlTrace;
+  s.Take();
+  if (s.Peek() != '[') return InputFormat::kMemtlTrace;
+  s.Take();
+  c = s.Peek();
+  return c == '[' || c == ']' ? InputFormat::kSizesTimeline : InputFormat::kRawTimeline;
+}
+
+}  // namespace
+
+std::string_view FormatName(InputFormat f) {
+  switch (f) {
+    case InputFormat::kMemtlTrace:
+      return "memtl trace";
+    case InputFormat::kKineto:
+      return "Kineto trace";
+    case InputFormat::kRawTimeline:
+      return "PyTorch raw memory timeline";
+    case InputFormat::kSizesTimeline:
+      return "PyTorch memory timeline (sizes)";
+    case InputFormat::kExecutionTrace:
+      return "PyTorch execution trace";
+    case InputFormat::kNeedMore:
+      break;
+  }
+  return "unknown";
+}
+
+InputFormat SniffFormat(std::string_view head, bool at_end) {
+  // A UTF-8 byte order mark is not JSON, but editors write one.
+  if (head.starts_with("\xef\xbb\xbf")) head.remove_prefix(3);
+  Scan s(head);
+  try {
+    const char c = s.Peek();
+    if (c == '{') return SniffObject(s);
+    if (c == '[') return SniffArray(s);
+    return InputFormat::kMemtlTrace;
+  } catch (const NeedMore&) {
+    return at_end ? InputFormat::kMemtlTrace : InputFormat::kNeedMore;
+  }
+}
+
+namespace {
+
+OpenedInput Decide(std::unique_ptr<LineSource> src) {
+  OpenedInput in;
+  in.src = std::move(src);
+  while (true) {
+    const bool more = in.src->ReadLines(&in.head, kHeadStep);
+    // An input that stops (its end, an error, an over-long line) is
+    // decided on what was read; its reader reports the rest.
+    const bool at_end = !more || in.src->line_too_long() || in.head.size() >= kMaxHead;
+    in.format = SniffFormat(in.head, at_end);
+    if (in.format != InputFormat::kNeedMore) return in;
+  }
+}
+
+}  // namespace
+
+Expected<OpenedInput> OpenInput(const std::string& path) {
+  auto src = LineSource::Open(path);
+  if (!src.ok()) return src.status();
+  return Decide(std::move(src.value()));
+}
+
+OpenedInput OpenInputFromMemory(std::string data, std::string name) {
+  return Decide(LineSource::FromMemory(std::move(data), std::move(name)));
+}
+
+std::string FormatAdvice(InputFormat format) {
+  constexpr const char* kRecord =
+      "record with torch.profiler.profile(record_shapes=True, profile_memory=True, "
+      "with_stack=True) and save with memtl.save(prof, \"run.trace.jsonl.gz\") (or "
+      "prof.export_chrome_trace(\"trace.json\"))";
+  switch (format) {
+    case InputFormat::kSizesTimeline:
+      return "this is a PyTorch memory timeline export ([times, sizes] from "
+             "export_memory_timeline(\"*.json\")), which keeps no events; give memtl the "
+             ".raw.json.gz that export_memory_timeline writes, or the trace itself; " +
+             std::string(kRecord);
+    case InputFormat::kExecutionTrace:
+      return "this is a PyTorch execution trace (ExecutionTraceObserver); memtl does not join "
+             "it with a Kineto trace yet: give memtl the Kineto trace of the same run "
+             "(export_chrome_trace, recorded with profile_memory=True), or " +
+             std::string(kRecord);
+    default:
+      return "memtl reads memtl traces, Kineto traces (export_chrome_trace or "
+             "tensorboard_trace_handler with profile_memory=True) and PyTorch's raw memory "
+             "timelines (export_memory_timeline(\"*.raw.json.gz\")); " +
+             std::string(kRecord);
+  }
+}
+
+}  // namespace memtl

@@ -1,0 +1,79 @@
+// One element of a Kineto trace's "traceEvents", parsed with JsonCursor into
+// the compact record memtl keeps of it (or nothing: GPU kernels, flows,
+// metadata and the like are skipped). Numbers are read exactly: "ts" and
+// "dur" are microseconds with up to three decimals, turned into integer
+// nanoseconds from their text, not through a double.
+//
+// Defects of one element (NaN or a string where a number belongs, a
+// memory event without "Bytes") are counted diagnostics; the element is
+// then dropped, or only its bad field.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/model/diagnostics.h"
+#include "core/model/trace.h"
+
+namespace memtl::read {
+
+enum class KinetoKind : uint8_t { kOp, kAnnotation, kPython, kMemory };
+
+// 32 bytes per kept event (a trace of millions of events holds them all
+// until the Trace is built from them).
+struct KinetoEvent {
+  int64_t ts = 0;       // ns, as written (the trace's base time not added)
+  int64_t dur = -1;     // ns; -1 for a memory event
+  uint32_t thread = 0;  // dense index of (pid, tid)
+  uint32_t ref = 0;     // name (string id) or, for a memory event, its index in `memory`
+  KinetoKind kind = KinetoKind::kOp;
+};
+
+struct KinetoMemory {
+  int64_t bytes = 0;
+  uint64_t addr = 0;
+  int64_t total_allocated = 0;
+  int64_t total_reserved = 0;
+  DeviceIndex device = 0;
+  bool has_addr = false;
+  bool has_total = false;
+  bool has_reserved = false;
+};
+
+class KinetoParser {
+ public:
+  KinetoParser(Trace* trace, Diagnostics* diag) : t_(trace), diag_(diag) {}
+
+  // Parses element `index` (from 1), which starts on `line`: both name it
+  // in a diagnostic's example.
+  void Element(std::string_view text, uint64_t index, size_t line);
+  // A top-level member: the few that matter (baseTimeNanoseconds,
+  // profile_memory, schemaVersion) are kept.
+  void Member(std::string_view key, std::string_view value);
+
+  std::vector<KinetoEvent> events;
+  std::vector<KinetoMemory> memory;
+  int64_t base_ns = 0;
+  int profile_memory = -1;
+  int64_t schema_version = -1;
+  uint64_t out_of_memory = 0;  // "[OutOfMemory]" events
+
+ private:
+  bool ParseElement(std::string_view text);
+  std::string Where() const;
+  uint32_t Thread(std::string_view pid, std::string_view tid);
+
+  Trace* t_;
+  Diagnostics* diag_;
+  std::unordered_map<std::string, uint32_t> threads_;
+  std::string thread_key_, last_thread_key_;
+  uint32_t last_thread_ = 0;
+  uint64_t index_ = 0;
+  size_t line_ = 0;
+  std::string scratch_, sanitized_;
+};
+
+}  // namespace memtl::read

@@ -1,0 +1,45 @@
+// Reads a Kineto (Chrome) trace, as export_chrome_trace and
+// tensorboard_trace_handler write it, into memtl's Trace, so that the
+// pipeline runs on it unchanged:
+//
+// - cpu_op, user_annotation and python_function events become op, op
+//   (user scope) and python-call events, nested by time on their thread
+//   (Kineto records no parents), roots in start-time order;
+// - "[memory]" instant events become allocation events under the
+//   innermost op or python call around them on their thread, on the device
+//   that "Device Type" and "Device Id" name (cuda:N per event).
+//
+// Kineto records no tensors, so every allocation is untracked: the
+// timeline counts it as unknown memory, attributed to its op and modules
+// in the report's tables. Memory allocated before the profile and never
+// freed in it is not in the events; where the trace has the allocator's
+// "Total Allocated", it is added as one allocation at the device's first
+// event, so that the timeline's total is the allocator's. Then memtl's total
+// is checked against "Total Allocated" after every event: a difference is a
+// counted diagnostic. Traces without "Addr" (before PyTorch 1.10) pair each
+// free with the latest live allocation of its size on its device.
+#pragma once
+
+#include <string>
+
+#include "core/model/diagnostics.h"
+#include "core/model/status.h"
+#include "core/model/trace.h"
+#include "core/read/format.h"
+#include "core/read/trace_reader.h"
+
+namespace memtl {
+
+struct KinetoRead {
+  Trace trace;
+  Diagnostics diagnostics;
+  ReadInfo info;
+};
+
+// `input` must have been detected as kKineto (OpenInput).
+Expected<KinetoRead> ReadKinetoInput(OpenedInput input, const ReadOptions& options = {});
+// Tests: a Kineto trace held in memory.
+Expected<KinetoRead> ReadKinetoString(std::string data, const std::string& name,
+                                      const ReadOptions& options = {});
+
+}  // namespace memtl
