@@ -167,6 +167,8 @@ void KinetoParser::Element(std::string_view text, uint64_t index, size_t line) {
       return;
     }
   }
+  // Counted once per element; its fields then say which were not numbers.
+  diag_->Add("NaN or Infinity in a trace event (not JSON: read as not a number)", Where());
   try {
     const std::string copy = std::move(sanitized_);
     ParseElement(copy);
