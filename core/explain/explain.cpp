@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
+#include <utility>
 #include <vector>
 
 #include "core/explain/peak.h"
@@ -33,6 +35,12 @@ struct Facts {
     json += (json.empty() ? "{" : ",") + JsonString(label) + ":" + json_value;
   }
 };
+
+std::string StepAt(const std::vector<std::pair<int64_t, std::string>>& steps, int64_t t) {
+  const auto it = std::upper_bound(steps.begin(), steps.end(), t,
+                                   [](int64_t x, const auto& s) { return x < s.first; });
+  return it == steps.begin() ? std::string() : std::prev(it)->second;
+}
 
 }  // namespace
 
@@ -84,6 +92,17 @@ Expected<std::string> ExplainTensor(const ExplainTensorInput& x, const TensorRef
   for (const TimelineEvent& e : in.timeline) {
     if (e.time >= 0) first = first < 0 ? e.time : std::min(first, e.time);
   }
+  // ProfilerStep#N scopes are leaves of the event tree (the python tracer's
+  // calls interleave with them), so an op's step is the last one that
+  // started at or before it.
+  std::vector<std::pair<int64_t, std::string>> steps_at;
+  for (uint32_t e = 0; e < trace.events.size(); ++e) {
+    if (trace.events[e].kind == EventKind::kOp &&
+        trace.Name(trace.events[e]).starts_with("ProfilerStep#"))
+      steps_at.emplace_back(trace.event_t0[e], trace.Name(trace.events[e]));
+  }
+  std::stable_sort(steps_at.begin(), steps_at.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
   auto when = [&](uint32_t event) { return Ms(trace.event_t0[event], first < 0 ? 0 : first); };
 
   std::string out;
@@ -115,13 +134,15 @@ Expected<std::string> ExplainTensor(const ExplainTensorInput& x, const TensorRef
         f.Line("created by", "nothing in the profile (it existed before profiling began)", "null");
       } else {
         const EventContext c = ContextOf(trace, in.tree, made);
+        const std::string step = StepAt(steps_at, trace.event_t0[made]);
         const std::string op = trace.Name(trace.events[made]);
         f.Line("created by",
                op + " at " + when(made) + (c.module.empty() ? "" : "; modules " + c.module) +
-                   "; phase " + c.phase +
+                   "; phase " + c.phase + (step.empty() ? "" : "; " + step) +
                    (c.call_site.empty() ? "" : "; called from " + c.call_site),
                "{\"op\":" + JsonString(op) + ",\"module\":" + JsonString(c.module) + ",\"phase\":" +
-                   JsonString(c.phase) + ",\"call_site\":" + JsonString(c.call_site) + "}");
+                   JsonString(c.phase) + ",\"call_site\":" + JsonString(c.call_site) +
+                   ",\"step\":" + JsonString(step) + "}");
       }
       // The creating node's inputs, and the nodes that read this version.
       std::string inputs, inputs_json, readers, readers_json;

@@ -13,6 +13,8 @@
 #include "core/explain/explain.h"
 #include "core/explain/summary.h"
 #include "core/pipeline/analysis.h"
+#include "core/read/trace_reader.h"
+#include "tests/unit/trace_text.h"
 
 using namespace memtl;
 
@@ -134,4 +136,30 @@ TEST_CASE(
   const std::string diff = FormatDiff(s, s);
   CHECK(diff.find("+") == std::string::npos);
   CHECK(diff.find("differ most") == std::string::npos);
+}
+
+TEST_CASE("explain: the ProfilerStep#N a version was made in") {
+  // ProfilerStep#N scopes are leaves of the event tree: the step is the last
+  // one that started before the creating op.
+  using namespace memtl::test;
+  const std::string text = Header() + Op(0, -1, "ProfilerStep#3", 100, 200, "") +
+                           Op(1, -1, "aten::empty", 110, 120, "", "function") +
+                           Alloc(2, 1, 111, 4096, 64) + Op(3, -1, "ProfilerStep#4", 300, 400, "") +
+                           Op(4, -1, "aten::relu_", 310, 320, T(7, 4096, 16)) +
+                           Alloc(5, -1, 500, 4096, -64);
+  auto trace = ReadTraceString(text, "steps.trace");
+  REQUIRE_MESSAGE(trace.ok(), (trace.ok() ? "" : trace.status().message()));
+  auto a = Analyze(std::move(trace.value()), "steps.trace");
+  REQUIRE_MESSAGE(a.ok(), (a.ok() ? "" : a.status().message()));
+  auto c = Categorize(std::move(a.value()));
+  REQUIRE_MESSAGE(c.ok(), (c.ok() ? "" : c.status().message()));
+  Explained e{std::move(c.value())};
+  const std::string out = e.Run("T0", false);
+  const size_t v1 = out.find("T0(v1)");
+  REQUIRE(v1 != std::string::npos);
+  // v0 is allocated in step 3 (outside any op: a [memory] node); relu_
+  // writes v1 in step 4.
+  CHECK(out.substr(0, v1).find("; ProfilerStep#3") != std::string::npos);
+  CHECK(out.find("created by: aten::relu_ at 0.000 ms; phase other; ProfilerStep#4", v1) !=
+        std::string::npos);
 }
