@@ -364,10 +364,11 @@ Expected<KinetoRead> Read(OpenedInput in, const ReadOptions& options) {
               input.ok() || input.message().find("truncated") != std::string::npos;
           if (!input.ok() && !(options.partial && truncated)) return input;
           if (!options.partial) {
-            return Status::Error(name + ": the trace is cut off after " +
-                                 std::to_string(stream.events()) +
-                                 " events (the run was killed?); use --partial to analyze the "
-                                 "events that are complete");
+            const uint64_t n = stream.events();
+            return Status::Error(name + ": the trace is cut off after " + std::to_string(n) +
+                                 (n == 1 ? " event" : " events") +
+                                 " (the run was killed?); use --partial to analyze the events "
+                                 "that are complete");
           }
           r.info.stopped_early = true;
           r.info.stopped_at_line = stream.line() + 1;

@@ -110,6 +110,11 @@ bool KinetoStream::ScanValue(size_t* len) {
   }
 }
 
+void KinetoStream::Fail(const char* what) {
+  CountLines(counted_, pos_);  // line() is where it went wrong
+  throw KinetoStructureError(what);
+}
+
 KinetoStream::Part KinetoStream::Next() {
   while (true) {
     char c = 0;
@@ -124,7 +129,7 @@ KinetoStream::Part KinetoStream::Next() {
           state_ = State::kEvents;
           bare_ = true;
         } else {
-          throw KinetoStructureError("expected a JSON object with \"traceEvents\"");
+          Fail("expected a JSON object with \"traceEvents\"");
         }
         ++pos_;
         first_ = true;
@@ -135,14 +140,14 @@ KinetoStream::Part KinetoStream::Next() {
           state_ = State::kDone;
           continue;
         }
-        if (c != '"') throw KinetoStructureError("expected a key in the trace object");
+        if (c != '"') Fail("expected a key in the trace object");
         size_t len = 0;
         if (!ScanValue(&len)) return Part::kCut;
         key_pos_ = pos_ + 1;
         key_len_ = len - 2;
         pos_ += len;
         if (!PeekByte(&c)) return Part::kCut;
-        if (c != ':') throw KinetoStructureError("expected ':' after a key of the trace object");
+        if (c != ':') Fail("expected ':' after a key of the trace object");
         ++pos_;
         if (!PeekByte(&c)) return Part::kCut;
         if (key() == "traceEvents" && c == '[') {
@@ -167,7 +172,7 @@ KinetoStream::Part KinetoStream::Next() {
           state_ = State::kMembers;
           first_ = false;
         } else {
-          throw KinetoStructureError("expected ',' or '}' after a member of the trace object");
+          Fail("expected ',' or '}' after a member of the trace object");
         }
         continue;
       case State::kEvents: {
@@ -194,11 +199,11 @@ KinetoStream::Part KinetoStream::Next() {
           state_ = State::kEvents;
           first_ = false;
         } else {
-          throw KinetoStructureError("expected ',' or ']' after an element of \"traceEvents\"");
+          Fail("expected ',' or ']' after an element of \"traceEvents\"");
         }
         continue;
       case State::kDone:
-        throw KinetoStructureError("text after the end of the trace");
+        Fail("text after the end of the trace");
     }
   }
 }

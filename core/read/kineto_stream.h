@@ -49,6 +49,7 @@ class KinetoStream {
   // Scans the value starting at pos_ to its end; false at the end of input.
   bool ScanValue(size_t* len);
   bool Refill();
+  [[noreturn]] void Fail(const char* what);
   void CountLines(size_t from, size_t to);
 
   LineSource& src_;

@@ -1,0 +1,194 @@
+// Inputs other than memtl traces: format detection, the Kineto reader
+// (nesting, devices, the totals check, bad input) and raw timelines through
+// the pipeline.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/pipeline/analysis.h"
+#include "core/read/format.h"
+#include "core/read/kineto_reader.h"
+
+using namespace memtl;
+
+namespace {
+
+std::string Op(const char* cat, const char* name, const char* ts, const char* dur, int tid = 1) {
+  return std::string("{\"ph\": \"X\", \"cat\": \"") + cat + "\", \"name\": \"" + name +
+         "\", \"pid\": 7, \"tid\": " + std::to_string(tid) + ", \"ts\": " + ts +
+         ", \"dur\": " + dur + "}";
+}
+
+std::string Mem(const char* ts, long bytes, long addr, long total, int type = 0, int id = -1,
+                int tid = 1) {
+  return std::string(
+             "{\"ph\": \"i\", \"cat\": \"cpu_instant_event\", \"name\": \"[memory]\", "
+             "\"pid\": 7, \"tid\": ") +
+         std::to_string(tid) + ", \"ts\": " + ts +
+         ", \"args\": {\"Total Reserved\": 0, \"Total Allocated\": " + std::to_string(total) +
+         ", \"Bytes\": " + std::to_string(bytes) + ", \"Device Id\": " + std::to_string(id) +
+         ", \"Device Type\": " + std::to_string(type) + ", \"Addr\": " + std::to_string(addr) +
+         "}}";
+}
+
+std::string Doc(const std::vector<std::string>& events, const char* base = "1000000") {
+  std::string s = "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [],\n  \"traceEvents\": [\n";
+  for (size_t i = 0; i < events.size(); ++i) s += (i ? ",\n  " : "  ") + events[i];
+  return s + "\n  ],\n  \"baseTimeNanoseconds\": " + base + "\n}\n";
+}
+
+const std::string& NameOf(const Trace& t, uint32_t event) { return t.Name(t.events[event]); }
+
+}  // namespace
+
+TEST_CASE("format: decided by content") {
+  CHECK(SniffFormat("{\"format\":\"memtl-trace\",\"version\":1}\n", false) ==
+        InputFormat::kMemtlTrace);
+  CHECK(SniffFormat("{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [{\"a\": \"]}\"}],\n"
+                    "  \"traceEvents\": [",
+                    false) == InputFormat::kKineto);
+  CHECK(SniffFormat("{\"metadata\": {\"x\": [1, {\"y\": \"\\\"\"}]}, \"traceEvents\": []}", true) ==
+        InputFormat::kKineto);
+  CHECK(SniffFormat("[{\"ph\": \"X\"}]", true) == InputFormat::kKineto);
+  CHECK(SniffFormat("[[-1, 1, 512, 0], [10, 2, 64, 4]]", true) == InputFormat::kRawTimeline);
+  CHECK(SniffFormat("[]", true) == InputFormat::kRawTimeline);
+  CHECK(SniffFormat("[[1000, 2000], [[0, 1, 2, 3, 4, 5, 6, 7, 8]]]", true) ==
+        InputFormat::kSizesTimeline);
+  CHECK(SniffFormat("{\n  \"schema\": \"1.0.1\", \"pid\": 5, \"nodes\": [", false) ==
+        InputFormat::kExecutionTrace);
+  // Too short to tell: more is asked for, or at the end the memtl reader says.
+  CHECK(SniffFormat("{\n  \"schemaVersion\": 1,\n  \"devicePro", false) == InputFormat::kNeedMore);
+  CHECK(SniffFormat("{\n  \"schemaVersion\": 1,\n  \"devicePro", true) == InputFormat::kMemtlTrace);
+  CHECK(SniffFormat("hello", true) == InputFormat::kMemtlTrace);
+  CHECK(SniffFormat("", true) == InputFormat::kMemtlTrace);
+}
+
+TEST_CASE("kineto: ops, python calls and allocations nested by time per thread") {
+  // Out of time order in the file, two threads, a CUDA device.
+  const std::string text = Doc({
+      Mem("12.5", -64, 4096, 0), Op("cpu_op", "aten::add", "10.000", "5.000"),
+      Op("python_function", "nn.Module: Linear_0", "9.000", "7.000"), Mem("11.25", 64, 4096, 64),
+      Op("cpu_op", "aten::mm", "10.000", "2.000", 2), Mem("10.5", 256, 8192, 256, 1, 1, 2),
+      Op("kernel", "gemm", "10.000", "1.000"),  // a GPU kernel: skipped
+  });
+  auto r = ReadKinetoString(text, "t.json");
+  REQUIRE(r.ok());
+  const Trace& t = r.value().trace;
+  CHECK(r.value().diagnostics.empty());
+  REQUIRE(t.events.size() == 6);
+  // Roots by start time: the module (9 us) on thread 1, then aten::mm (10 us, thread 2).
+  CHECK(NameOf(t, 0) == "nn.Module: Linear_0");
+  CHECK(NameOf(t, 1) == "aten::add");
+  CHECK(t.events[1].parent == 0);
+  CHECK(t.events[2].kind == EventKind::kAlloc);
+  CHECK(t.events[2].parent == 1);
+  CHECK(t.event_t0[2] == 1000000 + 11250);  // the base plus exact nanoseconds
+  CHECK(t.events[3].kind == EventKind::kAlloc);
+  CHECK(t.allocs[t.events[3].payload].bytes == -64);
+  CHECK(NameOf(t, 4) == "aten::mm");
+  CHECK(t.events[5].parent == 4);
+  CHECK(t.devices[t.allocs[t.events[5].payload].device].name == "cuda:1");
+}
+
+TEST_CASE("kineto: the allocated total is checked against Total Allocated") {
+  SUBCASE("memory from before the profile becomes one allocation") {
+    auto r = ReadKinetoString(Doc({Mem("1", 64, 10, 1064), Mem("2", 32, 20, 1096)}), "t.json");
+    REQUIRE(r.ok());
+    const Trace& t = r.value().trace;
+    CHECK(r.value().diagnostics.empty());
+    REQUIRE(t.allocs.size() == 3);
+    CHECK(t.allocs[0].bytes == 1000);
+    CHECK(t.event_t0[0] == 1000000 + 1000);
+  }
+  SUBCASE("a change that differs is counted") {
+    auto r = ReadKinetoString(
+        Doc({Mem("1", 64, 10, 64), Mem("2", 32, 20, 500), Mem("3", -32, 20, 468)}), "t.json");
+    REQUIRE(r.ok());
+    const auto& d = r.value().diagnostics.entries();
+    REQUIRE(d.size() == 1);
+    CHECK(d.begin()->second.count == 1);
+    CHECK(d.begin()->second.example.find("cpu at t=1002000 ns: memtl 96 B, the trace 500 B") !=
+          std::string::npos);
+  }
+  SUBCASE("without addresses a free pairs with the latest live allocation of its size") {
+    const std::string text = Doc(
+        {R"({"ph": "i", "name": "[memory]", "pid": 1, "tid": 1, "ts": 1, "args": {"Bytes": 8}})",
+         R"({"ph": "i", "name": "[memory]", "pid": 1, "tid": 1, "ts": 2, "args": {"Bytes": -8}})"});
+    auto r = ReadKinetoString(text, "t.json");
+    REQUIRE(r.ok());
+    CHECK(r.value().trace.alloc_ptrs[0] == r.value().trace.alloc_ptrs[1]);
+    CHECK(r.value().diagnostics.entries().size() == 1);
+  }
+}
+
+TEST_CASE("kineto: bad input") {
+  SUBCASE("no memory events") {
+    auto r = ReadKinetoString(Doc({Op("cpu_op", "aten::add", "1", "1")}), "t.json");
+    REQUIRE(!r.ok());
+    CHECK(r.status().message().find("no [memory] events (profile_memory was off)") !=
+          std::string::npos);
+  }
+  SUBCASE("a cut array: an error, or with partial the complete events") {
+    const std::string full =
+        Doc({Mem("1", 64, 10, 64), Op("cpu_op", "aten::add", "2", "1"), Mem("3", 8, 20, 72)});
+    const std::string cut = full.substr(0, full.find("aten::add"));
+    auto r = ReadKinetoString(cut, "t.json");
+    REQUIRE(!r.ok());
+    CHECK(r.status().message().find("cut off after 1 event (the run was killed?)") !=
+          std::string::npos);
+    ReadOptions partial;
+    partial.partial = true;
+    auto p = ReadKinetoString(cut, "t.json", partial);
+    REQUIRE(p.ok());
+    CHECK(p.value().info.stopped_early);
+    CHECK(p.value().trace.allocs.size() == 1);
+  }
+  SUBCASE("NaN, strings and missing fields are diagnostics") {
+    const std::string text = Doc({
+        Mem("1", 64, 10, 64),
+        R"({"ph": "i", "name": "[memory]", "pid": 1, "tid": 1, "ts": 2, "args": {"Bytes": NaN}})",
+        R"({"ph": "i", "name": "[memory]", "pid": 1, "tid": 1, "ts": "3", "args": {"Bytes": "8"}})",
+        R"({"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": null, "dur": 1})",
+        R"([1, 2])",
+    });
+    auto r = ReadKinetoString(text, "t.json");
+    REQUIRE(r.ok());
+    CHECK(r.value().trace.allocs.size() == 2);
+    const auto& d = r.value().diagnostics.entries();
+    CHECK(d.count("NaN or Infinity in a trace event (not JSON: read as not a number)") == 1);
+    CHECK(d.at("number written as a string (read as the number)").count == 2);
+    CHECK(d.count("trace event without a numeric \"ts\" (skipped)") == 1);
+    CHECK(d.count("trace event that is not a JSON object (skipped)") == 1);
+  }
+  SUBCASE("a broken structure names its line") {
+    auto r = ReadKinetoString("{\"traceEvents\": [{}\n {}]}", "t.json");
+    REQUIRE(!r.ok());
+    CHECK(r.status().message() ==
+          "t.json: line 2: expected ',' or ']' after an element of \"traceEvents\"");
+  }
+}
+
+TEST_CASE("raw timeline: the pipeline's timeline is its rows") {
+  const std::string path = "/tmp/memtl_test_kineto.raw.json";
+  {
+    std::ofstream f(path);
+    f << "[[-1, 1, 512, 0], [2000, 2, 64, 4], [3000, 3, -64, 4], [3000, 3, 64, 5], "
+         "[4000, 4, -64, 5], [5000, 2, 8, 7]]";
+  }
+  auto c = RunPipeline(path);
+  std::remove(path.c_str());
+  REQUIRE(c.ok());
+  const Categorized& cz = *c.value();
+  CHECK(FormatTimeline(cz.analysis->trace, cz.timeline, cz.categories) ==
+        "preexisting        T0(v0)                    512 B  PARAMETER\n"
+        "create             T4(v0)                     64 B  ACTIVATION\n"
+        "destroy            T4(v0)                     64 B  ACTIVATION\n"
+        "create             T5(v0)                     64 B  GRADIENT\n"
+        "destroy            T5(v0)                     64 B  GRADIENT\n"
+        "create             [memory]                    8 B  unknown\n");
+  const PeakReport peak = FindPeak(cz.timeline, cz.categories, cz.device);
+  CHECK(peak.bytes == 576);
+}
