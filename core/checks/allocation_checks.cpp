@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "core/model/flat_map.h"
+#include "core/model/ptr_dev_map.h"
 
 namespace memtl {
 

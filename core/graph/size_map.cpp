@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "core/model/flat_map.h"
+#include "core/model/ptr_dev_map.h"
 
 namespace memtl {
 

@@ -49,9 +49,9 @@ uint32_t KeyTableBuilder::SlotOf(TensorId id, AllocationId aid, DeviceIndex devi
     }
     if (found_[s] == key) return s;
   }
-  auto [s, inserted] = others_.try_emplace(key, static_cast<uint32_t>(found_.size()));
+  auto [it, inserted] = others_.try_emplace(key, static_cast<uint32_t>(found_.size()));
   if (inserted) found_.push_back(key);
-  return *s;
+  return it->second;
 }
 
 void KeyTableBuilder::Tensor(uint32_t i, TensorId id, AllocationId aid) {

@@ -9,7 +9,7 @@
 
 #include <vector>
 
-#include "core/model/flat_map.h"
+#include "absl/container/flat_hash_map.h"
 #include "core/model/trace.h"
 
 namespace memtl {
@@ -40,7 +40,7 @@ class KeyTableBuilder {
   const size_t direct_limit_;
   std::vector<TensorKey> found_;  // provisional slots, in order of first sighting
   std::vector<uint32_t> by_aid_;  // allocation id -> provisional slot
-  FlatMap<TensorKey, uint32_t, TensorKeyHash> others_;
+  absl::flat_hash_map<TensorKey, uint32_t, TensorKeyHash> others_;
 };
 
 }  // namespace memtl

@@ -1,7 +1,9 @@
 // Step 0 of identity (identity.cpp), torch 1.13 only.
 #include <algorithm>
 
+#include "absl/container/flat_hash_map.h"
 #include "core/identity/steps.h"
+#include "core/model/flat_map.h"
 #include "core/model/large_array.h"
 
 namespace memtl::identity {
@@ -18,7 +20,7 @@ void ResolvePartialTensors(Trace& trace, IdentityStats& stats) {
   // The op inputs seen per pointer are kept in one array, grouped by
   // pointer after the scan (a vector per pointer would leave hundreds of
   // thousands of small blocks in the heap at 10^7 events).
-  FlatMap<uint64_t, uint32_t, U64Hash> list_of;
+  absl::flat_hash_map<uint64_t, uint32_t> list_of;
   std::vector<uint64_t> ptrs;  // by list
   for (size_t ti = 0; ti < trace.tensors.size(); ++ti) {
     const uint64_t ptr = trace.tensor_ptrs[ti];
@@ -36,8 +38,8 @@ void ResolvePartialTensors(Trace& trace, IdentityStats& stats) {
   auto list_of_ptr = [&](uint64_t ptr) -> uint32_t {
     const uint64_t b = bit(ptr);
     if ((filter[b >> 6] >> (b & 63) & 1) == 0) return kNone32;
-    const uint32_t* i = list_of.find(ptr);
-    return i == nullptr ? kNone32 : *i;
+    const auto it = list_of.find(ptr);
+    return it == list_of.end() ? kNone32 : it->second;
   };
   // Two scans of the op inputs: the first counts the sightings of each
   // pointer, the second puts them in place (in record order within a

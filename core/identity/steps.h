@@ -8,7 +8,7 @@
 
 #include "core/identity/identity.h"
 #include "core/identity/record_walk.h"
-#include "core/model/flat_map.h"
+#include "core/model/ptr_dev_map.h"
 #include "core/model/trace.h"
 #include "core/schema/schema.h"
 

@@ -1,8 +1,6 @@
-// An open-addressing hash map (linear probing, backward-shift deletion) for
-// the hot paths of the pipeline, where std::unordered_map's node per entry
-// dominated the profile (docs/performance.md). Keys and values are small
-// trivially copyable types; iteration order is unspecified, so nothing that
-// reaches an output may iterate it (sort first).
+// DenseNumbering, memtl's own hash table for the reader's TensorImpl
+// addresses (the other address-keyed maps are absl::flat_hash_map, as in
+// ptr_dev_map.h; docs/performance.md, "Libraries measured", says why).
 #pragma once
 
 #include <cstddef>
@@ -11,100 +9,6 @@
 #include <vector>
 
 namespace memtl {
-
-template <typename K, typename V, typename Hash>
-class FlatMap {
- public:
-  FlatMap() { Rehash(16); }
-
-  size_t size() const { return size_; }
-  void reserve(size_t n) {
-    size_t cap = 16;
-    while (cap * 7 / 10 < n) cap *= 2;
-    if (cap > slots_.size()) Rehash(cap);
-  }
-  void clear() {
-    for (auto& s : slots_) s.used = false;
-    size_ = 0;
-  }
-
-  // Inserts `value` if `key` is absent; returns the stored value and whether
-  // it was inserted.
-  std::pair<V*, bool> try_emplace(const K& key, const V& value) {
-    if ((size_ + 1) * 10 > slots_.size() * 7) Rehash(slots_.size() * 2);
-    size_t i = Hash()(key) & mask_;
-    while (slots_[i].used) {
-      if (slots_[i].key == key) return {&slots_[i].value, false};
-      i = (i + 1) & mask_;
-    }
-    slots_[i].used = true;
-    slots_[i].key = key;
-    slots_[i].value = value;
-    ++size_;
-    return {&slots_[i].value, true};
-  }
-  V& operator[](const K& key) { return *try_emplace(key, V{}).first; }
-
-  V* find(const K& key) {
-    size_t i = Hash()(key) & mask_;
-    while (slots_[i].used) {
-      if (slots_[i].key == key) return &slots_[i].value;
-      i = (i + 1) & mask_;
-    }
-    return nullptr;
-  }
-  const V* find(const K& key) const { return const_cast<FlatMap*>(this)->find(key); }
-  bool contains(const K& key) const { return find(key) != nullptr; }
-
-  bool erase(const K& key) {
-    size_t i = Hash()(key) & mask_;
-    while (slots_[i].used && !(slots_[i].key == key)) i = (i + 1) & mask_;
-    if (!slots_[i].used) return false;
-    // Backward-shift: move later entries of the probe run into the hole.
-    size_t hole = i;
-    size_t j = i;
-    for (;;) {
-      j = (j + 1) & mask_;
-      if (!slots_[j].used) break;
-      const size_t home = Hash()(slots_[j].key) & mask_;
-      // Move j into the hole unless its home lies cyclically in (hole, j].
-      const bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
-      if (!stays) {
-        slots_[hole] = slots_[j];
-        hole = j;
-      }
-    }
-    slots_[hole].used = false;
-    --size_;
-    return true;
-  }
-
-  template <typename F>
-  void for_each(F&& f) const {
-    for (const auto& s : slots_) {
-      if (s.used) f(s.key, s.value);
-    }
-  }
-
- private:
-  struct Slot {
-    K key{};
-    V value{};
-    bool used = false;
-  };
-  void Rehash(size_t cap) {
-    std::vector<Slot> old = std::move(slots_);
-    slots_.assign(cap, Slot{});
-    mask_ = cap - 1;
-    size_ = 0;
-    for (const auto& s : old) {
-      if (s.used) try_emplace(s.key, s.value);
-    }
-  }
-  std::vector<Slot> slots_;
-  size_t mask_ = 0;
-  size_t size_ = 0;
-};
 
 // Mixes 64 bits well enough for linear probing on pointers and small ids.
 inline uint64_t Mix64(uint64_t x) {
@@ -116,15 +20,13 @@ inline uint64_t Mix64(uint64_t x) {
   return x;
 }
 
-struct U64Hash {
-  size_t operator()(uint64_t v) const { return static_cast<size_t>(Mix64(v)); }
-};
-
 // Numbers distinct 64-bit keys densely, 1, 2, ... in order of first
 // sighting (0 is never a number). The table holds numbers only, 4 bytes a
-// slot, and a probe compares the key stored under the number: a third of a
-// FlatMap<uint64_t, uint32_t>'s 16-byte slots, and growing rebuilds the
-// table from the keys, so the old table is gone before the new one fills.
+// slot, and a probe compares the key stored under the number: a third of
+// a map's 16-byte (key, number) slots, and growing rebuilds the table from
+// the keys, so the old table is gone before the new one fills. It stays
+// memtl's own because absl::flat_hash_map, a little faster, held far more
+// memory here, where the reader's peak is.
 class DenseNumbering {
  public:
   DenseNumbering() : keys_{0}, table_(16, 0), mask_(15) {}
@@ -174,33 +76,6 @@ class DenseNumbering {
   std::vector<uint64_t> keys_;
   std::vector<uint32_t> table_;
   size_t mask_;
-};
-
-// A map keyed by (pointer, device), how storage is told apart: one FlatMap
-// of pointers per device (a trace has a few devices), so that a slot holds an
-// 8-byte key instead of a padded 16-byte pair (16 bytes a slot instead of 24
-// for a 4-byte value).
-template <typename V>
-class PtrDevMap {
- public:
-  std::pair<V*, bool> try_emplace(uint64_t ptr, uint16_t device, const V& value) {
-    if (device >= maps_.size()) maps_.resize(size_t{device} + 1);
-    return maps_[device].try_emplace(ptr, value);
-  }
-  V* find(uint64_t ptr, uint16_t device) {
-    return device < maps_.size() ? maps_[device].find(ptr) : nullptr;
-  }
-  bool erase(uint64_t ptr, uint16_t device) {
-    return device < maps_.size() && maps_[device].erase(ptr);
-  }
-  size_t size() const {
-    size_t n = 0;
-    for (const auto& m : maps_) n += m.size();
-    return n;
-  }
-
- private:
-  std::vector<FlatMap<uint64_t, V, U64Hash>> maps_;
 };
 
 }  // namespace memtl
