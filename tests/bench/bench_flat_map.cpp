@@ -41,6 +41,7 @@
 
 #include "core/model/flat_map.h"
 #include "core/read/trace_reader.h"
+#include "tests/bench/old_flat_map.h"
 
 namespace {
 
@@ -73,7 +74,7 @@ using memtl::Trace;
 template <typename V>
 struct FlatMapOf {
   static constexpr const char* kName = "memtl FlatMap";
-  memtl::FlatMap<uint64_t, V, memtl::U64Hash> m;
+  memtl::bench::FlatMap<uint64_t, V, memtl::bench::U64Hash> m;
   V* Insert(uint64_t k, V v, bool* inserted) {
     auto [p, ins] = m.try_emplace(k, v);
     *inserted = ins;
@@ -107,7 +108,7 @@ constexpr char kStd[] = "std::unordered_map";
 template <typename V>
 using AbslOf = StdLikeOf<absl::flat_hash_map<uint64_t, V>, kAbsl>;
 template <typename V>
-using AbslMixOf = StdLikeOf<absl::flat_hash_map<uint64_t, V, memtl::U64Hash>, kAbslMix>;
+using AbslMixOf = StdLikeOf<absl::flat_hash_map<uint64_t, V, memtl::bench::U64Hash>, kAbslMix>;
 template <typename V>
 using StdOf = StdLikeOf<std::unordered_map<uint64_t, V>, kStd>;
 
