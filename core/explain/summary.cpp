@@ -90,7 +90,8 @@ Summary Summarize(const ExplainInput& in, const std::string& trace_name, size_t 
   Summary s;
   s.trace = trace_name;
   const std::vector<MemoryTables> tables = ComputeTables(in);
-  for (DeviceIndex d = 0; d < in.trace.devices.size(); ++d) {
+  for (size_t index = 0; index < in.trace.devices.size(); ++index) {
+    const auto d = static_cast<DeviceIndex>(index);  // devices fit DeviceIndex (the reader)
     const PeakReport peak = FindPeak(in.timeline, in.categories, d);
     if (!peak.any) continue;
     DeviceSummary ds;
