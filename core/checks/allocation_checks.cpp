@@ -20,7 +20,7 @@ std::string Hex(uint64_t v) {
 AllocationSummary CheckAllocations(const Trace& trace, Diagnostics& diag) {
   AllocationSummary s;
   // Per (pointer, device) allocated and not yet freed: the allocation's
-  // record (its size is there). Frees erase, so the map holds the live
+  // event (its size and time are there). Frees erase, so the map holds the live
   // allocations only, not every pointer the trace ever names: it was a
   // twentieth of a 10^5-event export's peak when it kept freed pointers to
   // tell a double free from a free of memory allocated before profiling.
@@ -42,7 +42,7 @@ AllocationSummary CheckAllocations(const Trace& trace, Diagnostics& diag) {
     const uint64_t ptr = trace.alloc_ptrs[e.payload];
     if (a.bytes > 0) {
       ++s.allocations;
-      *live.try_emplace(ptr, a.device, 0).first = e.payload;
+      *live.try_emplace(ptr, a.device, 0).first = ei;
       continue;
     }
     if (a.bytes == 0) {
@@ -55,10 +55,18 @@ AllocationSummary CheckAllocations(const Trace& trace, Diagnostics& diag) {
       unmatched.push_back(ei);
       continue;
     }
-    if (const int64_t allocated = trace.allocs[*alloc].bytes; allocated != -a.bytes) {
+    if (const int64_t allocated = trace.allocs[trace.events[*alloc].payload].bytes;
+        allocated != -a.bytes) {
       diag.Add("free size differs from its allocation",
                where(ei) + ": " + std::to_string(allocated) + " allocated, " +
                    std::to_string(-a.bytes) + " freed");
+    }
+    // The timeline orders events by time, so such a free comes first there
+    // and the live bytes go below zero (as PyTorch's would): the trace's
+    // order and its times disagree.
+    if (trace.event_t0[ei] < trace.event_t0[*alloc]) {
+      diag.Add("free before its allocation in time",
+               where(ei) + ": allocated at t=" + std::to_string(trace.event_t0[*alloc]));
     }
     live.erase(ptr, a.device);
   }

@@ -1,8 +1,10 @@
 // Consistency checks of a trace's allocation events, run right after reading.
 // Defects that do not invalidate the analysis are counted as diagnostics:
 // a double free (a pointer freed twice after being allocated in the window),
-// a free whose size differs from its allocation. A free of memory allocated
-// before profiling began is not a defect: it is pre-existing memory.
+// a free whose size differs from its allocation, a free whose time precedes
+// its allocation's (the timeline, in time order, would free before it
+// allocates). A free of memory allocated before profiling began is not a
+// defect: it is pre-existing memory.
 #pragma once
 
 #include "core/model/diagnostics.h"

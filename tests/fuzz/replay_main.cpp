@@ -2,7 +2,8 @@
 // an ordinary test, in builds without libFuzzer: a crash fails the test.
 // With --mutations=N (a target with a custom mutator: fuzz_structured) each
 // file is also mutated N times in a row from fixed seeds, each mutant run,
-// so the mutator and what it reaches are tested without clang too.
+// so the mutator and what it reaches are tested without clang too; with
+// MEMTL_FUZZ_MUTANT=FILE each mutant is written there before it runs.
 //   fuzz_X_replay [--mutations=N] FILE_OR_DIR...
 #include <algorithm>
 #include <cstdint>
@@ -44,6 +45,7 @@ int main(int argc, char** argv) {
   // The size libFuzzer's -max_len gives the mutator (scripts/fuzz.sh).
   constexpr size_t kMaxLen = 8 << 10;
   size_t runs = 0;
+  const char* dump = std::getenv("MEMTL_FUZZ_MUTANT");
   for (const auto& f : files) {
     std::ifstream in(f, std::ios::binary);
     std::stringstream ss;
@@ -61,6 +63,10 @@ int main(int argc, char** argv) {
         buf.resize(kMaxLen);
       }
       size = LLVMFuzzerCustomMutator(buf.data(), size, kMaxLen, k);
+      if (dump != nullptr) {  // the mutant about to run, for a crash to be kept
+        std::ofstream(dump, std::ios::binary | std::ios::trunc)
+            .write(reinterpret_cast<const char*>(buf.data()), static_cast<std::streamsize>(size));
+      }
       LLVMFuzzerTestOneInput(buf.data(), size);
       ++runs;
     }
