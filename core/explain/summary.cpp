@@ -251,8 +251,10 @@ std::string FormatDiff(const Summary& a, const Summary& b) {
 }
 
 std::string DiffJson(const Summary& a, const Summary& b) {
-  return "{\"a\":" + SummaryJson(a).substr(0, SummaryJson(a).size() - 1) +
-         ",\"b\":" + SummaryJson(b).substr(0, SummaryJson(b).size() - 1) + "}\n";
+  std::string ja = SummaryJson(a), jb = SummaryJson(b);
+  ja.pop_back();  // SummaryJson's closing newline
+  jb.pop_back();
+  return "{\"a\":" + ja + ",\"b\":" + jb + "}\n";
 }
 
 }  // namespace memtl

@@ -1,0 +1,133 @@
+#include "cli/app.h"
+
+namespace memtl::cli {
+
+namespace {
+
+// The options every command takes.
+void AddReadOptions(CLI::App* cmd, Args& args) {
+  cmd->add_option("TRACE", args.trace,
+                  "the trace (memtl-trace JSON Lines, plain or gzip); - reads standard input")
+      ->required();
+  cmd->add_flag("--partial", args.partial, "read a truncated trace up to its last complete record");
+  cmd->add_flag("--strict", args.strict,
+                "treat trace inconsistencies (double frees, free sizes that differ from the "
+                "allocation, ops with no end) as errors");
+  cmd->add_flag("--timings", args.timings,
+                "print each stage's wall time, peak memory, page faults and the memory still "
+                "resident after it on stderr");
+  cmd->add_option("--threads", args.threads,
+                  "1: read and write on the calling thread only; 2: inflate and write on a "
+                  "second thread (same output bytes)")
+      ->check(CLI::Range(1, 2))
+      ->default_val(2);
+}
+
+}  // namespace
+
+std::unique_ptr<CLI::App> MakeApp(Args& args) {
+  auto app = std::make_unique<CLI::App>(
+      "memtl: the memory timeline of a profiled PyTorch run, every byte categorized "
+      "(parameter, optimizer state, input, activation, gradient, autograd detail, temporary, "
+      "unknown)",
+      "memtl");
+  app->set_version_flag("-V,--version", "memtl " MEMTL_VERSION, "print memtl's version");
+  app->require_subcommand(1);
+  app->fallthrough(false);
+
+  CLI::App* exp = app->add_subcommand(
+      "export",
+      "write the memory timeline as PyTorch's export_memory_timeline does, chosen by each "
+      "output's suffix: .html (report with plot), .raw.json.gz (raw events), .json.gz / .json "
+      "([times_us, sizes by category])");
+  AddReadOptions(exp, args);
+  exp->add_option("-o,--output", args.outputs,
+                  "output file, its format chosen by its suffix; - writes standard output in "
+                  "the --format given; repeat to write several from one analysis")
+      ->required()
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  exp->add_option("--device", args.device,
+                  "device to export (default: cuda:0 if the trace has CUDA memory, else cpu)");
+  exp->add_option("--format", args.format,
+                  "the format of -o -: json ([times_us, sizes]), json.gz, raw (raw events, "
+                  "gzip) or html")
+      ->check(CLI::IsMember({"json", "json.gz", "raw", "html"}));
+  exp->add_flag("-q,--quiet", args.quiet, "no result line on stderr");
+  exp->callback([&args] { args.command = "export"; });
+
+  CLI::App* events = app->add_subcommand(
+      "events",
+      "print the timeline with context: time, action, tensor(version), bytes, category, "
+      "device, the op that made the change, its modules and phase");
+  AddReadOptions(events, args);
+  events
+      ->add_option("--format", args.format,
+                   "text (for people, the default), tsv (with a header line) or json (JSON Lines)")
+      ->check(CLI::IsMember({"text", "tsv", "json"}));
+  events->callback([&args] { args.command = "events"; });
+
+  CLI::App* cat = app->add_subcommand(
+      "categories", "print the timeline: action, tensor(version), bytes, category");
+  AddReadOptions(cat, args);
+  cat->callback([&args] { args.command = "categories"; });
+
+  CLI::App* peak = app->add_subcommand(
+      "peak",
+      "explain the peak: the exported device's largest total, by category, and the largest "
+      "tensors alive then with the op that created each, its modules and phase");
+  AddReadOptions(peak, args);
+  peak->add_option("--device", args.device,
+                   "device (default: cuda:0 if the trace has CUDA memory, else cpu)");
+  peak->add_option("--top", args.top, "how many of the largest live tensors to list")
+      ->default_val(20);
+  peak->add_option("--format", args.format, "text (for people, the default) or json (for programs)")
+      ->check(CLI::IsMember({"text", "json"}));
+  peak->callback([&args] { args.command = "peak"; });
+
+  CLI::App* explain = app->add_subcommand(
+      "explain",
+      "why a tensor has its category: the passes and rules that decided it, the op that created "
+      "it with its modules, phase and call site, what that op read, which ops read it, its size "
+      "and its storage's lifetime");
+  AddReadOptions(explain, args);
+  explain->add_option("TENSOR", args.tensor, "the tensor: T12 (every version) or T12:v1")
+      ->required();
+  explain->add_option("--format", args.format, "text (the default) or json (an object per version)")
+      ->check(CLI::IsMember({"text", "json"}));
+  explain->callback([&args] { args.command = "explain"; });
+
+  CLI::App* summary = app->add_subcommand(
+      "summary",
+      "a few numbers per device for CI and comparisons: the peak, each category at the peak and "
+      "its largest over the run, the ops and modules holding the most at the peak; --budget "
+      "fails the run (status 3) when a category or the total goes over");
+  AddReadOptions(summary, args);
+  summary->add_option("--format", args.format, "text (the default) or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  summary->add_option("--top", args.top, "how many ops and modules to list")->default_val(10);
+  summary->add_option("--budget", args.budgets,
+                      "CATEGORY=SIZE or total=SIZE, e.g. ACTIVATION=2GiB (repeatable): exit "
+                      "with status 3 when a device goes over");
+  summary->callback([&args] { args.command = "summary"; });
+
+  CLI::App* diff = app->add_subcommand(
+      "diff",
+      "compare two runs or ranks: per device, the peak and each category's largest, and the ops "
+      "and modules whose bytes at the peak differ most");
+  AddReadOptions(diff, args);
+  diff->add_option("B", args.trace_b, "the second trace")->required();
+  diff->add_option("--format", args.format, "text (the default) or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  diff->callback([&args] { args.command = "diff"; });
+
+  CLI::App* graph = app->add_subcommand(
+      "graph",
+      "print the versioned data-flow graph over top-level ops, in the layout of PyTorch's "
+      "memory-profiler tests");
+  AddReadOptions(graph, args);
+  graph->callback([&args] { args.command = "graph"; });
+  return app;
+}
+
+}  // namespace memtl::cli
