@@ -1,4 +1,4 @@
-// Allocation checks in event (pre-order) order per (pointer, device).
+// Allocation checks per (pointer, device), in the op tree's pre-order.
 #include "core/checks/allocation_checks.h"
 
 #include <cstdio>
@@ -17,7 +17,8 @@ std::string Hex(uint64_t v) {
 }
 }  // namespace
 
-AllocationSummary CheckAllocations(const Trace& trace, Diagnostics& diag) {
+AllocationSummary CheckAllocations(const OpTree& tree, Diagnostics& diag) {
+  const Trace& trace = tree.trace();
   AllocationSummary s;
   // Per (pointer, device) allocated and not yet freed: the allocation's
   // event (its size and time are there). Frees erase, so the map holds the live
@@ -35,7 +36,7 @@ AllocationSummary CheckAllocations(const Trace& trace, Diagnostics& diag) {
     return Hex(trace.alloc_ptrs[trace.events[ei].payload]) + " on " + trace.devices[a.device].name +
            " at t=" + std::to_string(trace.event_t0[ei]);
   };
-  for (uint32_t ei = 0; ei < trace.events.size(); ++ei) {
+  for (const uint32_t ei : tree.preorder()) {
     const Event& e = trace.events[ei];
     if (e.kind != EventKind::kAlloc) continue;
     const AllocInfo& a = trace.allocs[e.payload];
@@ -80,7 +81,9 @@ AllocationSummary CheckAllocations(const Trace& trace, Diagnostics& diag) {
     named.try_emplace(trace.alloc_ptrs[e.payload], trace.allocs[e.payload].device, 0);
   }
   size_t next = 0;
-  for (uint32_t ei = 0; ei < trace.events.size() && next < unmatched.size(); ++ei) {
+  for (auto it = tree.preorder().begin(); it != tree.preorder().end() && next < unmatched.size();
+       ++it) {
+    const uint32_t ei = *it;
     const Event& e = trace.events[ei];
     if (e.kind != EventKind::kAlloc || trace.allocs[e.payload].bytes == 0) continue;
     uint8_t* seen = named.find(trace.alloc_ptrs[e.payload], trace.allocs[e.payload].device);

@@ -5,10 +5,16 @@
 // its allocation's (the timeline, in time order, would free before it
 // allocates). A free of memory allocated before profiling began is not a
 // defect: it is pre-existing memory.
+//
+// The checks walk the op tree's pre-order, the order in which the timeline
+// matches allocations with frees (BuildTimeline), not the file's: in a file
+// whose records are not in pre-order the two differ, and a free the file's
+// order calls pre-existing can be the timeline's free of a later record's
+// allocation, larger than it or before it in time.
 #pragma once
 
+#include "core/graph/op_tree.h"
 #include "core/model/diagnostics.h"
-#include "core/model/trace.h"
 
 namespace memtl {
 
@@ -18,6 +24,6 @@ struct AllocationSummary {
   size_t preexisting_frees = 0;
 };
 
-AllocationSummary CheckAllocations(const Trace& trace, Diagnostics& diag);
+AllocationSummary CheckAllocations(const OpTree& tree, Diagnostics& diag);
 
 }  // namespace memtl

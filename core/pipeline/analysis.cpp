@@ -96,17 +96,17 @@ Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string&
                        a->trace.events_before_parent);
   }
   if (threaded) {
-    // The allocation checks and the op tree's orders read the events and
-    // neither reads what identity writes (the key table and the tensor
-    // records), so they are built on the second core while identity runs.
-    // The checks count into their own diagnostics, merged in the
-    // single-threaded order.
+    // The op tree's orders and the allocation checks (which walk the
+    // tree's pre-order) read the events and neither reads what identity
+    // writes (the key table and the tensor records), so they are built on
+    // the second core while identity runs. The checks count into their own
+    // diagnostics, merged in the single-threaded order.
     Diagnostics checks_diag, identity_diag;
     std::exception_ptr helper_error;
     auto helper_work = [&] {
       try {
-        a->allocations = CheckAllocations(a->trace, checks_diag);
         a->tree = std::make_unique<OpTree>(a->trace);
+        a->allocations = CheckAllocations(*a->tree, checks_diag);
       } catch (...) {
         helper_error = std::current_exception();
       }
@@ -125,13 +125,13 @@ Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string&
     a->diagnostics.Merge(identity_diag);
     a->timer.Mark("identity+checks+orders");
   } else {
-    a->allocations = CheckAllocations(a->trace, a->diagnostics);
+    a->tree = std::make_unique<OpTree>(a->trace);
+    a->allocations = CheckAllocations(*a->tree, a->diagnostics);
     ReturnFreedPages();
-    a->timer.Mark("checks");
+    a->timer.Mark("orders+checks");
     a->identity = AssignIdentity(a->trace, a->schemas, a->diagnostics);
     ReturnFreedPages();
     a->timer.Mark("identity");
-    a->tree = std::make_unique<OpTree>(a->trace);
   }
   // The allocation addresses' last reader: what the timeline needs of them
   // (the liveness of untracked allocations, by pointer) is kept instead.

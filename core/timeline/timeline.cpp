@@ -169,6 +169,18 @@ std::vector<TimelineEvent> BuildTimeline(const OpTree& tree, const DataFlowGraph
   while (i < a && j < out.size())
     out[w++] = TimelineBefore(out[j], unknown[i]) ? out[j++] : unknown[i++];
   while (i < a) out[w++] = unknown[i++];
+  // Memory that existed before profiling goes in at t = -1, as in PyTorch,
+  // which is before every real time (nanoseconds since an epoch) but after
+  // an event a trace places earlier: a free of that memory there takes the
+  // live bytes below zero. Said, not moved, so times keep PyTorch's order.
+  size_t before = 0;
+  while (before < out.size() && out[before].time < -1) ++before;
+  if (before > 0 && before < out.size() && out[before].action == Action::kPreexisting) {
+    diag.Add("event before t=-1, where memory from before profiling is counted",
+             std::string(ActionName(out[0].action)) + " on " + trace.devices[out[0].device].name +
+                 " at t=" + std::to_string(out[0].time),
+             before);
+  }
   return out;
 }
 

@@ -6,9 +6,9 @@
 // The target: read, analyze, categorize (with the peak and the HTML report's
 // data), every dump (graph, categories, events in three formats, peak text
 // and JSON) and both JSON exports of every device. A trace with no counted
-// defect must not give a negative peak (a free larger than its allocation,
-// a diagnostic, can: as in PyTorch, the timeline subtracts what the free
-// says).
+// defect must not give a negative total in any row of any device, nor a
+// negative peak (a free larger than its allocation, a diagnostic, can: as
+// in PyTorch, the timeline subtracts what the free says).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -51,7 +51,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (size_t d = 0; d < a.trace.devices.size(); ++d) {
     const auto device = static_cast<memtl::DeviceIndex>(d);
     if (memtl::FindPeak(cz.timeline, cz.categories, device).bytes < 0 && clean) __builtin_trap();
-    (void)memtl::SizesJson(memtl::Coalesce(cz.timeline, cz.categories, device));
+    const memtl::CoalescedTimeline rows = memtl::Coalesce(cz.timeline, cz.categories, device);
+    for (const auto& sizes : rows.sizes) {
+      int64_t total = 0;
+      for (const int64_t b : sizes) total += b;
+      if (total < 0 && clean) __builtin_trap();  // the live bytes below zero
+    }
+    (void)memtl::SizesJson(rows);
     (void)memtl::RawJson(cz.timeline, cz.categories, device);
   }
   return 0;

@@ -291,7 +291,8 @@ TEST_CASE("allocation checks: the same verdicts as a map of every pointer's last
     auto r = ReadTraceString(text, "t.trace");
     REQUIRE(r.ok());
     Diagnostics got_diag;
-    const AllocationSummary got = CheckAllocations(r.value(), got_diag);
+    const OpTree tree(r.value());
+    const AllocationSummary got = CheckAllocations(tree, got_diag);
 
     // The model.
     Diagnostics want_diag;
