@@ -1,7 +1,8 @@
 // Golden files: `memtl graph` and `memtl categories` output for every
 // recorded fixture, compared with tests/golden/<fixture>.graph and
 // .categories (torch 1.13's fixtures in fixtures/, torch 2.x's in
-// fixtures/torch2/ with their goldens in tests/golden/torch2/), and the HTML report's plot of the
+// fixtures/torch2/ with their goldens in tests/golden/torch2/, CUDA runs of
+// torch 2.x in fixtures/cuda/ and tests/golden/cuda/), and the HTML report's plot of the
 // resnet18 step drawn as text
 // (.plot). MEMTL_UPDATE_GOLDENS=1 rewrites them (review the diff; a golden
 // changes only with a reason in the commit).
@@ -34,11 +35,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The recorded fixtures of both torch versions, sorted.
+// The recorded fixtures of both torch versions and the CUDA runs, sorted.
 std::vector<fs::path> Fixtures() {
   std::vector<fs::path> out;
   const fs::path root = fs::path(MEMTL_SOURCE_DIR) / "fixtures";
-  for (const fs::path& dir : {root, root / "torch2"}) {
+  for (const fs::path& dir : {root, root / "torch2", root / "cuda"}) {
     for (const auto& e : fs::directory_iterator(dir)) {
       const std::string name = e.path().filename().string();
       if (name.size() > 15 && name.find(".trace.jsonl") != std::string::npos)
@@ -49,11 +50,18 @@ std::vector<fs::path> Fixtures() {
   return out;
 }
 
-// The golden's name without its suffix: "NAME" or "torch2/NAME".
+// Whether a fixture was recorded with torch 2.x (fixtures/torch2/ and
+// fixtures/cuda/): those have goldens of every dump.
+bool IsTorch2(const fs::path& p) {
+  const fs::path dir = p.parent_path().filename();
+  return dir == "torch2" || dir == "cuda";
+}
+
+// The golden's name without its suffix: "NAME", "torch2/NAME" or "cuda/NAME".
 std::string Stem(const fs::path& p) {
   std::string n = p.filename().string();
   n = n.substr(0, n.find(".trace.jsonl"));
-  return p.parent_path().filename() == "torch2" ? "torch2/" + n : n;
+  return IsTorch2(p) ? p.parent_path().filename().string() + "/" + n : n;
 }
 
 std::string ReadFile(const fs::path& p) {
@@ -211,7 +219,7 @@ TEST_SUITE("golden") {
     // breaks changes its own section, whatever the later passes do.
     int checked = 0;
     for (const auto& f : Fixtures()) {
-      if (f.parent_path().filename() != "torch2") continue;
+      if (!IsTorch2(f)) continue;
       CAPTURE(f);
       auto r = AnalyzeFile(f.string());
       REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.status().message()));
@@ -255,7 +263,7 @@ TEST_SUITE("golden") {
       CHECK(live == all.bytes);
       CHECK(by_category == all.bytes);
       CHECK(top == all.bytes);
-      if (f.parent_path().filename() == "torch2")
+      if (IsTorch2(f))
         CheckGolden(Stem(f) + ".peak", FormatPeak(ExplainPeak(*c, 10)));
     }
   }
@@ -285,7 +293,7 @@ TEST_SUITE("golden") {
         from_dump += line.substr(at, end - at) + "\n";
       }
       CHECK(categories_column == from_dump);
-      if (f.parent_path().filename() == "torch2") CheckGolden(Stem(f) + ".events", tsv);
+      if (IsTorch2(f)) CheckGolden(Stem(f) + ".events", tsv);
     }
   }
 
