@@ -202,6 +202,14 @@ def transformer_bf16_autocast():
                  amp=torch.bfloat16)
 
 
+@workload(cuda_only=True)
+def transformer_6_layers_3_steps():
+    """A larger trace (tens of thousands of events): parity and both sides' times at scale."""
+    model = Classifier(d=256, heads=8, layers=6).to(DEV)
+    return steps(model, torch.optim.AdamW(model.parameters(), lr=1e-3), sequences(n=8, length=128, d=256),
+                 n=3)
+
+
 @workload()
 def sdpa_attention():
     """F.scaled_dot_product_attention picks flash or memory-efficient kernels on the GPU."""
