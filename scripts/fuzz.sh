@@ -9,6 +9,8 @@
 # crashes per target; exits non-zero when a target finds a crash, leak,
 # timeout or sanitizer report, printing the reproducer's path. The corpus in
 # build-fuzz/corpus/ grows from run to run (delete it for a fresh start).
+# MEMTL_FUZZ_ASAN=0 builds in build-fuzz-ubsan/ with UBSan alone, several
+# times as many executions a second, for the long runs (docs/reliability.md).
 #   scripts/fuzz.sh [SECONDS] [TARGET...]     TARGET: reader schema pipeline structured
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,16 +34,22 @@ scripts/deps.sh build
 
 jobs=$(nproc)
 [ "$jobs" -gt 2 ] && jobs=2
-CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEMTL_FUZZ=ON \
-  -DMEMTL_BUILD_TESTS=OFF >/dev/null
-cmake --build build-fuzz -j"$jobs" --target fuzz_reader fuzz_schema fuzz_pipeline fuzz_structured
+out=build-fuzz
+sanitizers=address,undefined
+if [ "${MEMTL_FUZZ_ASAN:-1}" = 0 ]; then
+  out=build-fuzz-ubsan
+  sanitizers=undefined
+fi
+CC=clang-14 CXX=clang++-14 cmake -S . -B "$out" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEMTL_FUZZ=ON \
+  -DMEMTL_FUZZ_SANITIZERS="$sanitizers" -DMEMTL_BUILD_TESTS=OFF >/dev/null
+cmake --build "$out" -j"$jobs" --target fuzz_reader fuzz_schema fuzz_pipeline fuzz_structured
 
 # Seeds (copied into the corpus; existing corpus files are kept).
-corpus=build-fuzz/corpus
-seeds=build-fuzz/seeds
+corpus=$out/corpus
+seeds=$out/seeds
 rm -rf "$seeds"
 mkdir -p "$seeds/reader" "$seeds/schema" "$seeds/pipeline" "$seeds/structured" "$corpus/reader" \
-  "$corpus/schema" "$corpus/pipeline" "$corpus/structured" build-fuzz/crashes
+  "$corpus/schema" "$corpus/pipeline" "$corpus/structured" "$out/crashes"
 for f in fixtures/*.trace.jsonl.gz; do
   b=$(basename "$f" .gz)
   cp "$f" "$seeds/reader/"
@@ -51,7 +59,7 @@ for f in fixtures/*.trace.jsonl.gz; do
   [ "$(stat -c %s "$seeds/reader/$b")" -le 65536 ] && cp "$seeds/reader/$b" "$seeds/pipeline/"
 done
 python3 tests/fuzz/split_seeds.py 8192 "$seeds/structured" fixtures/*.trace.jsonl.gz \
-  fixtures/torch2/*.trace.jsonl.gz tests/fuzz/seeds/pipeline/*
+  fixtures/torch2/*.trace.jsonl.gz fixtures/cuda/*.trace.jsonl.gz tests/fuzz/seeds/pipeline/*
 cp fixtures/bad/*.trace "$seeds/structured/"
 rm -f "$seeds/reader/resnet18_sgd_step.trace.jsonl"  # 1 MB plain: slows every mutation; its gzip stays
 cp fixtures/bad/*.trace* "$seeds/reader/"
@@ -70,8 +78,8 @@ status=0
 passed=0
 failed=0
 for t in "${targets[@]}"; do
-  log=build-fuzz/fuzz_$t.log
-  rm -f build-fuzz/crashes/"$t"-*
+  log=$out/fuzz_$t.log
+  rm -f "$out"/crashes/"$t"-*
   extra=()
   asan=detect_leaks=1
   # Entropic scheduling spent most of fuzz_structured's time updating the
@@ -85,9 +93,9 @@ for t in "${targets[@]}"; do
   fi
   set +e
   ASAN_OPTIONS=$asan UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    build-fuzz/tests/fuzz/fuzz_$t "$corpus/$t" -dict=tests/fuzz/dict.txt -max_total_time="$seconds" \
+    "$out"/tests/fuzz/fuzz_$t "$corpus/$t" -dict=tests/fuzz/dict.txt -max_total_time="$seconds" \
     "${extra[@]}" \
-    -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=build-fuzz/crashes/"$t"- \
+    -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$out"/crashes/"$t"- \
     >"$log" 2>&1
   rc=$?
   set -e
@@ -97,7 +105,7 @@ for t in "${targets[@]}"; do
   cov=$(grep -o "cov: [0-9]*" <<<"$last" || true)
   ft=$(grep -o "ft: [0-9]*" <<<"$last" || true)
   corp=$(grep -o "corp: [0-9]*/[0-9]*[a-zA-Z]*" <<<"$last" || true)
-  crashes=(build-fuzz/crashes/"$t"-*)
+  crashes=("$out"/crashes/"$t"-*)
   [ -e "${crashes[0]}" ] || crashes=()
   echo "fuzz_$t: ${seconds}s, ${execs:-?} executions (${rate:-?}/s), ${cov:-cov: ?}, ${ft:-ft: ?}," \
     "${corp:-corp: ?}, ${#crashes[@]} crash(es), exit $rc"
