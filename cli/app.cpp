@@ -23,6 +23,14 @@ void AddReadOptions(CLI::App* cmd, Args& args) {
       ->default_val(2);
 }
 
+// The commands of one trace: an execution trace may go with it.
+void AddEtOption(CLI::App* cmd, Args& args) {
+  cmd->add_option("--et", args.et,
+                  "an execution trace (ExecutionTraceObserver) of the run of a Kineto TRACE: "
+                  "joined to it by record function id, it gives tensors and categories")
+      ->option_text("FILE");
+}
+
 }  // namespace
 
 std::unique_ptr<CLI::App> MakeApp(Args& args) {
@@ -41,6 +49,7 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
       "output's suffix: .html (report with plot), .raw.json.gz (raw events), .json.gz / .json "
       "([times_us, sizes by category])");
   AddReadOptions(exp, args);
+  AddEtOption(exp, args);
   exp->add_option("-o,--output", args.outputs,
                   "output file, its format chosen by its suffix; - writes standard output in "
                   "the --format given; repeat to write several from one analysis")
@@ -61,6 +70,7 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
       "print the timeline with context: time, action, tensor(version), bytes, category, "
       "device, the op that made the change, its modules and phase");
   AddReadOptions(events, args);
+  AddEtOption(events, args);
   events
       ->add_option("--format", args.format,
                    "text (for people, the default), tsv (with a header line) or json (JSON Lines)")
@@ -70,6 +80,7 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
   CLI::App* cat = app->add_subcommand(
       "categories", "print the timeline: action, tensor(version), bytes, category");
   AddReadOptions(cat, args);
+  AddEtOption(cat, args);
   cat->callback([&args] { args.command = "categories"; });
 
   CLI::App* peak = app->add_subcommand(
@@ -77,6 +88,7 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
       "explain the peak: the exported device's largest total, by category, and the largest "
       "tensors alive then with the op that created each, its modules and phase");
   AddReadOptions(peak, args);
+  AddEtOption(peak, args);
   peak->add_option("--device", args.device,
                    "device (default: cuda:0 if the trace has CUDA memory, else cpu)");
   peak->add_option("--top", args.top, "how many of the largest live tensors to list")
@@ -91,6 +103,7 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
       "it with its modules, phase and call site, what that op read, which ops read it, its size "
       "and its storage's lifetime");
   AddReadOptions(explain, args);
+  AddEtOption(explain, args);
   explain->add_option("TENSOR", args.tensor, "the tensor: T12 (every version) or T12:v1")
       ->required();
   explain->add_option("--format", args.format, "text (the default) or json (an object per version)")
@@ -103,6 +116,7 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
       "its largest over the run, the ops and modules holding the most at the peak; --budget "
       "fails the run (status 3) when a category or the total goes over");
   AddReadOptions(summary, args);
+  AddEtOption(summary, args);
   summary->add_option("--format", args.format, "text (the default) or json")
       ->check(CLI::IsMember({"text", "json"}));
   summary->add_option("--top", args.top, "how many ops and modules to list")->default_val(10);
@@ -126,6 +140,7 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
       "print the versioned data-flow graph over top-level ops, in the layout of PyTorch's "
       "memory-profiler tests");
   AddReadOptions(graph, args);
+  AddEtOption(graph, args);
   graph->callback([&args] { args.command = "graph"; });
   return app;
 }

@@ -25,6 +25,7 @@ struct Args {
   size_t top = 20;                   // peak: how many tensors
   std::string tensor;                // explain: "T12" or "T12:v1"
   std::string trace_b;               // diff: the second trace
+  std::string et;                    // an execution trace to join to a Kineto TRACE
   std::vector<std::string> budgets;  // summary: CATEGORY=SIZE
   bool partial = false;
   bool strict = false;

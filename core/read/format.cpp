@@ -196,9 +196,9 @@ std::string FormatAdvice(InputFormat format) {
              ".raw.json.gz that export_memory_timeline writes, or the trace itself; " +
              std::string(kRecord);
     case InputFormat::kExecutionTrace:
-      return "this is a PyTorch execution trace (ExecutionTraceObserver); memtl does not join "
-             "it with a Kineto trace yet: give memtl the Kineto trace of the same run "
-             "(export_chrome_trace, recorded with profile_memory=True), or " +
+      return "this is a PyTorch execution trace (ExecutionTraceObserver); give memtl the "
+             "Kineto trace of the same run (export_chrome_trace, recorded with "
+             "profile_memory=True) with this file as --et, or " +
              std::string(kRecord);
     default:
       return "memtl reads memtl traces, Kineto traces (export_chrome_trace or "

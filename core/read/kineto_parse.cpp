@@ -178,6 +178,26 @@ void KinetoParser::Element(std::string_view text, uint64_t index, size_t line) {
   }
 }
 
+// An op's "Record function id" in its "args" (0 when absent or not a
+// 32-bit unsigned integer: the op then joins no execution-trace node).
+uint32_t KinetoParser::RecordFunctionId(std::string_view args) {
+  JsonCursor a(args);
+  if (a.Peek() != Kind::kObject) return 0;
+  a.BeginObject();
+  std::string_view key;
+  uint32_t rf = 0;
+  while (a.NextKey(&key)) {
+    if (key != "Record function id" || a.Peek() != Kind::kNumber) {
+      a.SkipValue();
+      continue;
+    }
+    bool is_int = false, overflow = false;
+    const uint64_t v = a.ReadUint64(&is_int, &overflow);
+    if (is_int && !overflow && v <= UINT32_MAX) rf = static_cast<uint32_t>(v);
+  }
+  return rf;
+}
+
 bool KinetoParser::ParseElement(std::string_view text) {
   JsonCursor c(text);
   if (c.Peek() != Kind::kObject) {
@@ -260,6 +280,8 @@ bool KinetoParser::ParseElement(std::string_view text) {
       return false;
     }
     e.ref = t_->strings.Intern(name);
+    if (want_rf_ids && e.kind != KinetoKind::kPython && !args.empty())
+      e.rf = RecordFunctionId(args);
     events.push_back(e);
     return true;
   }

@@ -30,7 +30,11 @@ struct KinetoEvent {
   uint32_t thread = 0;  // dense index of (pid, tid)
   uint32_t ref = 0;     // name (string id) or, for a memory event, its index in `memory`
   KinetoKind kind = KinetoKind::kOp;
+  // An op's or annotation's "Record function id" (the execution trace's
+  // rf_id), read only when KinetoParser::want_rf_ids; 0: none.
+  uint32_t rf = 0;
 };
+static_assert(sizeof(KinetoEvent) == 32);
 
 struct KinetoMemory {
   int64_t bytes = 0;
@@ -60,9 +64,11 @@ class KinetoParser {
   int profile_memory = -1;
   int64_t schema_version = -1;
   uint64_t out_of_memory = 0;  // "[OutOfMemory]" events
+  bool want_rf_ids = false;    // read ops' "Record function id" (KinetoEvent::rf)
 
  private:
   bool ParseElement(std::string_view text);
+  static uint32_t RecordFunctionId(std::string_view args);
   std::string Where() const;
   uint32_t Thread(std::string_view pid, std::string_view tid);
 

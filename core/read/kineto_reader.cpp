@@ -14,6 +14,7 @@
 
 #include "core/model/flat_map.h"
 #include "core/model/quote.h"
+#include "core/read/et_join.h"
 #include "core/read/kineto_parse.h"
 #include "core/read/kineto_stream.h"
 
@@ -299,6 +300,10 @@ Expected<KinetoRead> Build(KinetoParser& p, KinetoRead r, const std::string& nam
           e.kind = EventKind::kOp;
           e.payload = static_cast<uint32_t>(t.ops.size());
           t.ops.push_back(op);
+          if (p.want_rf_ids) {
+            r.op_rf.push_back(k.rf);
+            r.op_end.push_back(p.base_ns + k.ts + k.dur);
+          }
           break;
         }
         case KinetoKind::kPython:
@@ -338,6 +343,7 @@ Expected<KinetoRead> Read(OpenedInput in, const ReadOptions& options) {
   const std::string name = QuotePath(src.name());
   KinetoRead r;
   KinetoParser parser(&r.trace, &r.diagnostics);
+  parser.want_rf_ids = !options.et_path.empty();
   read::KinetoStream stream(src, std::move(in.head), options.progress);
   try {
     bool done = false;
@@ -381,7 +387,9 @@ Expected<KinetoRead> Read(OpenedInput in, const ReadOptions& options) {
     return Status::Error(name + ": line " + std::to_string(stream.line()) + ": " + e.what());
   }
   r.info.lines = stream.line();
-  return Build(parser, std::move(r), name);
+  auto built = Build(parser, std::move(r), name);
+  if (!built.ok() || options.et_path.empty()) return built;
+  return JoinExecutionTrace(std::move(built.value()), options);
 }
 
 Expected<KinetoRead> ReadGuarded(OpenedInput in, const ReadOptions& options) {

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/model/diagnostics.h"
 #include "core/model/status.h"
@@ -34,6 +35,10 @@ struct KinetoRead {
   Trace trace;
   Diagnostics diagnostics;
   ReadInfo info;
+  // With ReadOptions::et_path, per op record (Trace::ops), its "Record
+  // function id" (0: none) and its end time in ns, for the join.
+  std::vector<uint32_t> op_rf;
+  std::vector<int64_t> op_end;
 };
 
 // `input` must have been detected as kKineto (OpenInput).

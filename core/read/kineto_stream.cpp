@@ -129,7 +129,7 @@ KinetoStream::Part KinetoStream::Next() {
           state_ = State::kEvents;
           bare_ = true;
         } else {
-          Fail("expected a JSON object with \"traceEvents\"");
+          Fail(("expected a JSON object with \"" + array_key_ + "\"").c_str());
         }
         ++pos_;
         first_ = true;
@@ -150,7 +150,7 @@ KinetoStream::Part KinetoStream::Next() {
         if (c != ':') Fail("expected ':' after a key of the trace object");
         ++pos_;
         if (!PeekByte(&c)) return Part::kCut;
-        if (key() == "traceEvents" && c == '[') {
+        if (key() == array_key_ && c == '[') {
           ++pos_;
           state_ = State::kEvents;
           first_ = true;
@@ -199,7 +199,7 @@ KinetoStream::Part KinetoStream::Next() {
           state_ = State::kEvents;
           first_ = false;
         } else {
-          Fail("expected ',' or ']' after an element of \"traceEvents\"");
+          Fail(("expected ',' or ']' after an element of \"" + array_key_ + "\"").c_str());
         }
         continue;
       case State::kDone:

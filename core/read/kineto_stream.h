@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "core/model/progress.h"
 #include "core/read/line_source.h"
@@ -35,6 +36,9 @@ class KinetoStream {
   // The next part; views stay valid until the next call. Throws
   // KinetoStructureError.
   Part Next();
+  // The array whose elements are the events: "traceEvents" (a Kineto
+  // trace) unless set before the first Next() ("nodes": an execution trace).
+  void set_array_key(std::string key) { array_key_ = std::move(key); }
   std::string_view key() const { return {buf_.data() + key_pos_, key_len_}; }
   std::string_view value() const { return {buf_.data() + value_pos_, value_len_}; }
   // The line the current part starts on (1-based), for messages.
@@ -65,6 +69,7 @@ class KinetoStream {
   bool bare_ = false;   // Chrome's array form: the document is the array
   bool first_ = true;   // no member or element yet in the open container
   bool ended_ = false;  // the source has nothing more
+  std::string array_key_ = "traceEvents";
 };
 
 }  // namespace memtl::read

@@ -121,6 +121,8 @@ Expected<RawTimeline> Read(OpenedInput in, const ReadOptions& options, ReadInfo*
 Expected<RawTimeline> ReadRawTimelineInput(OpenedInput input, const ReadOptions& options,
                                            ReadInfo* info) {
   const std::string name = QuotePath(input.src->name());
+  if (!options.et_path.empty())
+    return Status::Error(name + ": --et goes with a Kineto trace, not a raw memory timeline");
   try {
     return Read(std::move(input), options, info);
   } catch (const std::bad_alloc&) {

@@ -212,6 +212,9 @@ Expected<Trace> ReadTraceFile(const std::string& path, const ReadOptions& option
 }
 
 Expected<Trace> ReadTraceInput(OpenedInput input, const ReadOptions& options, ReadInfo* info) {
+  if (!options.et_path.empty())
+    return Status::Error(QuotePath(input.src->name()) +
+                         ": --et goes with a Kineto trace; a memtl trace has its tensors already");
   return ReadFrom(*input.src, std::move(input.head), options, info, options.threaded);
 }
 

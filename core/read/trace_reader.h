@@ -21,12 +21,18 @@ struct ReadOptions {
   // Where the read says how far it is (bytes of decoded trace read, and
   // the size expected), for a progress line; none when null.
   Progress* progress = nullptr;
+  // An execution trace of the same run to join to a Kineto trace
+  // (core/read/et_join.h); empty: none. Only a Kineto trace takes one.
+  std::string et_path;
 };
 
 struct ReadInfo {
   size_t lines = 0;
   bool stopped_early = false;  // `partial` dropped an incomplete last line
   size_t stopped_at_line = 0;
+  // One line for the user about the read (the execution-trace join's
+  // coverage); empty: nothing to say.
+  std::string note;
 };
 
 Expected<Trace> ReadTraceFile(const std::string& path, const ReadOptions& options = {},

@@ -1,0 +1,77 @@
+"""Records the execution-trace fixtures under fixtures/et/ (CPU only, torch 2.x).
+
+    .venv/bin/python collect/torch/record_et_fixtures.py              # into fixtures/et/
+    .venv/bin/python collect/torch/record_et_fixtures.py --out DIR
+
+Each scenario of record_fixtures.py named below is profiled once, with
+record_shapes, profile_memory, with_stack and an ExecutionTraceObserver
+attached to the same profile, and that one run is written three ways:
+
+- NAME.kineto.json.gz: prof.export_chrome_trace() (the [memory] events, the
+  cpu_ops with their "Record function id");
+- NAME.et.json.gz: the execution trace (nodes with rf_id, tensor and storage
+  ids, shapes, schemas);
+- NAME.trace.jsonl.gz: memtl's own recorder (memtl.save).
+
+memtl categorizes the Kineto trace joined to the execution trace
+(`memtl export NAME.kineto.json.gz --et NAME.et.json.gz`) and its own
+trace; tests/python/test_et_join.py compares the two.
+"""
+
+import argparse
+import gzip
+import os
+import shutil
+import sys
+import tempfile
+
+import torch
+from torch.profiler import ExecutionTraceObserver
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+import memtl  # noqa: E402
+import record_fixtures  # noqa: E402
+
+SCENARIOS = {s.name: s for s in record_fixtures.SCENARIOS}
+NAMES = ["e2e_fwd_bwd_sgd", "e2e_adam", "e2e_inference"]
+
+
+def gzip_to(src, dst):
+    # mtime 0: the same file gives the same bytes.
+    with open(src, "rb") as fin, open(dst, "wb") as raw:
+        with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as fout:
+            shutil.copyfileobj(fin, fout)
+
+
+def record(name, out):
+    torch.manual_seed(0)
+    inputs, step = SCENARIOS[name].setup()
+    with tempfile.TemporaryDirectory() as tmp:
+        et_path = os.path.join(tmp, "et.json")
+        et = ExecutionTraceObserver().register_callback(et_path)
+        with torch.profiler.profile(record_shapes=True, profile_memory=True, with_stack=True,
+                                    execution_trace_observer=et) as prof:
+            outputs = step(**inputs)
+            del outputs
+        et.unregister_callback()
+        kineto = os.path.join(tmp, "kineto.json")
+        prof.export_chrome_trace(kineto)
+        gzip_to(kineto, os.path.join(out, name + ".kineto.json.gz"))
+        gzip_to(et_path, os.path.join(out, name + ".et.json.gz"))
+    memtl.save(prof, os.path.join(out, name + ".trace.jsonl.gz"))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=os.path.join(ROOT, "fixtures", "et"))
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    for name in NAMES:
+        record(name, args.out)
+        print(name)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,457 @@
+// The execution trace joined to a Kineto trace (et_join.h): the ops joined
+// by record-function id, storage ids mapped to allocation addresses, and
+// the two written out as one memtl trace for the memtl reader.
+#include "core/read/et_join.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "core/model/quote.h"
+#include "core/read/et_reader.h"
+
+namespace memtl {
+
+namespace {
+
+using read::EtArg;
+using read::EtArgKind;
+using read::EtNode;
+using read::EtTensor;
+using read::ExecutionTrace;
+
+void AppendJsonString(std::string& out, std::string_view s) {
+  out += '"';
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += ch;
+    }
+  }
+  out += '"';
+}
+
+// The dtype name of a tensor from its element size: memtl keeps only the
+// bytes a tensor takes (the execution trace's dtype names are C++ type
+// names, "float", "long int", "c10::Half").
+std::string_view DtypeOfItemsize(uint32_t itemsize) {
+  switch (itemsize) {
+    case 1:
+      return "uint8";
+    case 2:
+      return "float16";
+    case 8:
+      return "int64";
+    case 16:
+      return "complex128";
+    default:
+      return "float32";
+  }
+}
+
+struct AddrKey {
+  uint64_t addr;
+  DeviceIndex device;
+  bool operator==(const AddrKey&) const = default;
+};
+struct AddrHash {
+  size_t operator()(const AddrKey& k) const {
+    return std::hash<uint64_t>()(k.addr * 0x9E3779B97F4A7C15ull + k.device);
+  }
+};
+
+// Storage ids never allocated in the profile get an address of their own,
+// above any user-space address and below the Kineto reader's synthetic ones.
+constexpr uint64_t kSyntheticStorage = uint64_t{1} << 62;
+
+class Join {
+ public:
+  Join(const KinetoRead& k, const ExecutionTrace& et) : k_(k), t_(k.trace), et_(et) {}
+
+  // Ops by record-function id and name.
+  void JoinOps(JoinText& out) {
+    std::unordered_map<uint32_t, uint32_t> by_rf;
+    for (uint32_t i = 0; i < et_.nodes.size(); ++i)
+      if (et_.nodes[i].rf != 0) by_rf.emplace(et_.nodes[i].rf, i);
+    node_of_op_.assign(t_.ops.size(), kNone32);
+    uint64_t mismatched = 0, unjoined = 0;
+    std::string mismatch_example, unjoined_example;
+    for (uint32_t op = 0; op < t_.ops.size(); ++op) {
+      const std::string& name = t_.strings.Get(t_.ops[op].name);
+      const uint32_t rf = op < k_.op_rf.size() ? k_.op_rf[op] : 0;
+      const auto it = rf != 0 ? by_rf.find(rf) : by_rf.end();
+      if (it != by_rf.end() && et_.strings.Get(et_.nodes[it->second].name) == name) {
+        node_of_op_[op] = it->second;
+        ++out.joined_ops;
+        continue;
+      }
+      if (it != by_rf.end()) {
+        if (mismatched++ == 0)
+          mismatch_example = Quote(name) + " (record function id " + std::to_string(rf) + ") is " +
+                             Quote(et_.strings.Get(et_.nodes[it->second].name));
+      } else if (unjoined++ == 0) {
+        unjoined_example =
+            Quote(name) + (rf == 0 ? " (no \"Record function id\")"
+                                   : " (record function id " + std::to_string(rf) + ")");
+      }
+    }
+    out.ops = t_.ops.size();
+    if (mismatched > 0)
+      out.diagnostics.Add(
+          "Kineto op whose record function id names another execution-trace node (not joined)",
+          mismatch_example, mismatched);
+    if (unjoined > 0)
+      out.diagnostics.Add(
+          "Kineto op that joins no execution-trace node (no arguments: its tensors are unknown)",
+          unjoined_example, unjoined);
+  }
+
+  // Storage ids to addresses, from the allocations made directly inside
+  // joined ops (et_join.h says how).
+  void MapStorages(JoinText& out) {
+    const size_t n = t_.events.size();
+    std::vector<uint32_t> end(n);
+    for (uint32_t e = 0; e < n; ++e) end[e] = e + 1;
+    for (size_t e = n; e-- > 0;) {
+      const uint32_t p = t_.events[e].parent;
+      if (p != kNone32) end[p] = std::max(end[p], end[e]);
+    }
+    // Each allocation's free, by event.
+    std::vector<uint32_t> free_of(n, kNone32);
+    {
+      std::unordered_map<AddrKey, uint32_t, AddrHash> live;
+      for (uint32_t e = 0; e < n; ++e) {
+        const Event& ev = t_.events[e];
+        if (ev.kind != EventKind::kAlloc) continue;
+        const AllocInfo& a = t_.allocs[ev.payload];
+        const AddrKey key{t_.alloc_ptrs[ev.payload], a.device};
+        if (a.bytes > 0) {
+          live[key] = e;
+        } else if (const auto it = live.find(key); it != live.end()) {
+          free_of[it->second] = e;
+          live.erase(it);
+        }
+      }
+    }
+    // Where each storage is first read by a joined op.
+    for (uint32_t e = 0; e < n; ++e) {
+      const Event& ev = t_.events[e];
+      if (ev.kind != EventKind::kOp || node_of_op_[ev.payload] == kNone32) continue;
+      const EtNode& node = et_.nodes[node_of_op_[ev.payload]];
+      for (uint32_t i = node.args_begin; i < node.args_begin + node.args_count; ++i) {
+        const EtArg& arg = et_.args[i];
+        if (arg.kind == EtArgKind::kTensor) first_in_.emplace(et_.tensors[arg.begin].storage_id, e);
+        if (arg.kind != EtArgKind::kList) continue;
+        for (uint32_t j = arg.begin; j < arg.begin + arg.count; ++j)
+          if (et_.items[j] != kNone32) first_in_.emplace(et_.tensors[et_.items[j]].storage_id, e);
+      }
+    }
+    std::unordered_set<AddrKey, AddrHash> mapped;
+    for (uint32_t e = 0; e < n; ++e) {
+      const Event& ev = t_.events[e];
+      if (ev.kind != EventKind::kAlloc) continue;
+      const AllocInfo& a = t_.allocs[ev.payload];
+      if (a.bytes <= 0) continue;
+      ++out.allocations;
+      const AddrKey key{t_.alloc_ptrs[ev.payload], a.device};
+      if (mapped.contains(key)) {  // the same data pointer: the same storage id
+        ++out.mapped_allocations;
+        continue;
+      }
+      uint32_t op_event = ev.parent;
+      while (op_event != kNone32 && t_.events[op_event].kind != EventKind::kOp)
+        op_event = t_.events[op_event].parent;
+      uint64_t storage = 0;
+      if (op_event == kNone32 || node_of_op_[t_.events[op_event].payload] == kNone32) {
+        // Outside any joined op (a python call that the nesting by time
+        // put around it): only a tensor read before it is freed, exactly.
+        storage = Candidate(e, kNone32, free_of[e] != kNone32 ? free_of[e] : n, true);
+      } else {
+        storage = Candidate(e, op_event, end[op_event],
+                            free_of[e] != kNone32 && free_of[e] < end[op_event]);
+      }
+      if (storage == 0) continue;
+      addr_of_.emplace(storage, key.addr);
+      mapped.insert(key);
+      ++out.mapped_allocations;
+    }
+    for (const EtTensor& tensor : et_.tensors)
+      if (tensor.numel > 0) nonempty_.insert(tensor.storage_id);
+  }
+
+  std::string Text() const {
+    std::string s;
+    s.reserve(t_.events.size() * 160);
+    s +=
+        R"({"format":"memtl-trace","version":1,"producer":"memtl: Kineto trace + execution trace","ids":false,"devices":[)";
+    for (size_t d = 0; d < t_.devices.size(); ++d) {
+      if (d > 0) s += ',';
+      AppendJsonString(s, t_.devices[d].name);
+    }
+    s += R"(],"record_shapes":true,"profile_memory":true})";
+    s += '\n';
+    for (uint32_t e = 0; e < t_.events.size(); ++e) {
+      const Event& ev = t_.events[e];
+      const int64_t t0 = t_.event_t0[e];
+      s += R"({"k":")";
+      switch (ev.kind) {
+        case EventKind::kOp:
+          s += "op";
+          break;
+        case EventKind::kAlloc:
+          s += "alloc";
+          break;
+        case EventKind::kPy:
+          s += "py";
+          break;
+        case EventKind::kOther:
+          s += "other";
+          break;
+      }
+      s += R"(","i":)" + std::to_string(e) + R"(,"p":)" +
+           (ev.parent == kNone32 ? std::string("-1") : std::to_string(ev.parent));
+      if (ev.kind == EventKind::kAlloc) {
+        const AllocInfo& a = t_.allocs[ev.payload];
+        s += R"(,"t":)" + std::to_string(t0) + R"(,"ptr":)" +
+             std::to_string(t_.alloc_ptrs[ev.payload]) + R"(,"bytes":)" +
+             std::to_string(static_cast<int64_t>(a.bytes)) + R"(,"dev":)";
+        AppendJsonString(s, t_.devices[a.device].name);
+        s += "}\n";
+        continue;
+      }
+      s += R"(,"name":)";
+      AppendJsonString(s, t_.Name(ev));
+      s += R"(,"t0":)" + std::to_string(t0);
+      if (ev.kind == EventKind::kOp) {
+        const OpInfo& op = t_.ops[ev.payload];
+        if (ev.payload < k_.op_end.size()) s += R"(,"t1":)" + std::to_string(k_.op_end[ev.payload]);
+        s += R"(,"tid":0,"scope":")";
+        s += RecordScopeName(op.scope);
+        s += R"(","seq":-1,"args":[)";
+        const uint32_t node = node_of_op_[ev.payload];
+        if (node != kNone32) Args(s, et_.nodes[node]);
+        s += ']';
+      } else {
+        s += R"(,"tid":0)";
+      }
+      s += "}\n";
+    }
+    return s;
+  }
+
+ private:
+  // The storage that allocation event `e`, made directly inside op event
+  // `op` (joined; kNone32: none, then only exact reads count), holds:
+  // among the storages not seen before it, those of
+  // the tensors that the ops after it in `op`'s subtree read (at most
+  // kScan events on), then `op`'s outputs unless the allocation is freed
+  // inside `op`; the first whose bytes it holds exactly, else the first
+  // whose bytes fit in it (an output resized smaller, an allocator that
+  // rounds sizes up). 0: none.
+  uint64_t Candidate(uint32_t e, uint32_t op, uint32_t op_end, bool freed_inside) const {
+    static constexpr uint32_t kScan = 1024;
+    const AllocInfo& a = t_.allocs[t_.events[e].payload];
+    const std::string& device = t_.devices[a.device].name;
+    uint64_t fits = 0;
+    auto consider = [&](uint32_t index) {
+      const EtTensor& tensor = et_.tensors[index];
+      if (tensor.storage_id == 0 || tensor.numel <= 0 || addr_of_.contains(tensor.storage_id))
+        return false;
+      if (const auto it = first_in_.find(tensor.storage_id);
+          it != first_in_.end() && it->second < e)
+        return false;
+      if (et_.strings.Get(tensor.device) != device) return false;
+      const int64_t need = (tensor.offset + tensor.numel) * tensor.itemsize;
+      if (need == a.bytes) return true;
+      if (fits == 0 && need < a.bytes) fits = tensor.storage_id;
+      return false;
+    };
+    const uint32_t scan_end = std::min(op_end, e + kScan);
+    for (uint32_t d = e + 1; d < scan_end; ++d) {
+      const Event& ev = t_.events[d];
+      if (ev.kind != EventKind::kOp || node_of_op_[ev.payload] == kNone32) continue;
+      const EtNode& n = et_.nodes[node_of_op_[ev.payload]];
+      for (uint32_t i = n.args_begin; i < n.args_begin + n.args_count; ++i) {
+        const EtArg& arg = et_.args[i];
+        if (arg.kind == EtArgKind::kTensor && consider(arg.begin))
+          return et_.tensors[arg.begin].storage_id;
+        if (arg.kind != EtArgKind::kList) continue;
+        for (uint32_t j = arg.begin; j < arg.begin + arg.count; ++j)
+          if (et_.items[j] != kNone32 && consider(et_.items[j]))
+            return et_.tensors[et_.items[j]].storage_id;
+      }
+    }
+    if (op == kNone32) return 0;
+    if (!freed_inside) {
+      const EtNode& n = et_.nodes[node_of_op_[t_.events[op].payload]];
+      for (uint32_t i = n.outs_begin; i < n.outs_begin + n.outs_count; ++i)
+        if (consider(et_.items[i])) return et_.tensors[et_.items[i]].storage_id;
+    }
+    return fits;
+  }
+
+  uint64_t Pointer(const EtTensor& tensor) const {
+    if (tensor.storage_id == 0) return 0;
+    if (const auto it = addr_of_.find(tensor.storage_id); it != addr_of_.end()) return it->second;
+    if (!nonempty_.contains(tensor.storage_id)) return 0;  // the null data pointer
+    return kSyntheticStorage | tensor.storage_id;
+  }
+
+  void Tensor(std::string& s, uint32_t index) const {
+    const EtTensor& tensor = et_.tensors[index];
+    s += R"({"impl":)" + std::to_string(tensor.tensor_id) + R"(,"ptr":)" +
+         std::to_string(Pointer(tensor)) + R"(,"id":null,"aid":null,"dev":)";
+    AppendJsonString(
+        s, et_.strings.Get(tensor.device).empty() ? "cpu" : et_.strings.Get(tensor.device));
+    s += R"(,"dtype":")";
+    s += DtypeOfItemsize(tensor.itemsize);
+    s += R"(","layout":"strided","sizes":[)";
+    for (uint32_t d = 0; d < tensor.num_sizes; ++d) {
+      if (d > 0) s += ',';
+      s += std::to_string(et_.dims[tensor.dims_begin + d]);
+    }
+    s += R"(],"strides":[)";
+    for (uint32_t d = 0; d < tensor.num_strides; ++d) {
+      if (d > 0) s += ',';
+      s += std::to_string(et_.dims[tensor.dims_begin + tensor.num_sizes + d]);
+    }
+    s += "]}";
+  }
+
+  void Args(std::string& s, const EtNode& node) const {
+    for (uint32_t i = 0; i < node.args_count; ++i) {
+      if (i > 0) s += ',';
+      const EtArg& a = et_.args[node.args_begin + i];
+      switch (a.kind) {
+        case EtArgKind::kNone:
+          s += "null";
+          break;
+        case EtArgKind::kTensor:
+          Tensor(s, a.begin);
+          break;
+        case EtArgKind::kList:
+          s += R"({"list":[)";
+          for (uint32_t j = 0; j < a.count; ++j) {
+            if (j > 0) s += ',';
+            const uint32_t item = et_.items[a.begin + j];
+            if (item == kNone32) {
+              s += "null";
+            } else {
+              Tensor(s, item);
+            }
+          }
+          s += "]}";
+          break;
+        case EtArgKind::kBool:
+          s += a.i != 0 ? R"({"bool":true})" : R"({"bool":false})";
+          break;
+        case EtArgKind::kInt:
+          s += R"({"int":)" + std::to_string(a.i) + "}";
+          break;
+        case EtArgKind::kFloat: {
+          s += R"({"float":)";
+          if (std::isnan(a.f)) {
+            s += R"("nan")";
+          } else if (std::isinf(a.f)) {
+            s += a.f > 0 ? R"("inf")" : R"("-inf")";
+          } else {
+            char buf[32];
+            std::snprintf(buf, sizeof buf, "%.17g", a.f);
+            s += buf;
+          }
+          s += '}';
+          break;
+        }
+        case EtArgKind::kString:
+          s += R"({"str":)";
+          AppendJsonString(s, et_.strings.Get(a.str));
+          s += '}';
+          break;
+      }
+    }
+  }
+
+  const KinetoRead& k_;
+  const Trace& t_;
+  const ExecutionTrace& et_;
+  std::vector<uint32_t> node_of_op_;
+  std::unordered_map<uint64_t, uint64_t> addr_of_;
+  std::unordered_set<uint64_t> nonempty_;
+  std::unordered_map<uint64_t, uint32_t> first_in_;  // storage -> op event first reading it
+};
+
+std::string Percent(uint64_t part, uint64_t whole) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", whole == 0 ? 100.0 : 100.0 * part / whole);
+  return buf;
+}
+
+}  // namespace
+
+Expected<JoinText> BuildJoinedTrace(const KinetoRead& kineto, const ExecutionTrace& et,
+                                    const std::string& et_name) {
+  JoinText out;
+  Join join(kineto, et);
+  join.JoinOps(out);
+  if (out.joined_ops == 0) {
+    return Status::Error(
+        QuotePath(et_name) + ": the execution trace joins none of the Kineto trace's " +
+        std::to_string(out.ops) +
+        " ops (no node has their record function id and name): are both of one run? Record "
+        "them together: torch.profiler.profile(..., execution_trace_observer="
+        "ExecutionTraceObserver().register_callback(\"et.json\")) and "
+        "prof.export_chrome_trace(\"trace.json\")");
+  }
+  join.MapStorages(out);
+  out.text = join.Text();
+  out.note = "execution trace " + QuotePath(et_name) + ": joined " +
+             std::to_string(out.joined_ops) + " of " + std::to_string(out.ops) + " ops (" +
+             Percent(out.joined_ops, out.ops) + ") by record function id; " +
+             std::to_string(out.mapped_allocations) + " of " + std::to_string(out.allocations) +
+             " allocations (" + Percent(out.mapped_allocations, out.allocations) +
+             ") are a tensor's storage";
+  return out;
+}
+
+Expected<KinetoRead> JoinExecutionTrace(KinetoRead kineto, const ReadOptions& options) {
+  ReadOptions et_options = options;
+  et_options.et_path.clear();
+  auto et = read::ReadExecutionTrace(options.et_path, et_options);
+  if (!et.ok()) return et.status();
+  auto joined = BuildJoinedTrace(kineto, et.value(), options.et_path);
+  if (!joined.ok()) return joined.status();
+  ReadInfo info;
+  auto trace = ReadTraceString(std::move(joined.value().text), options.et_path + " (joined)",
+                               et_options, &info);
+  if (!trace.ok())  // a bug of the join's, not of the files
+    return Status::Error("the join of the execution trace made a bad trace: " +
+                         trace.status().message());
+  KinetoRead r;
+  r.trace = std::move(trace.value());
+  for (DeviceInfo& d : r.trace.devices) {
+    for (const DeviceInfo& k : kineto.trace.devices) {
+      if (k.name != d.name) continue;
+      d.max_total_allocated = k.max_total_allocated;
+      d.max_total_reserved = k.max_total_reserved;
+    }
+  }
+  r.diagnostics = std::move(kineto.diagnostics);
+  r.diagnostics.Merge(joined.value().diagnostics);
+  r.info = kineto.info;
+  r.info.note = joined.value().note;
+  return r;
+}
+
+}  // namespace memtl

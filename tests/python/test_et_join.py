@@ -1,0 +1,142 @@
+"""The execution-trace join (memtl ... KINETO --et ET): on runs recorded
+three ways at once (collect/torch/record_et_fixtures.py: the Kineto trace,
+the execution trace and memtl's own trace of one profile), the categories
+memtl computes from the two PyTorch files equal those from its own trace,
+but for what only the python tracer records, which neither file holds:
+
+- the optimizer's state (PyTorch's memory profiler takes it from the python
+  tracer's optimizer records): OPTIMIZER_STATE in memtl's own trace,
+  unknown from the files;
+- modules' parameters (the python tracer's nn.Module records): without a
+  backward pass, which proves parameters through their gradients, the
+  parameters, and the inputs and activations decided from them, are unknown
+  from the files (e2e_inference).
+
+One difference is open (not explained yet, so kept visible here rather
+than tuned away): in e2e_adam, the six 8-byte scalar tensors that the Adam
+step wraps from Python numbers (read by aten::div, aten::add_) are INPUT in
+memtl's own trace and unknown from the files, although the join maps their
+allocations (12 rows). Candidates: identity without producer ids (the
+execution trace's tensor ids are reused addresses, handled as torch 1.13's)
+and the Kineto nesting by time, which puts those allocations under a python
+call rather than under the Optimizer.step annotation.
+
+The Kineto reader adds, as its own tests say, one untracked allocation for
+memory allocated before the profile that the trace's "Total Allocated"
+shows; memtl's own trace has no such row.
+
+Needs no torch: run with the memtl command built,
+    PYTHONPATH=python MEMTL_BIN=build/cli/memtl python -m pytest tests/python/test_et_join.py -q
+"""
+
+import collections
+import gzip
+import json
+import os
+import subprocess
+import tempfile
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+ET = os.path.join(ROOT, "fixtures", "et")
+# The raw export's category numbers (PyTorch's _CATEGORY_TO_INDEX).
+PARAMETER, OPTIMIZER_STATE, INPUT, ACTIVATION, UNKNOWN = 0, 1, 2, 4, 7
+
+
+def memtl_bin():
+    if os.environ.get("MEMTL_BIN"):
+        return os.environ["MEMTL_BIN"]
+    import memtl
+    return memtl._memtl_command()
+
+
+def memtl(*args):
+    return subprocess.run([memtl_bin(), *args], capture_output=True, text=True)
+
+
+def raw_rows(trace, *extra):
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "t.raw.json.gz")
+        r = memtl("export", trace, *extra, "-o", out)
+        assert r.returncode == 0, r.stderr
+        with gzip.open(out) as f:
+            return collections.Counter(tuple(row) for row in json.load(f)), r.stderr
+
+
+def joined(name):
+    return raw_rows(os.path.join(ET, name + ".kineto.json.gz"), "--et",
+                    os.path.join(ET, name + ".et.json.gz"))
+
+
+def own(name):
+    rows, _ = raw_rows(os.path.join(ET, name + ".trace.jsonl.gz"))
+    return rows
+
+
+def as_files_see_it(rows, unknowable, open_difference=lambda size, cat: False):
+    """memtl's own rows with the categories only the python tracer can give
+    made unknown (and the open difference's)."""
+    out = collections.Counter()
+    for (t, action, size, cat), n in rows.items():
+        unknown = cat in unknowable or open_difference(size, cat)
+        out[(t, action, size, UNKNOWN if unknown else cat)] += n
+    return out
+
+
+def adam_scalars(size, cat):
+    return abs(size) == 8 and cat == INPUT
+
+
+@pytest.mark.parametrize("name", ["e2e_fwd_bwd_sgd", "e2e_adam"])
+def test_training_step_categories_equal_but_optimizer_state(name):
+    got, stderr = joined(name)
+    mine = own(name)
+    assert "(100.0%) by record function id" in stderr, stderr
+    assert any(row[3] == OPTIMIZER_STATE for row in mine)
+    # Every other row equal: time, action, bytes and category.
+    expected = as_files_see_it(mine, {OPTIMIZER_STATE})
+    if name == "e2e_adam":  # the open difference: 12 rows, and only those
+        assert sum((expected - got).values()) == 12
+        assert all(adam_scalars(size, cat) for (_, _, size, cat) in expected - got)
+        assert as_files_see_it(expected - got, set(), adam_scalars) == got - expected
+    else:
+        assert got == expected
+    # And the categories the files do give are there.
+    cats = {row[3] for row in got}
+    assert {PARAMETER, INPUT, ACTIVATION} <= cats
+
+
+def test_inference_without_module_records():
+    got, stderr = joined("e2e_inference")
+    assert "(100.0%) by record function id" in stderr, stderr
+    expected = as_files_see_it(own("e2e_inference"), {PARAMETER, INPUT, ACTIVATION})
+    extra = got - expected
+    assert expected - got == collections.Counter()
+    # Only the Kineto reader's memory from before the profile.
+    assert len(extra) == 1
+    ((_, action, _, cat),) = extra
+    assert (action, cat) == (2, UNKNOWN)
+
+
+def test_join_coverage_is_reported_and_summary_works():
+    r = memtl("summary", os.path.join(ET, "e2e_adam.kineto.json.gz"), "--et",
+              os.path.join(ET, "e2e_adam.et.json.gz"))
+    assert r.returncode == 0, r.stderr
+    assert "joined" in r.stderr and "allocations" in r.stderr
+    assert "PARAMETER" in r.stdout
+
+
+def test_et_needs_a_kineto_trace():
+    r = memtl("categories", os.path.join(ET, "e2e_adam.trace.jsonl.gz"), "--et",
+              os.path.join(ET, "e2e_adam.et.json.gz"))
+    assert r.returncode == 2
+    assert "--et goes with a Kineto trace" in r.stderr
+    # An execution trace given as the trace says to pass it as --et.
+    r = memtl("categories", os.path.join(ET, "e2e_adam.et.json.gz"))
+    assert r.returncode == 2 and "--et" in r.stderr
+    # Another run's execution trace joins nothing.
+    r = memtl("categories", os.path.join(ET, "e2e_adam.kineto.json.gz"), "--et",
+              os.path.join(ET, "e2e_inference.et.json.gz"))
+    assert r.returncode == 2
+    assert "joins none of the Kineto trace's" in r.stderr
