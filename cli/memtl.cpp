@@ -183,7 +183,7 @@ int RunGraph(const Args& args) {
   auto analysis = Load(args);
   if (!analysis.ok()) return Fail(analysis.status().message());
   const memtl::Analysis& a = *analysis.value();
-  if (int rc = Emit(memtl::FormatDataFlow(a.trace, *a.graph)); rc != 0) return rc;
+  if (int rc = Emit(memtl::FormatDataFlow(a.trace, a.keys, *a.graph)); rc != 0) return rc;
   PrintTimings(args, a.timer);
   PrintNotes(a.diagnostics);
   return 0;
@@ -225,7 +225,8 @@ int RunEvents(const Args& args) {
                                      : args.format == "json" ? memtl::EventsFormat::kJsonLines
                                                              : memtl::EventsFormat::kText;
   const memtl::ExplainInput in{
-      a.trace, *a.tree, *a.graph, c.value()->categories, c.value()->timeline, c.value()->device};
+      a.trace,          a.keys, *a.tree, *a.graph, c.value()->categories, c.value()->timeline,
+      c.value()->device};
   if (int rc = Emit(memtl::FormatEvents(in, format)); rc != 0) return rc;
   PrintNotes(a.diagnostics);
   return 0;
@@ -241,7 +242,8 @@ int RunExplain(const Args& args) {
   if (!c.ok()) return Fail(c.status().message());
   const memtl::Analysis& a = *c.value()->analysis;
   const memtl::ExplainInput in{
-      a.trace, *a.tree, *a.graph, c.value()->categories, c.value()->timeline, c.value()->device};
+      a.trace,          a.keys, *a.tree, *a.graph, c.value()->categories, c.value()->timeline,
+      c.value()->device};
   auto text = memtl::ExplainTensor({in, *a.sizes}, *ref, args.format == "json");
   if (!text.ok()) return Fail(memtl::QuotePath(args.trace) + ": " + text.status().message());
   if (int rc = Emit(text.value()); rc != 0) return rc;
@@ -255,7 +257,8 @@ memtl::Expected<memtl::Summary> SummaryOf(const Args& args, size_t top) {
   if (!c.ok()) return c.status();
   const memtl::Analysis& a = *c.value()->analysis;
   const memtl::ExplainInput in{
-      a.trace, *a.tree, *a.graph, c.value()->categories, c.value()->timeline, c.value()->device};
+      a.trace,          a.keys, *a.tree, *a.graph, c.value()->categories, c.value()->timeline,
+      c.value()->device};
   PrintNotes(a.diagnostics);
   return memtl::Summarize(in, args.trace, top);
 }
@@ -294,8 +297,9 @@ int RunDiff(const Args& args) {
 int RunCategories(const Args& args) {
   auto c = Categorize(args, memtl::Retain::kTimeline);
   if (!c.ok()) return Fail(c.status().message());
-  const memtl::Trace& trace = c.value()->analysis->trace;
-  if (int rc = Emit(memtl::FormatTimeline(trace, c.value()->timeline, c.value()->categories));
+  const memtl::Analysis& a = *c.value()->analysis;
+  if (int rc =
+          Emit(memtl::FormatTimeline(a.trace, a.keys, c.value()->timeline, c.value()->categories));
       rc != 0) {
     return rc;
   }

@@ -49,7 +49,7 @@ void RunInputs(const PassInput& in, CategoryWriter& out) {
       if (e->is_output()) produces_gradient[g.value(e->key, e->output_version())] = false;
     }
   }
-  const auto& id_slot = in.trace.key_table.id_slot;
+  const auto& id_slot = in.keys.id_slot;
   for (uint32_t k = 0; k < id_slot.size(); ++k) {
     if (depends_on_gradient[id_slot[k]]) continue;
     for (uint32_t v = g.value_begin()[k]; v < g.value_begin()[k + 1]; ++v) {

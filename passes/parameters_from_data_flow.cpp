@@ -16,7 +16,7 @@ namespace memtl {
 void RunParametersFromDataFlow(const PassInput& in, CategoryWriter& out) {
   const DataFlowGraph& g = in.graph;
   const auto& nodes = g.nodes();
-  const auto& id_slot = in.trace.key_table.id_slot;
+  const auto& id_slot = in.keys.id_slot;
   const auto snapshot = AllTensorVersions(g, out.dict());
   auto is_gradient = [&](uint32_t key, int32_t version) {
     return out.Get(key, version) == Category::kGradient;
@@ -70,7 +70,7 @@ void RunParametersFromDataFlow(const PassInput& in, CategoryWriter& out) {
   }
   // ...and depends on a gradient.
   const auto depends = AnyVersionDependsOnGradient(in, out);
-  std::vector<bool> parameter_ids(in.trace.key_table.num_ids, false);
+  std::vector<bool> parameter_ids(in.keys.num_ids, false);
   for (uint32_t k = 0; k < id_slot.size(); ++k) {
     if (!depends[id_slot[k]]) continue;
     for (uint32_t v = g.value_begin()[k]; v < g.value_begin()[k + 1]; ++v) {

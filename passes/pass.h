@@ -17,6 +17,7 @@ namespace memtl {
 
 struct PassInput {
   const Trace& trace;
+  const KeyTable& keys;  // identity's result
   const OpTree& tree;
   const DataFlowGraph& graph;
   const SizeMap& sizes;
@@ -74,7 +75,7 @@ void ForEachParameterAndGradient(const PassInput& in, uint32_t event, Fn&& fn) {
   ForEachParameterAndGradientSlow(in, event, fn);
 }
 
-// Per tensor id slot (trace.key_table), whether any version of the tensor
+// Per tensor id slot (KeyTable::id_slot), whether any version of the tensor
 // depends on a gradient or parameter (PyTorch's
 // _any_version_depends_on_gradient). PyTorch iterates over the whole graph to
 // a fixed point; this propagates along an index from ids to the nodes that

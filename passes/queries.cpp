@@ -23,14 +23,14 @@ void ForEachParameterAndGradientSlow(const PassInput& in, uint32_t event,
     if (args.empty()) return;
     const Arg first = *args.begin();
     if (first.kind != ArgKind::kTensor) return;
-    fn(kNone32, SlotOfTensor(t, first.begin));
+    fn(kNone32, in.keys.SlotOfTensor(first.begin));
     return;
   }
   if (e.kind != EventKind::kPy) return;
   const PyInfo py = t.Py(e.payload);
   auto params = [&](uint32_t begin, uint32_t count) {
     for (uint32_t p = begin; p < begin + count; ++p) {
-      fn(SlotOfTensor(t, t.params[p].tensor), SlotOfTensor(t, t.params[p].grad));
+      fn(in.keys.SlotOfTensor(t.params[p].tensor), in.keys.SlotOfTensor(t.params[p].grad));
     }
   };
   if (py.module() != kNone32)
@@ -42,8 +42,8 @@ void ForEachParameterAndGradientSlow(const PassInput& in, uint32_t event,
 std::vector<bool> AnyVersionDependsOnGradient(const PassInput& in, const CategoryWriter& cats) {
   const DataFlowGraph& g = in.graph;
   const auto& nodes = g.nodes();
-  const auto& id_slot = in.trace.key_table.id_slot;
-  const uint32_t num_ids = in.trace.key_table.num_ids;
+  const auto& id_slot = in.keys.id_slot;
+  const uint32_t num_ids = in.keys.num_ids;
   // Which nodes read each tensor id, as CSR over id slots.
   std::vector<uint32_t> begin(static_cast<size_t>(num_ids) + 1, 0);
   for (const auto& e : g.edges()) {

@@ -7,7 +7,7 @@
 namespace memtl {
 
 void RunAllPasses(const PassInput& in, CategoryDict& categories) {
-  categories.Reset(in.trace.key_table.id_slot, in.trace.key_table.num_ids, in.graph.value_begin());
+  categories.Reset(in.keys.id_slot, in.keys.num_ids, in.graph.value_begin());
   CategoryWriter out(categories);
 #define MEMTL_PASS(Name, label, rule) Run##Name(in, out);
 #include "passes/passes.def"
@@ -15,7 +15,7 @@ void RunAllPasses(const PassInput& in, CategoryDict& categories) {
 }
 
 std::vector<PassStep> RunAllPassesTraced(const PassInput& in, CategoryDict& categories) {
-  const KeyTable& kt = in.trace.key_table;
+  const KeyTable& kt = in.keys;
   const auto& vb = in.graph.value_begin();
   categories.Reset(kt.id_slot, kt.num_ids, vb);
   CategoryWriter out(categories);

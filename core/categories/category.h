@@ -43,7 +43,7 @@ inline std::string_view ExportCategoryName(int index) {
   return index == kUnknownIndex ? std::string_view("unknown") : kExportIndexNames[index];
 }
 
-// Categories are kept in arrays indexed by key slot (trace.key_table), tensor
+// Categories are kept in arrays indexed by key slot (KeyTable), tensor
 // id slot and tensor version (the data-flow graph's value numbering), so a
 // lookup is three array reads. Reset() sizes them; a dict never Reset (or a
 // key or version outside the numbering) answers "no category".
@@ -96,7 +96,7 @@ class CategoryDict {
   std::vector<bool> by_id_key_;      // per key slot
 };
 
-// The only way passes change categories. Keys are slots of trace.key_table.
+// The only way passes change categories. Keys are slots of the key table.
 class CategoryWriter {
  public:
   explicit CategoryWriter(CategoryDict& dict) : d_(dict) {}

@@ -22,6 +22,7 @@ namespace memtl {
 // What the explaining outputs read: the stages up to the timeline.
 struct ExplainInput {
   const Trace& trace;
+  const KeyTable& keys;  // identity's result
   const OpTree& tree;
   const DataFlowGraph& graph;
   const CategoryDict& categories;

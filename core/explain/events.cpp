@@ -27,7 +27,7 @@ std::string FormatEvents(const ExplainInput& in, EventsFormat format) {
   const Trace& trace = in.trace;
   const DataFlowGraph& g = in.graph;
   const std::vector<uint32_t> creator = CreatorOfValues(g);
-  const std::vector<uint32_t> freer = FreerOfKeys(g, trace.key_table.size());
+  const std::vector<uint32_t> freer = FreerOfKeys(g, in.keys.size());
   int64_t first = -1;
   for (const TimelineEvent& e : in.timeline) {
     if (e.time >= 0) first = first < 0 ? e.time : std::min(first, e.time);
@@ -59,7 +59,7 @@ std::string FormatEvents(const ExplainInput& in, EventsFormat format) {
                                                                    : "";
     const EventContext where = op != kNone32 ? ContextOf(trace, in.tree, op) : EventContext{};
     const std::string tensor =
-        e.has_key() ? std::to_string(trace.key_table.keys[e.key].id.value()) : std::string();
+        e.has_key() ? std::to_string(in.keys.keys[e.key].id.value()) : std::string();
     std::string category(e.has_key() ? CategoryName(in.categories.Get(e.key, e.version))
                                      : "unknown");
     if (e.action == Action::kIncrementVersion && e.has_key()) {

@@ -75,7 +75,7 @@ std::optional<TensorRef> ParseTensorRef(std::string_view s) {
 Expected<std::string> ExplainTensor(const ExplainTensorInput& x, const TensorRef& ref, bool json) {
   const ExplainInput& in = x.in;
   const Trace& trace = in.trace;
-  const KeyTable& kt = trace.key_table;
+  const KeyTable& kt = in.keys;
   const DataFlowGraph& g = in.graph;
   std::vector<uint32_t> keys;
   for (uint32_t k = 0; k < kt.size(); ++k) {
@@ -86,7 +86,7 @@ Expected<std::string> ExplainTensor(const ExplainTensorInput& x, const TensorRef
   // Which pass set each value's category.
   CategoryDict traced;
   const std::vector<PassStep> steps =
-      RunAllPassesTraced(PassInput{trace, in.tree, g, x.sizes}, traced);
+      RunAllPassesTraced(PassInput{trace, in.keys, in.tree, g, x.sizes}, traced);
   const std::vector<uint32_t> creator = CreatorOfValues(g);
   int64_t first = -1;
   for (const TimelineEvent& e : in.timeline) {

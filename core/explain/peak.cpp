@@ -53,8 +53,8 @@ PeakReport ExplainPeak(const PeakInput& c, size_t top) {
 
   // Replay through the end of the peak row: per key, the version alive.
   constexpr int32_t kDead = -1;
-  std::vector<int32_t> alive(trace.key_table.size(), kDead);
-  std::vector<int64_t> bytes(trace.key_table.size(), 0);
+  std::vector<int32_t> alive(c.keys.size(), kDead);
+  std::vector<int64_t> bytes(c.keys.size(), 0);
   size_t row = 0;
   bool started = false;
   int64_t last = 0;
@@ -97,7 +97,7 @@ PeakReport ExplainPeak(const PeakInput& c, size_t top) {
   live.resize(std::min(live.size(), top));
   for (const uint32_t k : live) {
     LiveTensor t;
-    t.tensor = trace.key_table.keys[k].id.value();
+    t.tensor = c.keys.keys[k].id.value();
     t.version = alive[k];
     t.bytes = bytes[k];
     t.category = c.categories.Get(k, t.version);

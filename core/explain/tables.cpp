@@ -101,7 +101,7 @@ std::vector<std::string_view> Prefixes(std::string_view path) {
 std::vector<MemoryTables> ComputeTables(const ExplainInput& in) {
   const Trace& trace = in.trace;
   const size_t num_devices = trace.devices.size();
-  const uint32_t num_keys = trace.key_table.size();
+  const uint32_t num_keys = in.keys.size();
   Places places;
   std::vector<DeviceUse> use(num_devices);
 
@@ -145,14 +145,14 @@ std::vector<MemoryTables> ComputeTables(const ExplainInput& in) {
       const uint32_t place = place_of_top();
       const ModuleInfo& m = trace.modules[module];
       for (uint32_t p = m.params_begin; p < m.params_begin + m.params_count; ++p) {
-        const uint32_t key = SlotOfTensor(trace, trace.params[p].tensor);
+        const uint32_t key = in.keys.SlotOfTensor(trace.params[p].tensor);
         if (key != kNone32 && param_place[key] == kNone32) param_place[key] = place;
       }
       continue;
     }
     const AllocInfo& a = trace.allocs[ev.payload];
     const uint32_t place = place_of_top();
-    if (const uint32_t key = SlotOfAlloc(trace, ev.payload); key != kNone32) {
+    if (const uint32_t key = in.keys.SlotOfAlloc(ev.payload); key != kNone32) {
       (a.bytes > 0 ? alloc_place : free_place)[key] = place;
       continue;
     }

@@ -16,9 +16,8 @@ std::string Describe(const Trace& trace, uint32_t event) {
          ", t=" + std::to_string(trace.event_t0[event]) + ")";
 }
 
-std::string KeyText(const Trace& trace, uint32_t key, int32_t v) {
-  return "T" + std::to_string(trace.key_table.keys[key].id.value()) + "(v" + std::to_string(v) +
-         ")";
+std::string KeyText(const KeyTable& keys, uint32_t key, int32_t v) {
+  return "T" + std::to_string(keys.keys[key].id.value()) + "(v" + std::to_string(v) + ")";
 }
 
 // Calls fn(event, first, last) for the topmost ops that match a schema or
@@ -51,9 +50,9 @@ struct Pending {
 
 }  // namespace
 
-Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree) {
+Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree, const KeyTable& keys) {
   const Trace& trace = tree.trace();
-  const uint32_t num_keys = trace.key_table.size();
+  const uint32_t num_keys = keys.size();
   DataFlowGraph g;
   // The current version of every key slot (PyTorch's _active_version); -1
   // until a node mentions the key.
@@ -106,7 +105,7 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree) {
       const auto [mut, mut_count] = tree.mutability(e);
       const size_t n = std::min<size_t>(mut_count, args.size());
       auto note = [&](uint32_t tensor, int8_t m) {
-        const uint32_t key = SlotOfTensor(trace, tensor);
+        const uint32_t key = keys.SlotOfTensor(tensor);
         if (key == kNone32) return;
         Pending& s = slot(key);
         if (m == 1) s.has_true = true;
@@ -132,13 +131,12 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree) {
     for (uint32_t p = first; p < last; ++p) {
       const Event& ev = trace.events[pre[p]];
       if (ev.kind != EventKind::kAlloc || trace.allocs[ev.payload].bytes >= 0) continue;
-      const uint32_t key = SlotOfAlloc(trace, ev.payload);
+      const uint32_t key = keys.SlotOfAlloc(ev.payload);
       if (key == kNone32) continue;
       Pending& s = slot(key);
       if (s.edge.mutated == -1) {
-        return Status::Error("double free of T" +
-                             std::to_string(trace.key_table.keys[key].id.value()) + " inside " +
-                             Describe(trace, leaf));
+        return Status::Error("double free of T" + std::to_string(keys.keys[key].id.value()) +
+                             " inside " + Describe(trace, leaf));
       }
       s.edge.mutated = -1;
       s.edge.input_version = lookup(key);
@@ -147,7 +145,7 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree) {
     for (uint32_t p = first; p < last; ++p) {
       const Event& ev = trace.events[pre[p]];
       if (ev.kind != EventKind::kAlloc || trace.allocs[ev.payload].bytes <= 0) continue;
-      const uint32_t key = SlotOfAlloc(trace, ev.payload);
+      const uint32_t key = keys.SlotOfAlloc(ev.payload);
       if (key == kNone32) continue;
       slot(key).edge.input_version = FlowEdge::kAllocated;
     }
@@ -166,13 +164,13 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree) {
       if (!s.edge.is_output()) continue;
       if (s.edge.output_version() > kMaxVersion) {
         return Status::Error("at " + Describe(trace, leaf) + ": " +
-                             KeyText(trace, s.edge.key, s.edge.output_version()) +
+                             KeyText(keys, s.edge.key, s.edge.output_version()) +
                              " is past the most versions of one tensor memtl keeps (2^28-1)");
       }
       const int32_t now = lookup(s.edge.key);
       if (now != s.edge.output_version()) {
         return Status::Error("data-flow invariant broken at " + Describe(trace, leaf) +
-                             ": it creates " + KeyText(trace, s.edge.key, s.edge.output_version()) +
+                             ": it creates " + KeyText(keys, s.edge.key, s.edge.output_version()) +
                              " but the tensor is at v" + std::to_string(now));
       }
     }
@@ -212,7 +210,7 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree) {
       const int32_t expected = std::max(latest[e->key], 0);
       if (expected != e->input_version) {
         return Status::Error("data-flow invariant broken at " + Describe(trace, node.event) +
-                             ": it reads " + KeyText(trace, e->key, e->input_version) +
+                             ": it reads " + KeyText(keys, e->key, e->input_version) +
                              " but the latest version is v" + std::to_string(expected));
       }
     }
@@ -221,7 +219,7 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree) {
       int32_t& v = latest[e->key];
       if (v >= 0 && e->output_version() <= v) {
         return Status::Error("data-flow invariant broken at " + Describe(trace, node.event) + ": " +
-                             KeyText(trace, e->key, e->output_version()) +
+                             KeyText(keys, e->key, e->output_version()) +
                              (e->output_version() == v ? " is created twice"
                                                        : " comes after v" + std::to_string(v)));
       }
@@ -259,19 +257,19 @@ void PadTo(std::string& out, const std::string& s, size_t width) {
 
 }  // namespace
 
-std::string FormatDataFlow(const Trace& trace, const DataFlowGraph& graph) {
+std::string FormatDataFlow(const Trace& trace, const KeyTable& keys, const DataFlowGraph& graph) {
   std::string out;
   for (const auto& node : graph.nodes()) {
     std::string inputs, outputs;
     for (const FlowEdge* e = graph.begin(node); e != graph.end(node); ++e) {
       if (e->is_input()) {
         if (!inputs.empty()) inputs += ", ";
-        inputs += "T" + std::to_string(trace.key_table.keys[e->key].id.value()) + "(v" +
+        inputs += "T" + std::to_string(keys.keys[e->key].id.value()) + "(v" +
                   std::to_string(e->input_version) + (e->is_deletion() ? "*" : "") + ")";
       }
       if (e->is_output()) {
         if (!outputs.empty()) outputs += ", ";
-        outputs += KeyText(trace, e->key, e->output_version());
+        outputs += KeyText(keys, e->key, e->output_version());
       }
     }
     if (inputs.empty() && outputs.empty()) continue;

@@ -16,7 +16,7 @@ namespace memtl {
 // 8 bytes (a trace has about one edge per tensor argument and allocation).
 struct FlowEdge {
   static constexpr int32_t kAllocated = -1;  // input_version of an allocation
-  // Slot in trace.key_table (slot order is TensorKey order). Fewer than 2^30:
+  // Key slot (KeyTable; slot order is TensorKey order). Fewer than 2^30:
   // every key belongs to a tensor observation or an allocation, and identity
   // gives keys only to traces with fewer than 2^30 of them together.
   uint32_t key : 30 = 0;
@@ -50,7 +50,7 @@ class DataFlowGraph {
  public:
   // Builds and validates the graph; a broken invariant (a version created
   // twice, a double free inside one op, versions out of order) is an error.
-  static Expected<DataFlowGraph> Build(const OpTree& tree);
+  static Expected<DataFlowGraph> Build(const OpTree& tree, const KeyTable& keys);
 
   const std::vector<FlowNode>& nodes() const { return nodes_; }
   const std::vector<FlowEdge>& edges() const { return edges_; }
@@ -85,6 +85,6 @@ class DataFlowGraph {
 
 // The graph in the line layout of PyTorch's `_run_and_format_data_flow`
 // test helper, one line per node with inputs or outputs.
-std::string FormatDataFlow(const Trace& trace, const DataFlowGraph& graph);
+std::string FormatDataFlow(const Trace& trace, const KeyTable& keys, const DataFlowGraph& graph);
 
 }  // namespace memtl

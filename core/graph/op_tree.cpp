@@ -8,8 +8,9 @@
 
 namespace memtl {
 
-OpTree::OpTree(const Trace& trace, const SchemaRegistry& schemas) : OpTree(trace) {
-  AddFacts(schemas);
+OpTree::OpTree(const Trace& trace, const KeyTable& keys, const SchemaRegistry& schemas)
+    : OpTree(trace) {
+  AddFacts(keys, schemas);
 }
 
 namespace {
@@ -87,7 +88,7 @@ void OpTree::ReleaseOpFacts() {
   std::vector<bool>().swap(in_backward_);
 }
 
-void OpTree::AddFacts(const SchemaRegistry& schemas) {
+void OpTree::AddFacts(const KeyTable& keys, const SchemaRegistry& schemas) {
   const Trace& trace = trace_;
   const uint32_t n = n_;
   // Backward flags, parents before children (true of index order too).
@@ -115,13 +116,13 @@ void OpTree::AddFacts(const SchemaRegistry& schemas) {
           observed.push_back(Observed::kNone);
           break;
         case ArgKind::kTensor:
-          observed.push_back(SlotOfTensor(trace, arg.begin) != kNone32 ? Observed::kTensor
-                                                                       : Observed::kNone);
+          observed.push_back(keys.SlotOfTensor(arg.begin) != kNone32 ? Observed::kTensor
+                                                                     : Observed::kNone);
           break;
         case ArgKind::kTensorList: {
           bool all = true;
           for (uint32_t k = 0; k < arg.count; ++k)
-            all &= SlotOfTensor(trace, trace.list_items[arg.begin + k]) != kNone32;
+            all &= keys.SlotOfTensor(trace.list_items[arg.begin + k]) != kNone32;
           observed.push_back(all ? Observed::kTensorList : Observed::kBadTensorList);
           break;
         }

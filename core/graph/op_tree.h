@@ -5,19 +5,11 @@
 
 #include <vector>
 
+#include "core/model/key_table.h"
 #include "core/model/trace.h"
 #include "core/schema/schema.h"
 
 namespace memtl {
-
-// The key slot (trace.key_table) of a tensor observation or an allocation
-// event, kNone32 when identity gave it no key.
-inline uint32_t SlotOfTensor(const Trace& trace, uint32_t tensor) {
-  return tensor == kNone32 ? kNone32 : trace.key_table.of_tensor[tensor];
-}
-inline uint32_t SlotOfAlloc(const Trace& trace, uint32_t alloc) {
-  return trace.key_table.of_alloc[alloc];
-}
 
 // An order over the trace's events: an index array, or, when `order` is
 // null, the events in index order (a trace written in pre-order, as the
@@ -51,14 +43,15 @@ class EventOrder {
 
 class OpTree {
  public:
-  OpTree(const Trace& trace, const SchemaRegistry& schemas);
+  OpTree(const Trace& trace, const KeyTable& keys, const SchemaRegistry& schemas);
   // The orders only (pre-order and start-time order; no arrays when the
   // events already are both): they need no tensor identity, so they can be
   // built while identity runs, and they cost nothing at identity's memory
   // peak. AddFacts adds the rest afterwards: the backward flags (a bit per
-  // event) and the schema facts, which need the key table.
+  // event) and the schema facts, which read identity's key table (only
+  // while they are computed: the tree keeps no reference to it).
   explicit OpTree(const Trace& trace);
-  void AddFacts(const SchemaRegistry& schemas);
+  void AddFacts(const KeyTable& keys, const SchemaRegistry& schemas);
   // Frees what only the data-flow graph reads: the schema facts.
   void ReleaseGraphFacts();
   // Frees those and the backward flags (read by the passes; nothing after

@@ -3,40 +3,42 @@
 #include "core/graph/size_map.h"
 
 #include <algorithm>
+#include <string>
 
 #include "core/model/ptr_dev_map.h"
 
 namespace memtl {
 
-void SizeMap::Observe(const Trace& trace, uint32_t tensor) {
-  const uint32_t key = SlotOfTensor(trace, tensor);
+void SizeMap::Observe(const Trace& trace, const KeyTable& keys, uint32_t tensor) {
+  const uint32_t key = keys.SlotOfTensor(tensor);
   if (key == kNone32) return;
   const int64_t bytes = trace.tensors[tensor].bytes();
   if (bytes == kUnsized) return;  // not strided
   values_[key] = std::max<int64_t>(values_[key], bytes);
 }
 
-SizeMap::SizeMap(const OpTree& tree) {
+SizeMap::SizeMap(const OpTree& tree, const KeyTable& keys) {
   const Trace& trace = tree.trace();
-  values_.assign(trace.key_table.size(), -1);
+  values_.assign(keys.size(), -1);
   for (uint32_t e : tree.sorted()) {
     const Event& ev = trace.events[e];
     if (ev.kind == EventKind::kOp) {
       for (const Arg arg : trace.ArgsOf(ev.payload)) {
-        if (arg.kind == ArgKind::kTensor) Observe(trace, arg.begin);
+        if (arg.kind == ArgKind::kTensor) Observe(trace, keys, arg.begin);
         if (arg.kind == ArgKind::kTensorList) {
-          for (uint32_t k = 0; k < arg.count; ++k) Observe(trace, trace.list_items[arg.begin + k]);
+          for (uint32_t k = 0; k < arg.count; ++k)
+            Observe(trace, keys, trace.list_items[arg.begin + k]);
         }
       }
     } else if (ev.kind == EventKind::kPy) {
       const PyInfo py = trace.Py(ev.payload);
       auto params = [&](uint32_t begin, uint32_t count, bool with_state) {
         for (uint32_t p = begin; p < begin + count; ++p) {
-          Observe(trace, trace.params[p].tensor);
-          Observe(trace, trace.params[p].grad);
+          Observe(trace, keys, trace.params[p].tensor);
+          Observe(trace, keys, trace.params[p].grad);
           if (!with_state) continue;
           for (uint32_t s = 0; s < trace.params[p].state_count; ++s) {
-            Observe(trace, trace.states[trace.params[p].state_begin + s].tensor);
+            Observe(trace, keys, trace.states[trace.params[p].state_begin + s].tensor);
           }
         }
       };
@@ -47,17 +49,17 @@ SizeMap::SizeMap(const OpTree& tree) {
         const auto& o = trace.optimizers[py.optimizer()];
         params(o.params_begin, o.params_count, true);
         for (uint32_t s = o.state_begin; s < o.state_begin + o.state_count; ++s)
-          Observe(trace, trace.states[s].tensor);
+          Observe(trace, keys, trace.states[s].tensor);
       }
     }
   }
   // The first allocation event's size wins; disagreements are counted by
   // CheckAllocations (core/checks), as PyTorch only logs them.
-  std::vector<bool> sized_by_allocation(trace.key_table.size(), false);
+  std::vector<bool> sized_by_allocation(keys.size(), false);
   for (uint32_t e : tree.sorted()) {
     const Event& ev = trace.events[e];
     if (ev.kind != EventKind::kAlloc) continue;
-    const uint32_t key = SlotOfAlloc(trace, ev.payload);
+    const uint32_t key = keys.SlotOfAlloc(ev.payload);
     if (key == kNone32 || sized_by_allocation[key]) continue;
     sized_by_allocation[key] = true;
     const AllocInfo& a = trace.allocs[ev.payload];
@@ -65,14 +67,19 @@ SizeMap::SizeMap(const OpTree& tree) {
   }
 }
 
-std::vector<bool> UntrackedAllocationsLive(const OpTree& tree) {
+Expected<std::vector<bool>> UntrackedAllocationsLive(const OpTree& tree, const KeyTable& keys) {
   const Trace& trace = tree.trace();
+  if (trace.alloc_ptrs.size() != trace.allocs.size()) {
+    return Status::Error("internal error: the allocations' addresses are gone (" +
+                         std::to_string(trace.alloc_ptrs.size()) + " of " +
+                         std::to_string(trace.allocs.size()) +
+                         "); their liveness cannot be computed");
+  }
   std::vector<bool> live_before(trace.allocs.size(), false);
-  if (trace.alloc_ptrs.size() != trace.allocs.size()) return live_before;
   PtrDevMap<char> live;
   for (uint32_t e : tree.preorder()) {
     const Event& ev = trace.events[e];
-    if (ev.kind != EventKind::kAlloc || SlotOfAlloc(trace, ev.payload) != kNone32) continue;
+    if (ev.kind != EventKind::kAlloc || keys.SlotOfAlloc(ev.payload) != kNone32) continue;
     const AllocInfo& a = trace.allocs[ev.payload];
     const uint64_t ptr = trace.alloc_ptrs[ev.payload];
     live_before[ev.payload] =

@@ -9,19 +9,21 @@
 #include <vector>
 
 #include "core/graph/op_tree.h"
+#include "core/model/key_table.h"
+#include "core/model/status.h"
 
 namespace memtl {
 
 class SizeMap {
  public:
-  explicit SizeMap(const OpTree& tree);
+  SizeMap(const OpTree& tree, const KeyTable& keys);
   // Bytes of a key slot; 0 for a key never sized (PyTorch would raise
   // KeyError; memtl counts it).
   int64_t operator[](uint32_t key) const { return std::max<int64_t>(values_[key], 0); }
   bool contains(uint32_t key) const { return values_[key] >= 0; }
 
  private:
-  void Observe(const Trace& trace, uint32_t tensor);
+  void Observe(const Trace& trace, const KeyTable& keys, uint32_t tensor);
   std::vector<int64_t> values_;  // by key slot; -1: never sized
 };
 
@@ -31,8 +33,8 @@ class SizeMap {
 // timeline walks them. An allocation that was live is a new version of it;
 // a free that was not also adds a pre-existing allocation. Reads
 // trace.alloc_ptrs, which the pipeline frees afterwards: it keeps the result
-// as trace.untracked_live, which the timeline reads (BuildTimeline computes
-// it this way when it is empty).
-std::vector<bool> UntrackedAllocationsLive(const OpTree& tree);
+// (Analysis::untracked_live) and hands it to BuildTimeline. An error, not a
+// guess, when the addresses are gone already.
+Expected<std::vector<bool>> UntrackedAllocationsLive(const OpTree& tree, const KeyTable& keys);
 
 }  // namespace memtl

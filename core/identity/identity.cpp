@@ -49,7 +49,7 @@ constexpr size_t kMaxTargets = size_t{1} << 30;
 
 }  // namespace
 
-IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagnostics& diag) {
+IdentityResult AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagnostics& diag) {
   IdentityStats stats;
   const bool legacy = !trace.header.has_ids;
   if (!legacy) {
@@ -62,8 +62,7 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
     // Far beyond any machine this runs on (2^30 tensors would be 24 GiB).
     diag.Add("trace too large for tensor identity",
              "2^30 or more tensor observations and allocations; no tensor ids assigned");
-    BuildKeyTable(trace, {}, {});  // no keys
-    return stats;
+    return {BuildKeyTable(trace, {}, {}), stats};  // no keys
   }
   if (legacy) ResolvePartialTensors(trace, stats);
 
@@ -141,8 +140,8 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
     for (size_t ti = 0; ti < tensor_aid.size(); ++ti) {
       if (null_storage[ti]) tensor_aid[ti] = 0;
     }
-    BuildKeyTableFromAids(trace, std::move(tensor_aid), std::move(alloc_aid), id_of);
-    return stats;
+    return {BuildKeyTableFromAids(trace, std::move(tensor_aid), std::move(alloc_aid), id_of),
+            stats};
   }
 
   // Producer ids: they are kept; disagreements are counted (over the
@@ -163,8 +162,7 @@ IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagno
   for (size_t ti = 0; ti < trace.tensor_ids.size(); ++ti) {
     if (null_storage[ti]) trace.tensor_ids[ti] = ProducerIds{};
   }
-  BuildKeyTable(trace, trace.tensor_ids, trace.alloc_ids);
-  return stats;
+  return {BuildKeyTable(trace, trace.tensor_ids, trace.alloc_ids), stats};
 }
 
 }  // namespace memtl

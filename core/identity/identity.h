@@ -6,6 +6,7 @@
 #pragma once
 
 #include "core/model/diagnostics.h"
+#include "core/model/key_table.h"
 #include "core/model/trace.h"
 #include "core/schema/schema.h"
 
@@ -19,17 +20,24 @@ struct IdentityStats {
   size_t id_mismatches = 0;    // producer ids that differ from the computed ones
 };
 
-// Computes the ids and writes trace.key_table (torch 1.13 traces also get
-// their python-tracer tensors resolved to op inputs). When the trace carries
-// producer ids they are kept and the computed ones only checked against them
-// (mismatches are counted in `diag`).
-IdentityStats AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagnostics& diag);
+// Identity's result: the key table every later stage reads, and counts.
+struct [[nodiscard]] IdentityResult {
+  KeyTable keys;
+  IdentityStats stats;
+};
 
-// Builds trace.key_table from ids per tensor observation and per allocation
-// (parallel to trace.tensors and trace.allocs; an empty vector: none have
-// ids). AssignIdentity calls it with the ids it settled on.
-void BuildKeyTable(Trace& trace, const std::vector<ProducerIds>& tensor_ids,
-                   const std::vector<ProducerIds>& alloc_ids);
+// Computes the ids and returns them as the key table (torch 1.13 traces
+// also get their python-tracer tensors resolved to op inputs, and the
+// storage pointers, which only identity reads, are freed). When the trace
+// carries producer ids they are kept and the computed ones only checked
+// against them (mismatches are counted in `diag`).
+IdentityResult AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagnostics& diag);
+
+// The key table of ids per tensor observation and per allocation (parallel
+// to trace.tensors and trace.allocs; an empty vector: none have ids).
+// AssignIdentity calls it with the ids it settled on.
+KeyTable BuildKeyTable(const Trace& trace, const std::vector<ProducerIds>& tensor_ids,
+                       const std::vector<ProducerIds>& alloc_ids);
 
 // The event order PyTorch 2.x assigns ids in: a stable sort by start time of
 // torch ops, then allocations, then python calls (ties: that rank, then

@@ -22,11 +22,8 @@ void NumberIds(KeyTable& kt) {
 
 }  // namespace
 
-KeyTableBuilder::KeyTableBuilder(Trace& trace)
-    : trace_(trace),
-      kt_(trace.key_table),
-      direct_limit_(4 * (trace.tensors.size() + trace.allocs.size()) + 1024) {
-  kt_ = KeyTable{};
+KeyTableBuilder::KeyTableBuilder(const Trace& trace)
+    : trace_(trace), direct_limit_(4 * (trace.tensors.size() + trace.allocs.size()) + 1024) {
   kt_.of_tensor.assign(trace.tensors.size(), kNone32);
   kt_.of_alloc.assign(trace.allocs.size(), kNone32);
   // Upper bounds, so that neither is regrown (untouched capacity is address
@@ -62,7 +59,7 @@ void KeyTableBuilder::Alloc(uint32_t i, TensorId id, AllocationId aid) {
   kt_.of_alloc[i] = SlotOf(id, aid, trace_.allocs[i].device);
 }
 
-void KeyTableBuilder::Finish() {
+KeyTable KeyTableBuilder::Finish() {
   FreeArray(by_aid_);
   others_ = {};
   // Renumber in TensorKey order. The keys are sorted where they lie (a
@@ -94,12 +91,12 @@ void KeyTableBuilder::Finish() {
   FreeArray(rank);
   kt_.keys = std::move(found_);  // (its untouched reservation is address space only)
   NumberIds(kt_);
+  return std::move(kt_);
 }
 
-void BuildKeyTableFromAids(Trace& trace, std::vector<uint32_t> tensor_aid,
-                           std::vector<uint32_t> alloc_aid, const std::vector<int32_t>& id_of) {
-  KeyTable& kt = trace.key_table;
-  kt = KeyTable{};
+KeyTable BuildKeyTableFromAids(const Trace& trace, std::vector<uint32_t> tensor_aid,
+                               std::vector<uint32_t> alloc_aid, const std::vector<int32_t>& id_of) {
+  KeyTable kt;
   // One key per allocation id that has a tensor id: its device is that of
   // any target with the id (an allocation id is minted per storage pointer
   // and device).
@@ -127,16 +124,17 @@ void BuildKeyTableFromAids(Trace& trace, std::vector<uint32_t> tensor_aid,
   kt.of_tensor = std::move(tensor_aid);
   kt.of_alloc = std::move(alloc_aid);
   NumberIds(kt);
+  return kt;
 }
 
-void BuildKeyTable(Trace& trace, const std::vector<ProducerIds>& tensor_ids,
-                   const std::vector<ProducerIds>& alloc_ids) {
+KeyTable BuildKeyTable(const Trace& trace, const std::vector<ProducerIds>& tensor_ids,
+                       const std::vector<ProducerIds>& alloc_ids) {
   KeyTableBuilder b(trace);
   for (uint32_t i = 0; i < trace.tensors.size() && i < tensor_ids.size(); ++i)
     b.Tensor(i, tensor_ids[i].id, tensor_ids[i].allocation);
   for (uint32_t i = 0; i < trace.allocs.size() && i < alloc_ids.size(); ++i)
     b.Alloc(i, alloc_ids[i].id, alloc_ids[i].allocation);
-  b.Finish();
+  return b.Finish();
 }
 
 }  // namespace memtl

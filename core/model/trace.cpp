@@ -194,19 +194,16 @@ void Trace::ReleaseOpDetails() {
   FreeArray(arg_kinds);
   FreeArray(arg_refs);
   FreeArray(list_items);
-  FreeArray(key_table.of_tensor);
   ReleaseTensorRecords();
 }
 
 void Trace::ReleaseRecords() {
   ReleaseOpDetails();
   FreeArray(alloc_ptrs);
-  FreeArray(untracked_live);
   FreeArray(events);
   event_t0.Free();
   FreeArray(allocs);
   FreeArray(alloc_ids);
-  key_table = KeyTable{};
   schemas.clear();
 }
 
@@ -218,15 +215,6 @@ void Trace::Finish() {
     return devices[a].index < devices[b].index;
   });
   for (uint32_t r = 0; r < order.size(); ++r) devices[order[r]].rank = r;
-}
-
-}  // namespace memtl
-
-namespace memtl {
-
-uint32_t KeyTable::Find(const TensorKey& key) const {
-  const auto it = std::lower_bound(keys.begin(), keys.end(), key);
-  return it != keys.end() && *it == key ? static_cast<uint32_t>(it - keys.begin()) : kNone32;
 }
 
 }  // namespace memtl

@@ -3,10 +3,12 @@
 // Events keep the shape of PyTorch's event tree (each names its parent) but
 // live in flat arrays indexed by uint32, with side tables per event kind, so
 // that a trace of millions of events costs tens of bytes per event and no
-// pointer chasing. Readers fill it; later stages only add their own results
-// (identity writes the key table, resolves torch 1.13's python-tracer
-// tensors, renumbers split TensorImpls in Tensor::impl and frees the
-// storage pointers it alone reads; nothing else is mutated).
+// pointer chasing. Readers fill it; later stages return their own results
+// beside it (identity's is the key table, core/model/key_table.h). Identity
+// still resolves torch 1.13's python-tracer tensors, renumbers split
+// TensorImpls in Tensor::impl and frees the storage pointers it alone reads;
+// the pipeline frees records after their last reader; nothing else is
+// mutated.
 //
 // The records themselves are in records.h, op arguments in args.h, start
 // times in start_times.h.
@@ -55,22 +57,6 @@ class StringTable {
   std::vector<std::string> strings_;
 };
 
-// A dense index of the TensorKeys identity produced, so that later stages
-// keep arrays indexed by key slot instead of hash maps keyed by TensorKey.
-// Slots are numbered in TensorKey order (id, allocation id, device rank), so
-// comparing slots compares keys. Written by identity (BuildKeyTable).
-struct KeyTable {
-  std::vector<TensorKey> keys;      // by slot, sorted, distinct
-  std::vector<uint32_t> of_tensor;  // per trace tensor: its slot, or kNone32
-  std::vector<uint32_t> of_alloc;   // per allocation event: its slot, or kNone32
-  std::vector<uint32_t> id_slot;    // per slot: dense index of keys[slot].id
-  uint32_t num_ids = 0;
-
-  uint32_t size() const { return static_cast<uint32_t>(keys.size()); }
-  // The slot of `key`, or kNone32 (a binary search; for tests and tools).
-  uint32_t Find(const TensorKey& key) const;
-};
-
 struct TraceHeader {
   int version = 0;
   std::string producer;
@@ -89,7 +75,8 @@ struct Trace {
   std::vector<OpInfo> ops;
   std::vector<AllocInfo> allocs;
   // Per allocation, its address (parallel to `allocs`). The pipeline frees
-  // it after identity, once UntrackedAllocationsLive has read it.
+  // it after identity, once UntrackedAllocationsLive has read it (what the
+  // timeline needs of it is that stage's result, Analysis::untracked_live).
   std::vector<uint64_t> alloc_ptrs;
   // Python calls: the name of each (string id), and for the calls that
   // report a module or an optimizer (about one in twenty), which, by call
@@ -133,22 +120,14 @@ struct Trace {
   // Operator schemas carried by the trace: op name -> schema strings.
   std::vector<std::pair<std::string, std::vector<std::string>>> schemas;
 
-  // Written by identity.
-  KeyTable key_table;
-  // Per allocation record with no key, whether its (address, device) was
-  // live among such allocations just before it, in the op tree's pre-order
-  // (UntrackedAllocationsLive, core/graph/size_map.h): what the timeline needs of
-  // the addresses. Written by the pipeline after identity; empty before.
-  std::vector<bool> untracked_live;
-
   DeviceIndex InternDevice(std::string_view name);
   // Frees `tensors`, `tensor_ptrs` and `tensor_ids` (the pipeline does after the size map;
-  // key_table.of_tensor still gives every observation's key).
+  // the key table's of_tensor still gives every observation's key).
   void ReleaseTensorRecords();
   // Frees what only the stages up to the passes read: op arguments and
   // their lists, op and python-call records with their modules, optimizers
-  // and parameters, and the key slots of tensor observations. Events,
-  // allocations and the keys themselves stay (the timeline reads them).
+  // and parameters, and the tensor records. Events and allocations stay
+  // (the timeline reads them).
   void ReleaseOpDetails();
   // Frees every record; the header, strings and devices stay (what an
   // export of a timeline already built still reads).

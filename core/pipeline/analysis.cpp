@@ -98,7 +98,7 @@ Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string&
   if (threaded) {
     // The op tree's orders and the allocation checks (which walk the
     // tree's pre-order) read the events and neither reads what identity
-    // writes (the key table and the tensor records), so they are built on
+    // returns (the key table) or writes (the tensor records), so they are built on
     // the second core while identity runs. The checks count into their own
     // diagnostics, merged in the single-threaded order.
     Diagnostics checks_diag, identity_diag;
@@ -118,7 +118,9 @@ Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string&
       } catch (const std::system_error&) {
         helper_work();  // no second thread to be had: the same work, here
       }
-      a->identity = AssignIdentity(a->trace, a->schemas, identity_diag);
+      IdentityResult id = AssignIdentity(a->trace, a->schemas, identity_diag);
+      a->keys = std::move(id.keys);
+      a->identity = id.stats;
     }
     if (helper_error) std::rethrow_exception(helper_error);
     a->diagnostics.Merge(checks_diag);
@@ -129,26 +131,30 @@ Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string&
     a->allocations = CheckAllocations(*a->tree, a->diagnostics);
     ReturnFreedPages();
     a->timer.Mark("orders+checks");
-    a->identity = AssignIdentity(a->trace, a->schemas, a->diagnostics);
+    IdentityResult id = AssignIdentity(a->trace, a->schemas, a->diagnostics);
+    a->keys = std::move(id.keys);
+    a->identity = id.stats;
     ReturnFreedPages();
     a->timer.Mark("identity");
   }
   // The allocation addresses' last reader: what the timeline needs of them
   // (the liveness of untracked allocations, by pointer) is kept instead.
-  a->trace.untracked_live = UntrackedAllocationsLive(*a->tree);
+  auto untracked_live = UntrackedAllocationsLive(*a->tree, a->keys);
+  if (!untracked_live.ok()) return Status::Error(name + ": " + untracked_live.status().message());
+  a->untracked_live = std::move(untracked_live.value());
   FreeArray(a->trace.alloc_ptrs);
   // The size map reads the tensor records for the last time (the graph and
   // every later stage read tensors through the key table and the size map),
   // so it comes first (it needs only the tree's start-time order) and the
   // records, a fifth of the trace's memory, go before the op tree's
   // nesting and facts and the graph add theirs.
-  a->sizes = std::make_unique<SizeMap>(*a->tree);
+  a->sizes = std::make_unique<SizeMap>(*a->tree, a->keys);
   a->trace.ReleaseTensorRecords();
   ReturnFreedPages();  // and identity's working arrays
   a->timer.Mark("size map");
-  a->tree->AddFacts(a->schemas);
+  a->tree->AddFacts(a->keys, a->schemas);
   a->timer.Mark("op tree");
-  auto graph = DataFlowGraph::Build(*a->tree);
+  auto graph = DataFlowGraph::Build(*a->tree, a->keys);
   if (!graph.ok()) return Status::Error(name + ": " + graph.status().message());
   a->graph = std::make_unique<DataFlowGraph>(std::move(graph.value()));
   a->timer.Mark("graph");
@@ -173,21 +179,25 @@ void ReleaseAfterGraph(Analysis& a) {
 //   the key slots of tensor observations); the timeline needs none of it;
 void ReleaseAfterPasses(Analysis& a) {
   a.trace.ReleaseOpDetails();
+  FreeArray(a.keys.of_tensor);
   if (a.tree) a.tree->ReleaseOpFacts();
   ReturnFreedPages();
 }
 
-// - after the timeline, before an export: every trace record, the op tree,
-//   the graph and the size map. The trace keeps its header, strings and
-//   devices, and the diagnostics stay. `cats`, which the passes filled from
-//   `a`, takes over the key table's and the graph's arrays it refers to
+// - after the timeline, before an export: every trace record, the key
+//   table, the untracked allocations' liveness, the op tree, the graph and
+//   the size map. The trace keeps its header, strings and devices, and the
+//   diagnostics stay. `cats`, which the passes filled from `a`, takes over
+//   the key table's and the graph's arrays it refers to
 //   (CategoryDict::Keep) before they go.
 void ReleaseAfterTimeline(Analysis& a, CategoryDict& cats) {
-  if (a.graph) cats.Keep(std::move(a.trace.key_table.id_slot), a.graph->TakeValueBegin());
+  if (a.graph) cats.Keep(std::move(a.keys.id_slot), a.graph->TakeValueBegin());
   a.tree.reset();
   a.graph.reset();
   a.sizes.reset();
   a.trace.ReleaseRecords();
+  FreeArray(a.untracked_live);
+  a.keys = KeyTable{};
   ReturnFreedPages();
 }
 
@@ -216,15 +226,15 @@ Expected<std::unique_ptr<Analysis>> RawTimelineAnalysis(RawTimeline raw, const s
   t.header.profile_memory = 1;
   t.InternDevice("cpu");
   t.Finish();
-  KeyTable& kt = t.key_table;
+  KeyTable& kt = a->keys;
   for (uint32_t k = 0; k < kRawKeys; ++k) {
     kt.keys.push_back(t.KeyOf(TensorId(k), AllocationId(k), 0));
     kt.id_slot.push_back(k);
   }
   kt.num_ids = kRawKeys;
   a->tree = std::make_unique<OpTree>(t);
-  a->sizes = std::make_unique<SizeMap>(*a->tree);
-  auto graph = DataFlowGraph::Build(*a->tree);
+  a->sizes = std::make_unique<SizeMap>(*a->tree, kt);
+  auto graph = DataFlowGraph::Build(*a->tree, kt);
   if (!graph.ok()) return Status::Error(name + ": " + graph.status().message());
   a->graph = std::make_unique<DataFlowGraph>(std::move(graph.value()));
   if (raw.times_were_us) {
@@ -244,7 +254,7 @@ Status CategorizeRaw(Analysis& a, const PipelineOptions& options, Categorized& c
   Trace& t = a.trace;
   if (!options.device.empty()) t.devices[0].name = options.device;
   c.device = 0;
-  c.categories.Reset(t.key_table.id_slot, t.key_table.num_ids, a.graph->value_begin());
+  c.categories.Reset(a.keys.id_slot, a.keys.num_ids, a.graph->value_begin());
   CategoryWriter w(c.categories);
   for (uint32_t k = 0; k < kRawKeys; ++k) w.SetByKey(k, kRawCategories[k]);
   const std::vector<RawTimelineRow>& rows = a.raw_timeline->rows;
@@ -278,7 +288,7 @@ Status CategorizeRaw(Analysis& a, const PipelineOptions& options, Categorized& c
                                                           : Action::kCreate;
     c.timeline.push_back(event(r, as));
   }
-  if (Status s = CheckTimelineSums(t, c.timeline, c.categories); !s.ok())
+  if (Status s = CheckTimelineSums(t, a.keys, c.timeline, c.categories); !s.ok())
     return Status::Error(a.name + ": " + s.message());
   if (options.explain_peak) {
     c.peak = FindPeak(c.timeline, c.categories, c.device);
@@ -337,26 +347,30 @@ Expected<std::unique_ptr<Categorized>> Categorize(std::unique_ptr<Analysis> anal
   auto c = std::make_unique<Categorized>();
   c->device = device.value();
   if (options.retain != Retain::kAll) ReleaseAfterGraph(a);  // the passes read none of it
-  RunAllPasses(PassInput{a.trace, *a.tree, *a.graph, *a.sizes}, c->categories);
+  RunAllPasses(PassInput{a.trace, a.keys, *a.tree, *a.graph, *a.sizes}, c->categories);
   // The timeline reads none of it; the peak report reads the python calls'
   // names and the backward flags, so with one it goes after the report.
   const bool release_after_passes = options.retain != Retain::kAll;
   const bool explain = options.explain_peak || options.report;
   if (release_after_passes && !explain) ReleaseAfterPasses(a);
   a.timer.Mark("passes");
-  c->timeline = BuildTimeline(*a.tree, *a.graph, *a.sizes, c->categories, a.diagnostics);
+  auto timeline = BuildTimeline(*a.tree, a.keys, *a.graph, *a.sizes, a.untracked_live,
+                                c->categories, a.diagnostics);
+  if (!timeline.ok()) return Status::Error(a.name + ": " + timeline.status().message());
+  c->timeline = std::move(timeline.value());
   // Live bytes past 2^63-1 would give negative totals: an error, not a number.
-  if (Status s = CheckTimelineSums(a.trace, c->timeline, c->categories); !s.ok())
+  if (Status s = CheckTimelineSums(a.trace, a.keys, c->timeline, c->categories); !s.ok())
     return Status::Error(a.name + ": " + s.message());
   a.timer.Mark("timeline");
   if (options.explain_peak) {
-    c->peak =
-        ExplainPeak(PeakInput{a.trace, *a.tree, *a.graph, c->categories, c->timeline, c->device},
-                    *options.explain_peak);
+    c->peak = ExplainPeak(
+        PeakInput{a.trace, a.keys, *a.tree, *a.graph, c->categories, c->timeline, c->device},
+        *options.explain_peak);
     a.timer.Mark("peak");
   }
   if (options.report) {
-    const ExplainInput in{a.trace, *a.tree, *a.graph, c->categories, c->timeline, c->device};
+    const ExplainInput in{a.trace,       a.keys,      *a.tree,  *a.graph,
+                          c->categories, c->timeline, c->device};
     // The export device's peak is made once when both ask for it.
     const bool same_peak = options.explain_peak == kReportLargestTensors;
     c->report = MakeReport(in, kReportLargestTensors, same_peak ? &*c->peak : nullptr);
@@ -370,8 +384,8 @@ Expected<std::unique_ptr<Categorized>> Categorize(std::unique_ptr<Analysis> anal
 
 PeakReport ExplainPeak(const Categorized& c, size_t top) {
   const Analysis& a = *c.analysis;
-  return ExplainPeak(PeakInput{a.trace, *a.tree, *a.graph, c.categories, c.timeline, c.device},
-                     top);
+  return ExplainPeak(
+      PeakInput{a.trace, a.keys, *a.tree, *a.graph, c.categories, c.timeline, c.device}, top);
 }
 
 Expected<std::unique_ptr<Categorized>> RunPipeline(const std::string& path,

@@ -76,6 +76,12 @@ struct Analysis {
   Diagnostics diagnostics;
   AllocationSummary allocations;
   IdentityStats identity;
+  // Identity's result: every stage after it reads tensors' keys here.
+  KeyTable keys;
+  // Per allocation record with no key, whether its (address, device) was
+  // live among such allocations just before it (UntrackedAllocationsLive,
+  // computed before the addresses go): what the timeline needs of them.
+  std::vector<bool> untracked_live;
   std::unique_ptr<OpTree> tree;
   std::unique_ptr<SizeMap> sizes;
   std::unique_ptr<DataFlowGraph> graph;

@@ -78,14 +78,16 @@ void SortNearlySorted(TimelineEvent* first, TimelineEvent* last) {
   }
 }
 
-std::vector<TimelineEvent> BuildTimeline(const OpTree& tree, const DataFlowGraph& graph,
-                                         const SizeMap& sizes, const CategoryDict& cats,
-                                         Diagnostics& diag) {
+Expected<std::vector<TimelineEvent>> BuildTimeline(const OpTree& tree, const KeyTable& keys,
+                                                   const DataFlowGraph& graph, const SizeMap& sizes,
+                                                   const std::vector<bool>& untracked_live,
+                                                   const CategoryDict& cats, Diagnostics& diag) {
   const Trace& trace = tree.trace();
-  std::vector<bool> computed;
-  if (trace.untracked_live.size() != trace.allocs.size()) computed = UntrackedAllocationsLive(tree);
-  const std::vector<bool>& untracked_live = computed.empty() ? trace.untracked_live : computed;
-  const KeyTable& table = trace.key_table;
+  if (untracked_live.size() != trace.allocs.size()) {
+    return Status::Error("internal error: the untracked allocations' liveness has " +
+                         std::to_string(untracked_live.size()) + " entries for " +
+                         std::to_string(trace.allocs.size()) + " allocation records");
+  }
   // Allocations with no tensor identity first, in their own array; the
   // keyed events go after room for them in `out`, and a merge puts both in
   // order at the end.
@@ -96,13 +98,13 @@ std::vector<TimelineEvent> BuildTimeline(const OpTree& tree, const DataFlowGraph
   // last one seen per key); untracked ones go straight to the timeline, as
   // (pointer, device) liveness made them (UntrackedAllocationsLive).
   constexpr int64_t kNever = INT64_MIN;
-  std::vector<int64_t> alloc_time(table.size(), kNever), free_time(table.size(), kNever);
+  std::vector<int64_t> alloc_time(keys.size(), kNever), free_time(keys.size(), kNever);
   for (uint32_t e : tree.preorder()) {
     const Event& ev = trace.events[e];
     if (ev.kind != EventKind::kAlloc) continue;
     const AllocInfo& a = trace.allocs[ev.payload];
     const bool is_allocation = a.bytes > 0;
-    if (const uint32_t key = SlotOfAlloc(trace, ev.payload); key != kNone32) {
+    if (const uint32_t key = keys.SlotOfAlloc(ev.payload); key != kNone32) {
       (is_allocation ? alloc_time : free_time)[key] = trace.event_t0[e];
       continue;
     }
@@ -133,18 +135,18 @@ std::vector<TimelineEvent> BuildTimeline(const OpTree& tree, const DataFlowGraph
     te.time = t;
     te.action = action;
     te.key = key;
-    te.device = table.keys[key].device;
+    te.device = keys.keys[key].device;
     te.version = version;
     if (!sizes.contains(key)) {
       diag.Add("tensor with no known size",
-               "T" + std::to_string(table.keys[key].id.value()) + " counted as 0 bytes");
+               "T" + std::to_string(keys.keys[key].id.value()) + " counted as 0 bytes");
     }
     te.bytes = sizes[key];
     out.push_back(te);
   };
   // Keys in the snapshot (AllTensorVersions) with no allocation existed
   // before the trace began.
-  for (uint32_t k = 0; k < table.size(); ++k) {
+  for (uint32_t k = 0; k < keys.size(); ++k) {
     if (InSnapshot(graph, cats, k) && alloc_time[k] == kNever) push(-1, Action::kPreexisting, k, 0);
   }
   for (const auto& node : graph.nodes()) {
@@ -320,16 +322,16 @@ namespace {
 // The record behind a timeline entry, for an error message: the first
 // allocation event at its time on its device with its key (or none), else
 // the first event at its time (a version bump's op).
-std::string RecordOf(const Trace& trace, const TimelineEvent& e) {
+std::string RecordOf(const Trace& trace, const KeyTable& keys, const TimelineEvent& e) {
   if (e.action == Action::kPreexisting && e.has_key()) {
-    return "T" + std::to_string(trace.key_table.keys[e.key].id.value()) +
+    return "T" + std::to_string(keys.keys[e.key].id.value()) +
            " (pre-existing, sized by its observations)";
   }
   uint32_t found = kNone32;
   for (uint32_t i = 0; i < trace.events.size() && found == kNone32; ++i) {
     const Event& ev = trace.events[i];
     if (ev.kind != EventKind::kAlloc || trace.allocs[ev.payload].device != e.device) continue;
-    if (trace.event_t0[i] == e.time && SlotOfAlloc(trace, ev.payload) == e.key) found = i;
+    if (trace.event_t0[i] == e.time && keys.SlotOfAlloc(ev.payload) == e.key) found = i;
   }
   for (uint32_t i = 0; i < trace.events.size() && found == kNone32; ++i) {
     if (trace.event_t0[i] == e.time) found = i;
@@ -341,8 +343,8 @@ std::string RecordOf(const Trace& trace, const TimelineEvent& e) {
 
 }  // namespace
 
-Status CheckTimelineSums(const Trace& trace, const std::vector<TimelineEvent>& timeline,
-                         const CategoryDict& cats) {
+Status CheckTimelineSums(const Trace& trace, const KeyTable& keys,
+                         const std::vector<TimelineEvent>& timeline, const CategoryDict& cats) {
   // Per device, the bytes of each category and the sum of their
   // magnitudes, which bounds every sum an export forms of them. Within one
   // time the walk adds event by event, so every event is checked, not just
@@ -371,20 +373,21 @@ Status CheckTimelineSums(const Trace& trace, const std::vector<TimelineEvent>& t
     if (!ok) {
       const std::string device =
           e.device < trace.devices.size() ? trace.devices[e.device].name : "?";
-      return Status::Error("the live bytes on " + device + " pass 2^63-1 at " + RecordOf(trace, e) +
-                           " (" + std::to_string(bytes) + " bytes); no 64-bit total can hold them");
+      return Status::Error("the live bytes on " + device + " pass 2^63-1 at " +
+                           RecordOf(trace, keys, e) + " (" + std::to_string(bytes) +
+                           " bytes); no 64-bit total can hold them");
     }
   }
   return Status();
 }
 
-std::string FormatTimeline(const Trace& trace, const std::vector<TimelineEvent>& timeline,
-                           const CategoryDict& cats) {
+std::string FormatTimeline(const Trace& trace, const KeyTable& keys,
+                           const std::vector<TimelineEvent>& timeline, const CategoryDict& cats) {
   std::string out;
   char buf[256];
   for (const auto& e : timeline) {
-    std::string key = e.has_key() ? "T" + std::to_string(trace.key_table.keys[e.key].id.value()) +
-                                        "(v" + std::to_string(e.version) + ")"
+    std::string key = e.has_key() ? "T" + std::to_string(keys.keys[e.key].id.value()) + "(v" +
+                                        std::to_string(e.version) + ")"
                                   : std::string("[memory]");
     std::string cat(e.has_key() ? CategoryName(cats.Get(e.key, e.version)) : "unknown");
     if (e.action == Action::kIncrementVersion && e.has_key()) {

@@ -16,6 +16,7 @@
 #include "core/graph/op_tree.h"
 #include "core/graph/size_map.h"
 #include "core/model/diagnostics.h"
+#include "core/model/key_table.h"
 #include "core/model/status.h"
 
 namespace memtl {
@@ -30,7 +31,7 @@ struct TimelineEvent {
   int64_t time = 0;        // ns; -1 for pre-existing
   int64_t bytes : 48 = 0;  // >= 0; at most kMaxAllocBytes
   DeviceIndex device : 16 = 0;
-  // Slot in trace.key_table; kNone32: an allocation with no tensor identity.
+  // Key slot (KeyTable); kNone32: an allocation with no tensor identity.
   uint32_t key = kNone32;
   int32_t version : 29 = 0;  // at most kMaxVersion (DataFlowGraph::Build)
   Action action : 3 = Action::kCreate;
@@ -42,21 +43,26 @@ static_assert(sizeof(TimelineEvent) == 24);
 // Every (key, version) the graph mentions (inputs, intermediates as v0,
 // outputs) plus keys categorized by id, sorted (PyTorch's _category_snapshot
 // keys).
-// Keys are slots of trace.key_table, so slot order is PyTorch's key order.
+// Keys are slots of the key table, so slot order is PyTorch's key order.
 std::vector<std::pair<uint32_t, int32_t>> AllTensorVersions(const DataFlowGraph& graph,
                                                             const CategoryDict& cats);
 
-std::vector<TimelineEvent> BuildTimeline(const OpTree& tree, const DataFlowGraph& graph,
-                                         const SizeMap& sizes, const CategoryDict& cats,
-                                         Diagnostics& diag);
+// `untracked_live` is UntrackedAllocationsLive's result for this trace (one
+// bit per allocation record), computed before the addresses went; a vector
+// of another size is an error (an internal one: the pipeline always passes
+// the right one), never recomputed here.
+Expected<std::vector<TimelineEvent>> BuildTimeline(const OpTree& tree, const KeyTable& keys,
+                                                   const DataFlowGraph& graph, const SizeMap& sizes,
+                                                   const std::vector<bool>& untracked_live,
+                                                   const CategoryDict& cats, Diagnostics& diag);
 
 // Whether every sum the exports form from `timeline` fits in 64 bits
 // (PyTorch's are Python integers and cannot overflow): per device, after
 // every event, the bytes of each category and the sum of their magnitudes
 // are at most 2^63-1. Otherwise an error naming the event that passes it.
-// Run before exporting; BuildTimeline itself never fails.
-Status CheckTimelineSums(const Trace& trace, const std::vector<TimelineEvent>& timeline,
-                         const CategoryDict& cats);
+// Run before exporting.
+Status CheckTimelineSums(const Trace& trace, const KeyTable& keys,
+                         const std::vector<TimelineEvent>& timeline, const CategoryDict& cats);
 
 // PyTorch's stable sort by (time, action), for runs that are nearly in
 // order: insertion sort while its work stays linear, then std::stable_sort
@@ -104,7 +110,7 @@ void CoalescedRows(const std::vector<TimelineEvent>& timeline, const CategoryDic
 // with `OLD -> NEW` categories when a version bump changes the category and
 // `[memory]` for allocations with no tensor identity. Devices other than the
 // first are named at the end of the line.
-std::string FormatTimeline(const Trace& trace, const std::vector<TimelineEvent>& timeline,
-                           const CategoryDict& cats);
+std::string FormatTimeline(const Trace& trace, const KeyTable& keys,
+                           const std::vector<TimelineEvent>& timeline, const CategoryDict& cats);
 
 }  // namespace memtl

@@ -20,8 +20,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const memtl::Analysis& a = *c.value()->analysis;
   const auto& cats = c.value()->categories;
   const auto& timeline = c.value()->timeline;
-  (void)memtl::FormatTimeline(a.trace, timeline, cats);
-  (void)memtl::FormatDataFlow(a.trace, *a.graph);
+  (void)memtl::FormatTimeline(a.trace, a.keys, timeline, cats);
+  (void)memtl::FormatDataFlow(a.trace, a.keys, *a.graph);
   for (size_t d = 0; d < a.trace.devices.size(); ++d) {
     const auto device = static_cast<memtl::DeviceIndex>(d);
     (void)memtl::SizesJson(memtl::Coalesce(timeline, cats, device));

@@ -28,7 +28,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!trace.ok()) return 0;
   auto analysis = memtl::Analyze(std::move(trace.value()), "fuzz");
   if (!analysis.ok()) return 0;
-  (void)memtl::FormatDataFlow(analysis.value()->trace, *analysis.value()->graph);
+  (void)memtl::FormatDataFlow(analysis.value()->trace, analysis.value()->keys,
+                              *analysis.value()->graph);
   memtl::PipelineOptions options;
   options.explain_peak = 5;
   options.report = true;
@@ -37,8 +38,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const memtl::Categorized& cz = *c.value();
   const memtl::Analysis& a = *cz.analysis;
   const bool clean = a.diagnostics.empty();
-  (void)memtl::FormatTimeline(a.trace, cz.timeline, cz.categories);
-  const memtl::ExplainInput in{a.trace, *a.tree, *a.graph, cz.categories, cz.timeline, cz.device};
+  (void)memtl::FormatTimeline(a.trace, a.keys, cz.timeline, cz.categories);
+  const memtl::ExplainInput in{a.trace,       a.keys,      *a.tree,  *a.graph,
+                               cz.categories, cz.timeline, cz.device};
   for (const auto f :
        {memtl::EventsFormat::kText, memtl::EventsFormat::kTsv, memtl::EventsFormat::kJsonLines}) {
     (void)memtl::FormatEvents(in, f);

@@ -26,7 +26,8 @@ struct Explained {
   std::unique_ptr<Categorized> c;
   std::string Run(const std::string& ref, bool json) {
     const Analysis& a = *c->analysis;
-    const ExplainInput in{a.trace, *a.tree, *a.graph, c->categories, c->timeline, c->device};
+    const ExplainInput in{a.trace,       a.keys,      *a.tree,  *a.graph,
+                          c->categories, c->timeline, c->device};
     auto r = ExplainTensor({in, *a.sizes}, *ParseTensorRef(ref), json);
     REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.status().message()));
     return r.value();
@@ -58,7 +59,7 @@ TEST_CASE("explain: every version's category is the last pass decision, on three
                            "dataflow_simple.trace.jsonl.gz"}) {
     CAPTURE(name);
     Explained e = Load(name);
-    const KeyTable& kt = e.c->analysis->trace.key_table;
+    const KeyTable& kt = e.c->analysis->keys;
     int64_t last_id = -1;
     size_t versions = 0;
     for (uint32_t k = 0; k < kt.size(); ++k) {
@@ -113,7 +114,8 @@ TEST_CASE(
 
   Explained e = Load("resnet_bn_sgd_step.trace.jsonl.gz");
   const Analysis& a = *e.c->analysis;
-  const ExplainInput in{a.trace, *a.tree, *a.graph, e.c->categories, e.c->timeline, e.c->device};
+  const ExplainInput in{a.trace,         a.keys,        *a.tree,    *a.graph,
+                        e.c->categories, e.c->timeline, e.c->device};
   const Summary s = Summarize(in, "t", 5);
   REQUIRE(s.devices.size() == 1);
   const DeviceSummary& d = s.devices[0];

@@ -182,7 +182,8 @@ TEST_SUITE("golden") {
       CAPTURE(f);
       auto a = AnalyzeFile(f.string());
       REQUIRE_MESSAGE(a.ok(), (a.ok() ? "" : a.status().message()));
-      CheckGolden(Stem(f) + ".graph", FormatDataFlow(a.value()->trace, *a.value()->graph));
+      CheckGolden(Stem(f) + ".graph",
+                  FormatDataFlow(a.value()->trace, a.value()->keys, *a.value()->graph));
     }
   }
 
@@ -193,7 +194,7 @@ TEST_SUITE("golden") {
       const Analysis& a = *c->analysis;
       const auto& cats = c->categories;
       const auto& timeline = c->timeline;
-      CheckGolden(Stem(f) + ".categories", FormatTimeline(a.trace, timeline, cats));
+      CheckGolden(Stem(f) + ".categories", FormatTimeline(a.trace, a.keys, timeline, cats));
 
       // The raw events summed per category equal the last row of sizes, and
       // the sizes' times never go backwards.
@@ -224,8 +225,8 @@ TEST_SUITE("golden") {
       auto r = AnalyzeFile(f.string());
       REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.status().message()));
       const Analysis& a = *r.value();
-      const PassInput in{a.trace, *a.tree, *a.graph, *a.sizes};
-      const KeyTable& kt = a.trace.key_table;
+      const PassInput in{a.trace, a.keys, *a.tree, *a.graph, *a.sizes};
+      const KeyTable& kt = a.keys;
       CategoryDict cats;
       std::string text;
       for (const PassStep& step : RunAllPassesTraced(in, cats)) {
@@ -263,8 +264,7 @@ TEST_SUITE("golden") {
       CHECK(live == all.bytes);
       CHECK(by_category == all.bytes);
       CHECK(top == all.bytes);
-      if (IsTorch2(f))
-        CheckGolden(Stem(f) + ".peak", FormatPeak(ExplainPeak(*c, 10)));
+      if (IsTorch2(f)) CheckGolden(Stem(f) + ".peak", FormatPeak(ExplainPeak(*c, 10)));
     }
   }
 
@@ -273,14 +273,16 @@ TEST_SUITE("golden") {
       CAPTURE(f);
       const auto c = Pipeline(f);
       const Analysis& a = *c->analysis;
-      const ExplainInput in{a.trace, *a.tree, *a.graph, c->categories, c->timeline, c->device};
+      const ExplainInput in{a.trace,       a.keys,      *a.tree,  *a.graph,
+                            c->categories, c->timeline, c->device};
       const std::string tsv = FormatEvents(in, EventsFormat::kTsv);
       // The header, then the timeline's events in its order, each with the
       // category `memtl categories` gives it.
       CHECK(static_cast<size_t>(std::count(tsv.begin(), tsv.end(), '\n')) ==
             c->timeline.size() + 1);
       std::string categories_column, from_dump;
-      std::istringstream rows(tsv), dump(FormatTimeline(a.trace, c->timeline, c->categories));
+      std::istringstream rows(tsv),
+          dump(FormatTimeline(a.trace, a.keys, c->timeline, c->categories));
       std::string row, line;
       std::getline(rows, row);
       while (std::getline(rows, row) && std::getline(dump, line)) {
@@ -337,7 +339,7 @@ TEST_CASE("determinism: the threaded file reader and the in-memory reader give t
     auto c = Categorize(std::move(analysis));
     REQUIRE(c.ok());
     const Analysis& a = *c.value()->analysis;
-    return FormatDataFlow(a.trace, *a.graph) +
+    return FormatDataFlow(a.trace, a.keys, *a.graph) +
            RawJson(c.value()->timeline, c.value()->categories, 0);
   };
   CHECK(render(std::move(threaded.value())) == render(std::move(single.value())));
@@ -359,8 +361,9 @@ TEST_CASE("pipeline: dropping data after its last reader changes no timeline or 
     REQUIRE(t.ok());
     REQUIRE(d.ok());
     CHECK(t.value()->analysis->trace.arg_kinds.empty());
-    CHECK(FormatTimeline(k->analysis->trace, k->timeline, k->categories) ==
-          FormatTimeline(t.value()->analysis->trace, t.value()->timeline, t.value()->categories));
+    CHECK(FormatTimeline(k->analysis->trace, k->analysis->keys, k->timeline, k->categories) ==
+          FormatTimeline(t.value()->analysis->trace, t.value()->analysis->keys, t.value()->timeline,
+                         t.value()->categories));
     const Categorized& dc = *d.value();
     CHECK(dc.analysis->trace.events.empty());
     CHECK(dc.analysis->graph == nullptr);

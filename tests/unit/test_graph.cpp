@@ -26,7 +26,7 @@ Expected<std::unique_ptr<Analysis>> Run(const std::string& text) {
 std::string Graph(const std::string& text) {
   auto a = Run(text);
   REQUIRE_MESSAGE(a.ok(), (a.ok() ? "" : a.status().message()));
-  return FormatDataFlow(a.value()->trace, *a.value()->graph);
+  return FormatDataFlow(a.value()->trace, a.value()->keys, *a.value()->graph);
 }
 
 }  // namespace
@@ -79,8 +79,8 @@ TEST_CASE("graph: a second free of a pointer is a new, untracked allocation, not
                            Alloc(3, 1, 5, 100, -16);
   auto a = Run(text);
   REQUIRE(a.ok());
-  CHECK(SlotOfAlloc(a.value()->trace, 1) == kNone32);
-  CHECK(FormatDataFlow(a.value()->trace, *a.value()->graph) ==
+  CHECK(a.value()->keys.SlotOfAlloc(1) == kNone32);
+  CHECK(FormatDataFlow(a.value()->trace, a.value()->keys, *a.value()->graph) ==
         "aten::relu                T0(v0)           ->\n"
         "aten::relu                T0(v0*), T1(v0)  ->\n");
 }
@@ -118,9 +118,9 @@ TEST_CASE(
   Analysis& an = *a.value();
   CHECK(an.identity.id_mismatches == 0);  // memtl's ids agree with the producer's
   CategoryDict cats;
-  RunAllPasses(PassInput{an.trace, *an.tree, *an.graph, *an.sizes}, cats);
+  RunAllPasses(PassInput{an.trace, an.keys, *an.tree, *an.graph, *an.sizes}, cats);
   const auto key = [&](int64_t id, int64_t aid) {
-    return an.trace.key_table.Find(an.trace.KeyOf(TensorId(id), AllocationId(aid), 0));
+    return an.keys.Find(an.trace.KeyOf(TensorId(id), AllocationId(aid), 0));
   };
   CHECK(cats.Get(key(0, 1), 0) == Category::kParameter);
   CHECK(cats.Get(key(0, 1), 1) == Category::kParameter);
@@ -166,9 +166,10 @@ TEST_CASE("pipeline: checks beside identity on a second thread give the same ana
   }
   CHECK(one->allocations.frees == two->allocations.frees);
   CHECK(one->allocations.allocations == two->allocations.allocations);
-  CHECK(one->trace.key_table.keys == two->trace.key_table.keys);
-  CHECK(one->trace.key_table.of_alloc == two->trace.key_table.of_alloc);
-  CHECK(FormatDataFlow(one->trace, *one->graph) == FormatDataFlow(two->trace, *two->graph));
+  CHECK(one->keys.keys == two->keys.keys);
+  CHECK(one->keys.of_alloc == two->keys.of_alloc);
+  CHECK(FormatDataFlow(one->trace, one->keys, *one->graph) ==
+        FormatDataFlow(two->trace, two->keys, *two->graph));
 }
 
 TEST_CASE("op tree: a trace whose subtrees interleave gives the analysis of its pre-order") {
@@ -202,13 +203,13 @@ TEST_CASE("op tree: a trace whose subtrees interleave gives the analysis of its 
   CHECK(tb.first_child(1) == kNone32);
   CHECK(tb.in_backward(2));
   CHECK(!tb.in_backward(1));
-  CHECK(FormatDataFlow(a.value()->trace, *a.value()->graph) ==
-        FormatDataFlow(b.value()->trace, *b.value()->graph));
+  CHECK(FormatDataFlow(a.value()->trace, a.value()->keys, *a.value()->graph) ==
+        FormatDataFlow(b.value()->trace, b.value()->keys, *b.value()->graph));
   auto categories = [](Analysis& an) {
     CategoryDict cats;
-    RunAllPasses(PassInput{an.trace, *an.tree, *an.graph, *an.sizes}, cats);
+    RunAllPasses(PassInput{an.trace, an.keys, *an.tree, *an.graph, *an.sizes}, cats);
     std::vector<int> out;
-    for (uint32_t k = 0; k < an.trace.key_table.size(); ++k)
+    for (uint32_t k = 0; k < an.keys.size(); ++k)
       out.push_back(cats.Get(k, 0) ? static_cast<int>(*cats.Get(k, 0)) : -1);
     return out;
   };
@@ -244,20 +245,25 @@ TEST_CASE("size map stage: untracked allocations' pointer liveness, kept after t
                            Alloc(5, -1, 6, 0x100, -64);             // freed again on cpu
   auto a = Run(text);
   REQUIRE_MESSAGE(a.ok(), (a.ok() ? "" : a.status().message()));
-  const Trace& t = a.value()->trace;
-  CHECK(t.alloc_ptrs.empty());  // the pipeline freed them
+  Analysis& an = *a.value();
+  CHECK(an.trace.alloc_ptrs.empty());  // the pipeline freed them
   const std::vector<bool> expected = {false, true, true, false, false, false};
-  CHECK(t.untracked_live == expected);
+  CHECK(an.untracked_live == expected);
   // The timeline reads them: a second creation of a live pointer is a new
   // version, a free of a pointer not live also adds a pre-existing block.
   CategoryDict cats;
+  auto timeline = BuildTimeline(*an.tree, an.keys, *an.graph, *an.sizes, an.untracked_live, cats,
+                                an.diagnostics);
+  REQUIRE(timeline.ok());
   std::string actions;
-  for (const TimelineEvent& e : BuildTimeline(*a.value()->tree, *a.value()->graph,
-                                              *a.value()->sizes, cats, a.value()->diagnostics)) {
+  for (const TimelineEvent& e : timeline.value())
     actions += std::string(ActionName(e.action)) + " ";
-  }
   CHECK(actions ==
         "preexisting preexisting create increment_version destroy destroy create destroy ");
+  // Once the addresses are gone the liveness cannot be computed again, and
+  // the timeline takes no liveness of another size: errors, not a guess.
+  CHECK(!UntrackedAllocationsLive(*an.tree, an.keys).ok());
+  CHECK(!BuildTimeline(*an.tree, an.keys, *an.graph, *an.sizes, {}, cats, an.diagnostics).ok());
 }
 
 TEST_CASE("allocation checks: the same verdicts as a map of every pointer's last event") {

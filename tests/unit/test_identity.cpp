@@ -16,36 +16,43 @@ using namespace memtl::test;
 
 namespace {
 
-Trace Identify(const std::string& text) {
+// A trace after identity, with identity's result beside it.
+struct Identified : Trace {
+  KeyTable keys;
+};
+
+Identified Identify(const std::string& text) {
   auto r = ReadTraceString(text, "t.trace");
   REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.status().message()));
-  Trace t = std::move(r.value());
+  Identified t;
+  static_cast<Trace&>(t) = std::move(r.value());
   Diagnostics diag;
-  AssignIdentity(t, SchemaRegistry::Builtin(), diag);
+  t.keys = AssignIdentity(t, SchemaRegistry::Builtin(), diag).keys;
   return t;
 }
 
 // The key identity settled on for a tensor observation or an allocation
 // (the key table is its only output); -1 where there is none.
-int64_t Id(const Trace& t, uint32_t tensor) {
-  const uint32_t s = t.key_table.of_tensor.at(tensor);
-  return s == kNone32 ? -1 : t.key_table.keys[s].id.value();
+int64_t Id(const Identified& t, uint32_t tensor) {
+  const uint32_t s = t.keys.of_tensor.at(tensor);
+  return s == kNone32 ? -1 : t.keys.keys[s].id.value();
 }
-int64_t Aid(const Trace& t, uint32_t tensor) {
-  const uint32_t s = t.key_table.of_tensor.at(tensor);
-  return s == kNone32 ? -1 : t.key_table.keys[s].allocation.value();
+int64_t Aid(const Identified& t, uint32_t tensor) {
+  const uint32_t s = t.keys.of_tensor.at(tensor);
+  return s == kNone32 ? -1 : t.keys.keys[s].allocation.value();
 }
-int64_t AllocId(const Trace& t, uint32_t alloc) {
-  const uint32_t s = t.key_table.of_alloc.at(alloc);
-  return s == kNone32 ? -1 : t.key_table.keys[s].id.value();
+int64_t AllocId(const Identified& t, uint32_t alloc) {
+  const uint32_t s = t.keys.of_alloc.at(alloc);
+  return s == kNone32 ? -1 : t.keys.keys[s].id.value();
 }
 
 }  // namespace
 
 TEST_CASE("identity: a reused storage pointer is a new allocation and a new tensor") {
-  const Trace t = Identify(Header() + Alloc(0, -1, 1, 100, 16) +
-                           Op(1, -1, "aten::relu", 2, 3, T(1, 100)) + Alloc(2, -1, 4, 100, -16) +
-                           Alloc(3, -1, 5, 100, 16) + Op(4, -1, "aten::relu", 6, 7, T(2, 100)));
+  const Identified t =
+      Identify(Header() + Alloc(0, -1, 1, 100, 16) + Op(1, -1, "aten::relu", 2, 3, T(1, 100)) +
+               Alloc(2, -1, 4, 100, -16) + Alloc(3, -1, 5, 100, 16) +
+               Op(4, -1, "aten::relu", 6, 7, T(2, 100)));
   CHECK(Aid(t, 0) != Aid(t, 1));
   CHECK(Id(t, 0) != Id(t, 1));
   CHECK(Id(t, 0) >= 0);
@@ -58,27 +65,28 @@ TEST_CASE("identity: allocation ids follow record order when the file is not in 
   // In file order the op sees the first allocation of pointer 100; in record
   // order (by start time) the free at t=20 and the new allocation at t=25
   // come before the op at t=30, so the op's tensor is the second storage.
-  const Trace t =
+  const Identified t =
       Identify(Header() + Alloc(0, -1, 1, 100, 16) + Op(1, -1, "aten::relu", 30, 31, T(1, 100)) +
                Alloc(2, -1, 20, 100, -16) + Alloc(3, -1, 25, 100, 16));
   REQUIRE(Id(t, 0) >= 0);
   CHECK(AllocId(t, 2) == Id(t, 0));
   CHECK(AllocId(t, 0) == -1);  // the first storage: never seen with a tensor
-  CHECK(Aid(t, 0) == t.key_table.keys[t.key_table.of_alloc.at(2)].allocation.value());
+  CHECK(Aid(t, 0) == t.keys.keys[t.keys.of_alloc.at(2)].allocation.value());
 }
 
 TEST_CASE("identity: an allocation never seen with a tensor gets no tensor id") {
-  const Trace t = Identify(Header() + Alloc(0, -1, 1, 500, 16) +
-                           Op(1, -1, "aten::relu", 2, 3, T(1, 100)) + Alloc(2, -1, 4, 500, -16));
-  CHECK(SlotOfAlloc(t, 0) == kNone32);
-  CHECK(SlotOfAlloc(t, 1) == kNone32);
+  const Identified t =
+      Identify(Header() + Alloc(0, -1, 1, 500, 16) + Op(1, -1, "aten::relu", 2, 3, T(1, 100)) +
+               Alloc(2, -1, 4, 500, -16));
+  CHECK(t.keys.SlotOfAlloc(0) == kNone32);
+  CHECK(t.keys.SlotOfAlloc(1) == kNone32);
   CHECK(Id(t, 0) == 0);
 }
 
 TEST_CASE("identity: ids follow PyTorch's order of first allocation id") {
   // The tensor allocated first gets T0 even though it is used second.
-  const Trace t = Identify(Header() + Alloc(0, -1, 1, 100, 16) +
-                           Op(1, -1, "aten::mul", 2, 5, T(10, 200) + "," + T(11, 100)));
+  const Identified t = Identify(Header() + Alloc(0, -1, 1, 100, 16) +
+                                Op(1, -1, "aten::mul", 2, 5, T(10, 200) + "," + T(11, 100)));
   CHECK(Id(t, 1) == 0);
   CHECK(Id(t, 0) == 1);
 }
@@ -86,26 +94,27 @@ TEST_CASE("identity: ids follow PyTorch's order of first allocation id") {
 TEST_CASE("identity: a genuine storage swap keeps the tensor id (1.13 rule)") {
   // resize_(Tensor(a!) self, ...) receives impl 1 with storage 100 and
   // allocates storage 200 for it: the same tensor, a new allocation.
-  const Trace t = Identify(Header() + Op(0, -1, "aten::relu", 1, 2, T(1, 100)) +
-                           Op(1, -1, "aten::resize_", 3, 6, T(1, 100) + ",null,null") +
-                           Alloc(2, 1, 4, 200, 64) + Op(3, -1, "aten::relu", 7, 8, T(1, 200)));
+  const Identified t = Identify(Header() + Op(0, -1, "aten::relu", 1, 2, T(1, 100)) +
+                                Op(1, -1, "aten::resize_", 3, 6, T(1, 100) + ",null,null") +
+                                Alloc(2, 1, 4, 200, 64) + Op(3, -1, "aten::relu", 7, 8, T(1, 200)));
   CHECK(Aid(t, 0) == Aid(t, 1));
   CHECK(Aid(t, 2) != Aid(t, 1));
   CHECK(Id(t, 2) == Id(t, 0));
 }
 
 TEST_CASE("identity: a reused TensorImpl address without a swap is a new tensor (1.13 rule)") {
-  const Trace t = Identify(Header() + Op(0, -1, "aten::relu", 1, 2, T(1, 100)) +
-                           Alloc(1, -1, 3, 200, 64) + Op(2, -1, "aten::relu", 7, 8, T(1, 200)));
+  const Identified t =
+      Identify(Header() + Op(0, -1, "aten::relu", 1, 2, T(1, 100)) + Alloc(1, -1, 3, 200, 64) +
+               Op(2, -1, "aten::relu", 7, 8, T(1, 200)));
   CHECK(Id(t, 1) != Id(t, 0));
 }
 
 TEST_CASE("identity: with producer ids the storage merge of PyTorch 2.x applies directly") {
   // ids=true: impl 1 seen with two storages is one tensor (no 1.13 rule),
   // and the producer's ids are kept.
-  const Trace t = Identify(Header(true) + Op(0, -1, "aten::relu", 1, 2, T(1, 100, 4, 0, 1)) +
-                           Alloc(1, -1, 3, 200, 64, "cpu", 0, 2) +
-                           Op(2, -1, "aten::relu", 7, 8, T(1, 200, 4, 0, 2)));
+  const Identified t = Identify(Header(true) + Op(0, -1, "aten::relu", 1, 2, T(1, 100, 4, 0, 1)) +
+                                Alloc(1, -1, 3, 200, 64, "cpu", 0, 2) +
+                                Op(2, -1, "aten::relu", 7, 8, T(1, 200, 4, 0, 2)));
   CHECK(Id(t, 0) == 0);
   CHECK(Id(t, 1) == 0);
   CHECK(Aid(t, 1) == 2);
@@ -115,15 +124,15 @@ TEST_CASE("identity: 1.13 python-tracer storage addresses resolve to the nearest
   const std::string py =
       R"({"k":"py","i":2,"p":-1,"name":"nn.Module: Linear_0","t0":50,"t1":60,"tid":1,"module":{"self":null,"cls":"Linear","params":[{"name":"weight","t":{"ptr":100},"grad":null},{"name":"bias","t":{"ptr":999},"grad":null}]}})"
       "\n";
-  const Trace t = Identify(Header() + Op(0, -1, "aten::relu", 1, 2, T(1, 100)) +
-                           Op(1, -1, "aten::relu", 55, 58, T(7, 100)) + py);
+  const Identified t = Identify(Header() + Op(0, -1, "aten::relu", 1, 2, T(1, 100)) +
+                                Op(1, -1, "aten::relu", 55, 58, T(7, 100)) + py);
   const ParamInfo& w = t.params[0];
   // Nearest in time: the input of the op at 55 (impl address 7), not 1's.
   CHECK(t.tensors[w.tensor].impl == t.tensors[1].impl);
   CHECK(t.tensors[w.tensor].impl != t.tensors[0].impl);
   CHECK(Id(t, w.tensor) >= 0);
   CHECK(Id(t, w.tensor) == Id(t, 1));
-  CHECK(SlotOfTensor(t, t.params[1].tensor) == kNone32);  // never an op input: dropped
+  CHECK(t.keys.SlotOfTensor(t.params[1].tensor) == kNone32);  // never an op input: dropped
 }
 
 TEST_CASE("identity: record order puts ops before allocations before python at equal times") {
@@ -138,12 +147,12 @@ TEST_CASE("key table: slots follow TensorKey order, also for sparse and shared p
   // Producer ids: allocation ids far apart (the array index would be huge),
   // and allocation id 7 seen with two tensor ids (only a malformed producer
   // does that; it takes the hash-map path and still gets two keys).
-  const Trace t = Identify(
+  const Identified t = Identify(
       Header(true) +
       Op(0, -1, "aten::relu", 1, 2, T(1, 100, 4, 5, 900000000000) + "," + T(2, 200, 4, 3, 7)) +
       Op(1, -1, "aten::relu", 3, 4, T(3, 300, 4, 4, 7) + "," + T(1, 100, 4, 5, 900000000000)) +
       Alloc(2, -1, 5, 400, 64, "cpu", 3, 7));
-  const KeyTable& kt = t.key_table;
+  const KeyTable& kt = t.keys;
   REQUIRE(kt.size() == 3);
   CHECK(std::is_sorted(kt.keys.begin(), kt.keys.end()));
   CHECK(kt.keys[0].id.value() == 3);
@@ -175,10 +184,10 @@ TEST_CASE("identity: a trace that says ids:true but lacks the id tables gets no 
   t.tensor_ids.clear();  // as a producer building a Trace by hand might leave them
   t.alloc_ids.clear();
   Diagnostics diag;
-  AssignIdentity(t, SchemaRegistry::Builtin(), diag);
-  CHECK(t.key_table.size() == 0);
-  CHECK(SlotOfTensor(t, 0) == kNone32);
-  CHECK(SlotOfAlloc(t, 0) == kNone32);
+  const KeyTable kt = AssignIdentity(t, SchemaRegistry::Builtin(), diag).keys;
+  CHECK(kt.size() == 0);
+  CHECK(kt.SlotOfTensor(0) == kNone32);
+  CHECK(kt.SlotOfAlloc(0) == kNone32);
 }
 
 TEST_CASE("dense numbering: keys numbered from 1 in order of first sighting, through growth") {
@@ -201,15 +210,15 @@ TEST_CASE("identity: a trace built elsewhere that understates num_impls gets the
   const std::string text = Header() + Op(0, -1, "aten::add_", 1, 9, T(5, 100) + "," + T(6, 200)) +
                            Alloc(1, 0, 2, 300, 16) + Op(2, -1, "aten::mul", 10, 19, T(5, 300)) +
                            Op(3, -1, "aten::relu", 20, 29, T(7, 200));
-  const Trace expected = Identify(text);
+  const Identified expected = Identify(text);
   auto r = ReadTraceString(text, "t.trace");
   REQUIRE(r.ok());
   Trace t = std::move(r.value());
   REQUIRE(t.num_impls == 4);
   t.num_impls = 1;
   Diagnostics diag;
-  AssignIdentity(t, SchemaRegistry::Builtin(), diag);
-  CHECK(t.key_table.keys == expected.key_table.keys);
-  CHECK(t.key_table.of_tensor == expected.key_table.of_tensor);
-  CHECK(t.key_table.of_alloc == expected.key_table.of_alloc);
+  const KeyTable kt = AssignIdentity(t, SchemaRegistry::Builtin(), diag).keys;
+  CHECK(kt.keys == expected.keys.keys);
+  CHECK(kt.of_tensor == expected.keys.of_tensor);
+  CHECK(kt.of_alloc == expected.keys.of_alloc);
 }

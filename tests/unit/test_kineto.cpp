@@ -182,7 +182,7 @@ TEST_CASE("raw timeline: the pipeline's timeline is its rows") {
   std::remove(path.c_str());
   REQUIRE(c.ok());
   const Categorized& cz = *c.value();
-  CHECK(FormatTimeline(cz.analysis->trace, cz.timeline, cz.categories) ==
+  CHECK(FormatTimeline(cz.analysis->trace, cz.analysis->keys, cz.timeline, cz.categories) ==
         "preexisting        T0(v0)                    512 B  PARAMETER\n"
         "create             T4(v0)                     64 B  ACTIVATION\n"
         "destroy            T4(v0)                     64 B  ACTIVATION\n"

@@ -48,7 +48,7 @@ std::unique_ptr<Categorized> Run(const fs::path& path) {
 
 ExplainInput InputOf(const Categorized& c) {
   const Analysis& a = *c.analysis;
-  return ExplainInput{a.trace, *a.tree, *a.graph, c.categories, c.timeline, c.device};
+  return ExplainInput{a.trace, a.keys, *a.tree, *a.graph, c.categories, c.timeline, c.device};
 }
 
 const MemoryRow& Row(const std::vector<MemoryRow>& rows, std::string_view name) {
