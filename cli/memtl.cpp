@@ -79,6 +79,13 @@ std::string PartialNote(const memtl::Analysis& a) {
          std::to_string(a.read_info.stopped_at_line - 1) + ", the last complete record";
 }
 
+// --strict: the first diagnostic, as the one-line error.
+memtl::Status StrictError(const std::string& path, const memtl::Diagnostics& diagnostics) {
+  const auto& [kind, entry] = *diagnostics.entries().begin();
+  return memtl::Status::Error(memtl::QuotePath(path) + ": --strict: " + kind + " (" +
+                              std::to_string(entry.count) + "x, e.g. " + entry.example + ")");
+}
+
 // Reads and analyzes the one TRACE argument; prints notes to stderr.
 memtl::Expected<std::unique_ptr<memtl::Analysis>> Load(const Args& args) {
   // "-": standard input, through its /dev name (pipes are read as streams).
@@ -92,11 +99,7 @@ memtl::Expected<std::unique_ptr<memtl::Analysis>> Load(const Args& args) {
   auto analysis = memtl::AnalyzeFile(path, options);
   if (!analysis.ok()) return analysis;
   const memtl::Analysis& a = *analysis.value();
-  if (args.strict && !a.diagnostics.empty()) {
-    const auto& [kind, entry] = *a.diagnostics.entries().begin();
-    return memtl::Status::Error(memtl::QuotePath(path) + ": --strict: " + kind + " (" +
-                                std::to_string(entry.count) + "x, e.g. " + entry.example + ")");
-  }
+  if (args.strict && !a.diagnostics.empty()) return StrictError(path, a.diagnostics);
   if (a.read_info.stopped_early)
     PrintErrLine("memtl: " + memtl::QuotePath(path) + ": " + PartialNote(a));
   return analysis;
@@ -201,7 +204,12 @@ memtl::Expected<std::unique_ptr<memtl::Categorized>> Categorize(
   options.device = args.device;
   options.explain_peak = peak_top;
   options.report = report;
-  return memtl::Categorize(std::move(analysis.value()), options);
+  auto c = memtl::Categorize(std::move(analysis.value()), options);
+  // The timeline adds its own diagnostic (a row below zero).
+  if (c.ok() && args.strict && !c.value()->analysis->diagnostics.empty())
+    return StrictError(args.trace == "-" ? "/dev/stdin" : args.trace,
+                       c.value()->analysis->diagnostics);
+  return c;
 }
 
 int RunPeak(const Args& args) {

@@ -1,4 +1,4 @@
-// Allocation checks per (pointer, device), in the op tree's pre-order.
+// Allocation checks per (pointer, device), in time order.
 #include "core/checks/allocation_checks.h"
 
 #include <cstdio>
@@ -36,14 +36,16 @@ AllocationSummary CheckAllocations(const OpTree& tree, Diagnostics& diag) {
     return Hex(trace.alloc_ptrs[trace.events[ei].payload]) + " on " + trace.devices[a.device].name +
            " at t=" + std::to_string(trace.event_t0[ei]);
   };
-  for (const uint32_t ei : tree.preorder()) {
+  for (const uint32_t ei : tree.sorted()) {
     const Event& e = trace.events[ei];
     if (e.kind != EventKind::kAlloc) continue;
     const AllocInfo& a = trace.allocs[e.payload];
     const uint64_t ptr = trace.alloc_ptrs[e.payload];
     if (a.bytes > 0) {
       ++s.allocations;
-      *live.try_emplace(ptr, a.device, 0).first = ei;
+      const auto [slot, inserted] = live.try_emplace(ptr, a.device, 0);
+      if (!inserted) diag.Add("allocation at an address already live (a free missing?)", where(ei));
+      *slot = ei;
       continue;
     }
     if (a.bytes == 0) {
@@ -62,13 +64,6 @@ AllocationSummary CheckAllocations(const OpTree& tree, Diagnostics& diag) {
                where(ei) + ": " + std::to_string(allocated) + " allocated, " +
                    std::to_string(-a.bytes) + " freed");
     }
-    // The timeline orders events by time, so such a free comes first there
-    // and the live bytes go below zero (as PyTorch's would): the trace's
-    // order and its times disagree.
-    if (trace.event_t0[ei] < trace.event_t0[*alloc]) {
-      diag.Add("free before its allocation in time",
-               where(ei) + ": allocated at t=" + std::to_string(trace.event_t0[*alloc]));
-    }
     live.erase(ptr, a.device);
   }
   if (unmatched.empty()) return s;
@@ -81,7 +76,7 @@ AllocationSummary CheckAllocations(const OpTree& tree, Diagnostics& diag) {
     named.try_emplace(trace.alloc_ptrs[e.payload], trace.allocs[e.payload].device, 0);
   }
   size_t next = 0;
-  for (auto it = tree.preorder().begin(); it != tree.preorder().end() && next < unmatched.size();
+  for (auto it = tree.sorted().begin(); it != tree.sorted().end() && next < unmatched.size();
        ++it) {
     const uint32_t ei = *it;
     const Event& e = trace.events[ei];

@@ -97,7 +97,7 @@ Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string&
   }
   if (threaded) {
     // The op tree's orders and the allocation checks (which walk the
-    // tree's pre-order) read the events and neither reads what identity
+    // tree's start-time order) read the events and neither reads what identity
     // returns (the key table) or writes (the tensor records), so they are built on
     // the second core while identity runs. The checks count into their own
     // diagnostics, merged in the single-threaded order.

@@ -78,6 +78,11 @@ void SortNearlySorted(TimelineEvent* first, TimelineEvent* last) {
   }
 }
 
+namespace {
+void NoteNegativeRows(const Trace& trace, const std::vector<TimelineEvent>& timeline,
+                      Diagnostics& diag);
+}  // namespace
+
 Expected<std::vector<TimelineEvent>> BuildTimeline(const OpTree& tree, const KeyTable& keys,
                                                    const DataFlowGraph& graph, const SizeMap& sizes,
                                                    const std::vector<bool>& untracked_live,
@@ -171,18 +176,7 @@ Expected<std::vector<TimelineEvent>> BuildTimeline(const OpTree& tree, const Key
   while (i < a && j < out.size())
     out[w++] = TimelineBefore(out[j], unknown[i]) ? out[j++] : unknown[i++];
   while (i < a) out[w++] = unknown[i++];
-  // Memory that existed before profiling goes in at t = -1, as in PyTorch,
-  // which is before every real time (nanoseconds since an epoch) but after
-  // an event a trace places earlier: a free of that memory there takes the
-  // live bytes below zero. Said, not moved, so times keep PyTorch's order.
-  size_t before = 0;
-  while (before < out.size() && out[before].time < -1) ++before;
-  if (before > 0 && before < out.size() && out[before].action == Action::kPreexisting) {
-    diag.Add("event before t=-1, where memory from before profiling is counted",
-             std::string(ActionName(out[0].action)) + " on " + trace.devices[out[0].device].name +
-                 " at t=" + std::to_string(out[0].time),
-             before);
-  }
+  NoteNegativeRows(trace, out, diag);
   return out;
 }
 
@@ -217,6 +211,55 @@ int64_t TrueDivTrunc1000(uint64_t t) {
 }  // namespace
 
 int64_t MicrosOf(const TimelineEvent& e) { return e.time == -1 ? -1 : PyTrueDivTrunc1000(e.time); }
+
+namespace {
+
+// The timeline matches allocations without a tensor to their frees in the
+// op tree's pre-order (PyTorch's rule) and orders everything by time. When
+// the two orders disagree (a file whose records are not in pre-order, roots
+// whose times go backwards, a time before t=-1 where memory from before
+// profiling is counted), a row of the export can hold less than nothing,
+// as PyTorch's would: counted, per row of any device, so that such a
+// number is never silent (an error with --strict). The rows are those of
+// WalkRows: the total after every event of one microsecond.
+void NoteNegativeRows(const Trace& trace, const std::vector<TimelineEvent>& timeline,
+                      Diagnostics& diag) {
+  struct Device {
+    __int128 total = 0;  // 2^30 events of at most 2^46 bytes each: no overflow
+    int64_t t = 0;       // the row's microsecond
+    int64_t time = 0;    // and the time of its first event, for the message
+    bool any = false;
+  };
+  std::vector<Device> devices(trace.devices.size());
+  uint64_t rows = 0;
+  std::string example;
+  auto end_row = [&](DeviceIndex d) {
+    const Device& dev = devices[d];
+    if (!dev.any || dev.total >= 0) return;
+    if (rows++ == 0) {
+      example = trace.devices[d].name + " at t=" + std::to_string(dev.time) +
+                " ns: " + std::to_string(static_cast<int64_t>(dev.total)) + " B";
+    }
+  };
+  for (const TimelineEvent& e : timeline) {
+    if (e.device >= devices.size()) continue;
+    Device& dev = devices[e.device];
+    const int64_t t = MicrosOf(e);
+    if (!dev.any || t != dev.t) {
+      end_row(e.device);
+      dev.any = true;
+      dev.t = t;
+      dev.time = e.time;
+    }
+    if (e.action == Action::kPreexisting || e.action == Action::kCreate) dev.total += e.bytes;
+    if (e.action == Action::kDestroy) dev.total -= e.bytes;
+  }
+  for (size_t d = 0; d < devices.size(); ++d) end_row(static_cast<DeviceIndex>(d));
+  if (rows > 0)
+    diag.Add("live bytes below zero (the trace's order and its times disagree)", example, rows);
+}
+
+}  // namespace
 
 int64_t PyTrueDivTrunc1000(int64_t t) {
   // int() truncates toward zero and the rounding is symmetric, so the sign
