@@ -131,8 +131,14 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
       "and modules whose bytes at the peak differ most");
   AddReadOptions(diff, args);
   diff->add_option("B", args.trace_b, "the second trace")->required();
-  diff->add_option("--format", args.format, "text (the default) or json")
-      ->check(CLI::IsMember({"text", "json"}));
+  diff->add_option("--format", args.format,
+                   "text (the default), json, or html (one self-contained page: bars of both "
+                   "peaks by category, sortable tables)")
+      ->check(CLI::IsMember({"text", "json", "html"}));
+  diff->add_option("-o,--output", args.outputs,
+                   "write to this file instead of standard output (atomically), in the "
+                   "--format given, else by its suffix: .html, .json, any other text")
+      ->expected(1);
   diff->callback([&args] { args.command = "diff"; });
 
   CLI::App* graph = app->add_subcommand(

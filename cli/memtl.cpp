@@ -94,6 +94,7 @@ memtl::Expected<std::unique_ptr<memtl::Analysis>> Load(const Args& args) {
   options.partial = args.partial;
   options.threaded = args.threads > 1;
   options.progress = &progress;
+  options.et_path = args.et;
   progress_line = std::make_unique<memtl::ProgressLine>(
       &progress, args.trace == "-" ? "standard input" : memtl::QuotePath(args.trace), !args.quiet);
   auto analysis = memtl::AnalyzeFile(path, options);
@@ -102,6 +103,7 @@ memtl::Expected<std::unique_ptr<memtl::Analysis>> Load(const Args& args) {
   if (args.strict && !a.diagnostics.empty()) return StrictError(path, a.diagnostics);
   if (a.read_info.stopped_early)
     PrintErrLine("memtl: " + memtl::QuotePath(path) + ": " + PartialNote(a));
+  if (!a.read_info.note.empty() && !args.quiet) PrintErrLine("memtl: note: " + a.read_info.note);
   return analysis;
 }
 
@@ -289,6 +291,8 @@ int RunSummary(const Args& args) {
   return over.empty() ? 0 : kOverBudgetStatus;
 }
 
+bool SameFile(const std::string& a, const std::string& b);
+
 int RunDiff(const Args& args) {
   // Enough rows that an op in one run's top rows is found in the other's.
   constexpr size_t kDiffTop = 50;
@@ -298,8 +302,21 @@ int RunDiff(const Args& args) {
   second.trace = args.trace_b;
   auto b = SummaryOf(second, kDiffTop);
   if (!b.ok()) return Fail(b.status().message());
-  return Emit(args.format == "json" ? memtl::DiffJson(a.value(), b.value())
-                                    : memtl::FormatDiff(a.value(), b.value()));
+  std::string format = args.format;
+  const std::string out = args.outputs.empty() ? "" : args.outputs.front();
+  if (!out.empty() && out != "-" && (SameFile(out, args.trace) || SameFile(out, args.trace_b)))
+    return Fail(memtl::QuotePath(out) + ": is a trace being read; choose another output path");
+  if (format.empty()) {
+    format = out.ends_with(".html") ? "html" : out.ends_with(".json") ? "json" : "text";
+  }
+  const std::string text = format == "json"   ? memtl::DiffJson(a.value(), b.value())
+                           : format == "html" ? memtl::DiffHtml(a.value(), b.value())
+                                              : memtl::FormatDiff(a.value(), b.value());
+  if (out.empty() || out == "-") return Emit(text);
+  if (auto s = memtl::WriteFileAtomically(out, text, false); !s.ok()) return Fail(s.message());
+  PrintErrLine("memtl: wrote " + memtl::QuotePath(out) + " (diff of " +
+               memtl::QuotePath(args.trace) + " and " + memtl::QuotePath(args.trace_b) + ")");
+  return 0;
 }
 
 int RunCategories(const Args& args) {

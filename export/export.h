@@ -17,6 +17,7 @@
 #include "core/categories/category.h"
 #include "core/explain/peak.h"
 #include "core/explain/report.h"
+#include "core/explain/summary.h"
 #include "core/model/diagnostics.h"
 #include "core/model/status.h"
 #include "core/model/trace.h"
@@ -81,5 +82,8 @@ std::string RenderPlotPng(const PlotRows& rows, const PlotOptions& options,
                           PlotSummary* summary = nullptr);
 std::string RenderPlotPng(const CoalescedTimeline& c, const PlotOptions& options);
 std::string Base64(const std::string& bytes);
+
+// memtl diff as one self-contained HTML page (export/diff_html.cpp).
+std::string DiffHtml(const Summary& a, const Summary& b);
 
 }  // namespace memtl

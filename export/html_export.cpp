@@ -10,43 +10,16 @@
 #include <string_view>
 
 #include "export/export.h"
+#include "export/html_util.h"
 #include "export/report_assets.h"
 
 namespace memtl {
 
 namespace {
 
-std::string Escape(std::string_view s) {
-  std::string out;
-  for (const char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
-// The plot's colours by export index (PyTorch's _CATEGORY_TO_COLORS:
-// darkgreen, goldenrod, black, mediumpurple, red, mediumblue, royalblue,
-// grey).
-constexpr const char* kCssColors[8] = {"#006400", "#daa520", "#000000", "#9370db",
-                                       "#ff0000", "#0000cd", "#4169e1", "#808080"};
+using html::Escape;
+using html::Num;
+constexpr const auto& kCssColors = html::kCategoryColors;
 
 std::string Ms(int64_t us) {
   char buf[48];
@@ -59,11 +32,6 @@ std::string Percent(int64_t part, int64_t whole) {
   std::snprintf(buf, sizeof buf, "%.1f%%",
                 whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0);
   return buf;
-}
-
-// A number cell: `text` shown, `v` what report.js sorts by.
-std::string Num(int64_t v, const std::string& text) {
-  return "<td class=\"n\" data-v=\"" + std::to_string(v) + "\">" + text + "</td>";
 }
 
 // "Who holds the memory at the peak": the categories with the plot's

@@ -60,6 +60,10 @@ std::string ByCategoryJson(const std::array<int64_t, 8>& bytes) {
   return out + "}";
 }
 
+constexpr size_t kDiffRows = 10;
+
+}  // namespace
+
 const DeviceSummary* FindDevice(const Summary& s, const std::string& name) {
   for (const DeviceSummary& d : s.devices) {
     if (d.device == name) return &d;
@@ -67,7 +71,6 @@ const DeviceSummary* FindDevice(const Summary& s, const std::string& name) {
   return nullptr;
 }
 
-// Bytes at the peak per name, of two tables, largest difference first.
 std::vector<std::pair<std::string, std::array<int64_t, 2>>> TableDiff(
     const std::vector<MemoryRow>& a, const std::vector<MemoryRow>& b, size_t top) {
   std::map<std::string, std::array<int64_t, 2>> by_name;
@@ -82,9 +85,14 @@ std::vector<std::pair<std::string, std::array<int64_t, 2>>> TableDiff(
   return rows;
 }
 
-constexpr size_t kDiffRows = 10;
-
-}  // namespace
+std::vector<std::string> DiffDevices(const Summary& a, const Summary& b) {
+  std::vector<std::string> names;
+  for (const DeviceSummary& d : a.devices) names.push_back(d.device);
+  for (const DeviceSummary& d : b.devices) {
+    if (!FindDevice(a, d.device)) names.push_back(d.device);
+  }
+  return names;
+}
 
 Summary Summarize(const ExplainInput& in, const std::string& trace_name, size_t top) {
   Summary s;
@@ -210,12 +218,7 @@ std::vector<std::string> CheckBudgets(const Summary& s, const std::vector<Budget
 
 std::string FormatDiff(const Summary& a, const Summary& b) {
   std::string out = "A: " + a.trace + "\nB: " + b.trace + "\n";
-  std::vector<std::string> names;
-  for (const DeviceSummary& d : a.devices) names.push_back(d.device);
-  for (const DeviceSummary& d : b.devices) {
-    if (!FindDevice(a, d.device)) names.push_back(d.device);
-  }
-  for (const std::string& name : names) {
+  for (const std::string& name : DiffDevices(a, b)) {
     const DeviceSummary* da = FindDevice(a, name);
     const DeviceSummary* db = FindDevice(b, name);
     if (da == nullptr || db == nullptr) {

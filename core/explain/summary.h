@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/explain/context.h"
@@ -51,6 +52,16 @@ struct Budget {
 Expected<Budget> ParseBudget(std::string_view text);
 // One line per budget exceeded on a device; empty when all hold.
 std::vector<std::string> CheckBudgets(const Summary& s, const std::vector<Budget>& budgets);
+
+// The summary of the device named `name`, or null.
+const DeviceSummary* FindDevice(const Summary& s, const std::string& name);
+// The devices of either summary: A's in order, then those only B has.
+std::vector<std::string> DiffDevices(const Summary& a, const Summary& b);
+// Bytes at the peak per name in two tables (ops or modules; a name missing
+// from one counts 0 there), the largest difference first, equal ones left
+// out, at most `top`.
+std::vector<std::pair<std::string, std::array<int64_t, 2>>> TableDiff(
+    const std::vector<MemoryRow>& a, const std::vector<MemoryRow>& b, size_t top);
 
 // Two summaries side by side: per device both have (matched by name), the
 // peak and each category's largest with their difference, and the ops and

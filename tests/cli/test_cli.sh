@@ -251,5 +251,18 @@ else
   fail=$((fail + 1))
   echo "FAIL diff-self: $("$bin" diff "$ex" "$ex" 2>&1 | head -5)"
 fi
+# memtl diff as an HTML page, written atomically with -o; never over a trace.
+ex2="$root/fixtures/torch2/e2e_fwd_bwd_sgd.trace.jsonl.gz"
+if "$bin" diff "$ex" "$ex2" -o "$tmp/diff.html" 2>"$tmp/diff.err" &&
+  grep -q '<svg class="bars"' "$tmp/diff.html" && grep -q 'Content-Security-Policy' "$tmp/diff.html" &&
+  grep -q "memtl: wrote .*diff.html" "$tmp/diff.err" &&
+  "$bin" diff "$ex" "$ex2" --format html | cmp -s - "$tmp/diff.html"; then
+  pass=$((pass + 1))
+else
+  fail=$((fail + 1))
+  echo "FAIL diff-html: $(cat "$tmp/diff.err")"
+fi
+cp "$ex2" "$tmp/b.trace.jsonl.gz"
+check diff-over-trace 2 "is a trace being read" -- "$bin" diff "$ex" "$tmp/b.trace.jsonl.gz" -o "$tmp/b.trace.jsonl.gz"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -1,0 +1,49 @@
+// What the HTML pages (the report, html_export.cpp; the diff, diff_html.cpp)
+// share: escaping, the categories' colours and sortable number cells.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace memtl::html {
+
+// `s` safe in an element or an attribute value.
+inline std::string Escape(std::string_view s) {
+  std::string out;
+  for (const char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+// The plot's colours by export index (PyTorch's _CATEGORY_TO_COLORS:
+// darkgreen, goldenrod, black, mediumpurple, red, mediumblue, royalblue,
+// grey).
+inline constexpr const char* kCategoryColors[8] = {"#006400", "#daa520", "#000000", "#9370db",
+                                                   "#ff0000", "#0000cd", "#4169e1", "#808080"};
+
+// A number cell: `text` shown, `v` what report.js sorts by.
+inline std::string Num(int64_t v, const std::string& text) {
+  return "<td class=\"n\" data-v=\"" + std::to_string(v) + "\">" + text + "</td>";
+}
+
+}  // namespace memtl::html
