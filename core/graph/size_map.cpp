@@ -77,7 +77,8 @@ Expected<std::vector<bool>> UntrackedAllocationsLive(const OpTree& tree, const K
   }
   std::vector<bool> live_before(trace.allocs.size(), false);
   PtrDevMap<char> live;
-  for (uint32_t e : tree.preorder()) {
+  const EventOrder order = trace.header.pairs_in_time_order ? tree.sorted() : tree.preorder();
+  for (uint32_t e : order) {
     const Event& ev = trace.events[e];
     if (ev.kind != EventKind::kAlloc || keys.SlotOfAlloc(ev.payload) != kNone32) continue;
     const AllocInfo& a = trace.allocs[ev.payload];

@@ -30,7 +30,8 @@ class SizeMap {
 // Per allocation record, for those with no key (PyTorch keys them by
 // pointer and device instead): whether that (pointer, device) was live among
 // such allocations just before it, in the tree's pre-order, as PyTorch's
-// timeline walks them. An allocation that was live is a new version of it;
+// timeline walks them (in start-time order where the reader says so:
+// TraceHeader::pairs_in_time_order). An allocation that was live is a new version of it;
 // a free that was not also adds a pre-existing allocation. Reads
 // trace.alloc_ptrs, which the pipeline frees afterwards: it keeps the result
 // (Analysis::untracked_live) and hands it to BuildTimeline. An error, not a

@@ -63,6 +63,14 @@ struct TraceHeader {
   std::string torch_version;
   bool has_ids = false;     // tensors carry producer tensor/allocation ids
   int profile_memory = -1;  // the producer's profile_memory setting: 1, 0, or -1 unknown
+  // Set by readers of traces not in PyTorch's tree (Kineto, the execution-
+  // trace join): allocations pair with frees per (address, device) in
+  // start-time order (OpTree::sorted), the allocator's, instead of in
+  // pre-order, PyTorch's rule for its own tree, which memtl's traces keep.
+  // Where roots of two threads overlap in time (a GPU backward pass on the
+  // autograd engine's thread), pre-order sees an address allocated again
+  // before the free that released it.
+  bool pairs_in_time_order = false;
 };
 
 struct Trace {

@@ -119,7 +119,11 @@ class Join {
   }
 
   // Storage ids to addresses, from the allocations made directly inside
-  // joined ops (et_join.h says how).
+  // joined ops (et_join.h says how). Allocations, frees and reads are
+  // taken in time order (ties in emission order), the allocator's: where
+  // the roots of two threads overlap in time (the autograd engine's
+  // device thread during a GPU backward pass), emission order puts one
+  // thread's later events before the other's earlier ones.
   void MapStorages(JoinText& out) {
     const size_t n = t_.events.size();
     std::vector<uint32_t> end(n);
@@ -128,11 +132,17 @@ class Join {
       const uint32_t p = t_.events[e].parent;
       if (p != kNone32) end[p] = std::max(end[p], end[e]);
     }
+    by_time_.resize(n);
+    for (uint32_t e = 0; e < n; ++e) by_time_[e] = e;
+    std::stable_sort(by_time_.begin(), by_time_.end(),
+                     [&](uint32_t x, uint32_t y) { return t_.event_t0[x] < t_.event_t0[y]; });
+    time_pos_.resize(n);
+    for (uint32_t p = 0; p < n; ++p) time_pos_[by_time_[p]] = p;
     // Each allocation's free, by event.
     std::vector<uint32_t> free_of(n, kNone32);
     {
       std::unordered_map<AddrKey, uint32_t, AddrHash> live;
-      for (uint32_t e = 0; e < n; ++e) {
+      for (const uint32_t e : by_time_) {
         const Event& ev = t_.events[e];
         if (ev.kind != EventKind::kAlloc) continue;
         const AllocInfo& a = t_.allocs[ev.payload];
@@ -145,27 +155,33 @@ class Join {
         }
       }
     }
-    // Where each storage is first read by a joined op.
-    for (uint32_t e = 0; e < n; ++e) {
-      const Event& ev = t_.events[e];
-      if (ev.kind != EventKind::kOp || node_of_op_[ev.payload] == kNone32) continue;
-      const EtNode& node = et_.nodes[node_of_op_[ev.payload]];
-      for (uint32_t i = node.args_begin; i < node.args_begin + node.args_count; ++i) {
-        const EtArg& arg = et_.args[i];
-        if (arg.kind == EtArgKind::kTensor) first_in_.emplace(et_.tensors[arg.begin].storage_id, e);
-        if (arg.kind != EtArgKind::kList) continue;
-        for (uint32_t j = arg.begin; j < arg.begin + arg.count; ++j)
-          if (et_.items[j] != kNone32) first_in_.emplace(et_.tensors[et_.items[j]].storage_id, e);
-      }
-    }
     std::unordered_set<AddrKey, AddrHash> mapped;
-    for (uint32_t e = 0; e < n; ++e) {
+    for (const uint32_t e : by_time_) {
       const Event& ev = t_.events[e];
+      if (ev.kind == EventKind::kOp) {
+        // The storages a joined op reads, as last read here.
+        if (node_of_op_[ev.payload] == kNone32) continue;
+        const EtNode& node = et_.nodes[node_of_op_[ev.payload]];
+        for (uint32_t i = node.args_begin; i < node.args_begin + node.args_count; ++i) {
+          const EtArg& arg = et_.args[i];
+          if (arg.kind == EtArgKind::kTensor)
+            last_read_[et_.tensors[arg.begin].storage_id] = time_pos_[e];
+          if (arg.kind != EtArgKind::kList) continue;
+          for (uint32_t j = arg.begin; j < arg.begin + arg.count; ++j)
+            if (et_.items[j] != kNone32)
+              last_read_[et_.tensors[et_.items[j]].storage_id] = time_pos_[e];
+        }
+        continue;
+      }
       if (ev.kind != EventKind::kAlloc) continue;
       const AllocInfo& a = t_.allocs[ev.payload];
-      if (a.bytes <= 0) continue;
-      ++out.allocations;
       const AddrKey key{t_.alloc_ptrs[ev.payload], a.device};
+      if (a.bytes < 0) {
+        last_free_[key] = time_pos_[e];
+        continue;
+      }
+      if (a.bytes == 0) continue;
+      ++out.allocations;
       if (mapped.contains(key)) {  // the same data pointer: the same storage id
         ++out.mapped_allocations;
         continue;
@@ -177,10 +193,13 @@ class Join {
       if (op_event == kNone32 || node_of_op_[t_.events[op_event].payload] == kNone32) {
         // Outside any joined op (a python call that the nesting by time
         // put around it): only a tensor read before it is freed, exactly.
-        storage = Candidate(e, kNone32, free_of[e] != kNone32 ? free_of[e] : n, true);
+        storage = Candidate(e, kNone32, free_of[e] != kNone32 ? free_of[e] : kNone32, true);
       } else {
-        storage = Candidate(e, op_event, end[op_event],
-                            free_of[e] != kNone32 && free_of[e] < end[op_event]);
+        // Freed inside the op (a workspace, a temporary): only what the
+        // ops before its free read can be in it.
+        const bool freed_inside =
+            free_of[e] != kNone32 && free_of[e] > e && free_of[e] < end[op_event];
+        storage = Candidate(e, op_event, freed_inside ? free_of[e] : end[op_event], freed_inside);
       }
       if (storage == 0) continue;
       addr_of_.emplace(storage, key.addr);
@@ -254,23 +273,29 @@ class Join {
  private:
   // The storage that allocation event `e`, made directly inside op event
   // `op` (joined; kNone32: none, then only exact reads count), holds:
-  // among the storages not seen before it, those of
-  // the tensors that the ops after it in `op`'s subtree read (at most
-  // kScan events on), then `op`'s outputs unless the allocation is freed
-  // inside `op`; the first whose bytes it holds exactly, else the first
-  // whose bytes fit in it (an output resized smaller, an allocator that
-  // rounds sizes up). 0: none.
-  uint64_t Candidate(uint32_t e, uint32_t op, uint32_t op_end, bool freed_inside) const {
+  // among the storages that can be at its address, those of the tensors
+  // that the ops after it in `op`'s subtree and before `end` (the
+  // subtree's end or the allocation's free) read (at most kScan events
+  // on; without `op`, the ops after it in time until `end`, its free or
+  // kNone32), then `op`'s outputs unless the allocation is freed inside
+  // `op`; the first whose bytes it holds exactly, else the first whose
+  // bytes fit in it (an output resized smaller, an allocator that rounds
+  // sizes up). 0: none. A storage id is one data pointer, so a storage
+  // read before `e` can be at its address only if that address was freed
+  // since (memory from before the profile, or a block the allocator hands
+  // out again: its storage id is the same).
+  uint64_t Candidate(uint32_t e, uint32_t op, uint32_t end, bool freed_inside) const {
     static constexpr uint32_t kScan = 1024;
     const AllocInfo& a = t_.allocs[t_.events[e].payload];
     const std::string& device = t_.devices[a.device].name;
-    uint64_t fits = 0;
+    const auto freed = last_free_.find(AddrKey{t_.alloc_ptrs[t_.events[e].payload], a.device});
+    uint64_t fits = 0;  // the first fitting storage of the scan, then of the outputs
     auto consider = [&](uint32_t index) {
       const EtTensor& tensor = et_.tensors[index];
       if (tensor.storage_id == 0 || tensor.numel <= 0 || addr_of_.contains(tensor.storage_id))
         return false;
-      if (const auto it = first_in_.find(tensor.storage_id);
-          it != first_in_.end() && it->second < e)
+      if (const auto it = last_read_.find(tensor.storage_id);
+          it != last_read_.end() && (freed == last_free_.end() || freed->second < it->second))
         return false;
       if (et_.strings.Get(tensor.device) != device) return false;
       const int64_t need = (tensor.offset + tensor.numel) * tensor.itemsize;
@@ -278,12 +303,18 @@ class Join {
       if (fits == 0 && need < a.bytes) fits = tensor.storage_id;
       return false;
     };
-    const uint32_t scan_end = std::min(op_end, e + kScan);
-    for (uint32_t d = e + 1; d < scan_end; ++d) {
-      const Event& ev = t_.events[d];
+    // Scans the joined ops among events `from`: in op's subtree by index,
+    // or by time up to `end`.
+    const size_t n = t_.events.size();
+    const uint32_t first = op != kNone32 ? e + 1 : time_pos_[e] + 1;
+    const uint32_t last =
+        op != kNone32 ? end : (end != kNone32 ? time_pos_[end] : static_cast<uint32_t>(n));
+    const uint32_t scan_end = std::min(last, first + kScan - 1);
+    for (uint32_t p = first; p < scan_end; ++p) {
+      const Event& ev = t_.events[op != kNone32 ? p : by_time_[p]];
       if (ev.kind != EventKind::kOp || node_of_op_[ev.payload] == kNone32) continue;
-      const EtNode& n = et_.nodes[node_of_op_[ev.payload]];
-      for (uint32_t i = n.args_begin; i < n.args_begin + n.args_count; ++i) {
+      const EtNode& node = et_.nodes[node_of_op_[ev.payload]];
+      for (uint32_t i = node.args_begin; i < node.args_begin + node.args_count; ++i) {
         const EtArg& arg = et_.args[i];
         if (arg.kind == EtArgKind::kTensor && consider(arg.begin))
           return et_.tensors[arg.begin].storage_id;
@@ -295,9 +326,16 @@ class Join {
     }
     if (op == kNone32) return 0;
     if (!freed_inside) {
-      const EtNode& n = et_.nodes[node_of_op_[t_.events[op].payload]];
-      for (uint32_t i = n.outs_begin; i < n.outs_begin + n.outs_count; ++i)
+      // An op allocates its outputs in their order (structured kernels'
+      // set_output), so an output that fits comes before a later read
+      // that fits (on CUDA, where blocks are rounded up to 512 bytes,
+      // every small tensor fits).
+      const uint64_t fits_scan = fits;
+      fits = 0;
+      const EtNode& node = et_.nodes[node_of_op_[t_.events[op].payload]];
+      for (uint32_t i = node.outs_begin; i < node.outs_begin + node.outs_count; ++i)
         if (consider(et_.items[i])) return et_.tensors[et_.items[i]].storage_id;
+      if (fits == 0) fits = fits_scan;
     }
     return fits;
   }
@@ -389,7 +427,13 @@ class Join {
   std::vector<uint32_t> node_of_op_;
   std::unordered_map<uint64_t, uint64_t> addr_of_;
   std::unordered_set<uint64_t> nonempty_;
-  std::unordered_map<uint64_t, uint32_t> first_in_;  // storage -> op event first reading it
+  // MapStorages' walk in time order: the events by time (ties in index
+  // order) and each event's position there; so far in it, each storage's
+  // last read by a joined op and each address's last free (positions).
+  std::vector<uint32_t> by_time_;
+  std::vector<uint32_t> time_pos_;
+  std::unordered_map<uint64_t, uint32_t> last_read_;
+  std::unordered_map<AddrKey, uint32_t, AddrHash> last_free_;
 };
 
 std::string Percent(uint64_t part, uint64_t whole) {
@@ -440,6 +484,8 @@ Expected<KinetoRead> JoinExecutionTrace(KinetoRead kineto, const ReadOptions& op
                          trace.status().message());
   KinetoRead r;
   r.trace = std::move(trace.value());
+  // The Kineto reader's events, in its order (TraceHeader says why).
+  r.trace.header.pairs_in_time_order = true;
   for (DeviceInfo& d : r.trace.devices) {
     for (const DeviceInfo& k : kineto.trace.devices) {
       if (k.name != d.name) continue;

@@ -1,7 +1,8 @@
 // Kineto traces into the Trace (kineto_reader.h): the parts of the stream
 // (kineto_stream.h) parsed into compact records (kineto_parse.h), then
 // nested by time per thread, emitted in pre-order with roots in start-time
-// order, and the allocated totals checked against the trace's own.
+// order, and the allocated totals checked against the trace's own, with the
+// memory events replayed in time order (the allocator's).
 #include "core/read/kineto_reader.h"
 
 #include <algorithm>
@@ -104,9 +105,27 @@ Nesting Nest(const std::vector<KinetoEvent>& ev) {
   return n;
 }
 
+// The memory events (indices into `ev`) in the allocator's order: by
+// time, ties in emission order (roots in start-time order, each subtree in
+// pre-order). Emission order itself is not the allocator's where roots of
+// two threads overlap in time (on a GPU the backward pass runs on the
+// autograd engine's device thread): the caching allocator hands a freed
+// block out again at once, so in emission order an address can be
+// allocated again before the free that released it.
+std::vector<uint32_t> MemoryInTimeOrder(const std::vector<KinetoEvent>& ev, const Nesting& n) {
+  std::vector<uint32_t> order;
+  for (const Nesting::Root& root : n.roots)
+    for (uint32_t pos = root.begin; pos < root.end; ++pos)
+      if (ev[n.order[pos]].kind == KinetoKind::kMemory) order.push_back(n.order[pos]);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](uint32_t a, uint32_t b) { return ev[a].ts < ev[b].ts; });
+  return order;
+}
+
 // The memory events' addresses and what each changes in the timeline's
-// total, replayed in emission order as the timeline counts allocations
-// without a tensor (BuildTimeline, after PyTorch): an allocation at a live
+// total, replayed in time order (`by_time`), the order in which the
+// timeline pairs the allocations without a tensor of a trace read from
+// Kineto (TraceHeader::pairs_in_time_order): an allocation at a live
 // address changes nothing (a version bump), a free of an address never
 // allocated in the profile was memory from before it (pre-existing).
 struct Replay {
@@ -118,7 +137,7 @@ struct Replay {
 };
 
 Replay ReplayMemory(const std::vector<KinetoEvent>& ev, const std::vector<KinetoMemory>& mem,
-                    const Nesting& n, size_t num_devices) {
+                    const std::vector<uint32_t>& by_time, size_t num_devices) {
   Replay r;
   r.addr.resize(mem.size());
   r.change.resize(mem.size());
@@ -135,38 +154,35 @@ Replay ReplayMemory(const std::vector<KinetoEvent>& ev, const std::vector<Kineto
   // Without addresses: per (device, size), the synthetic addresses live.
   std::unordered_map<uint64_t, std::vector<uint64_t>> by_size;
   uint64_t next_synthetic = uint64_t{1} << 63;
-  for (const Nesting::Root& root : n.roots) {
-    for (uint32_t pos = root.begin; pos < root.end; ++pos) {
-      const KinetoEvent& e = ev[n.order[pos]];
-      if (e.kind != KinetoKind::kMemory) continue;
-      const KinetoMemory& m = mem[e.ref];
-      uint64_t addr = m.addr;
-      if (!m.has_addr) {
-        const uint64_t size_key =
-            static_cast<uint64_t>(m.bytes > 0 ? m.bytes : -m.bytes) << 16 | m.device;
-        std::vector<uint64_t>& stack = by_size[size_key];
-        if (m.bytes > 0 || stack.empty()) {
-          addr = next_synthetic++;
-          if (m.bytes > 0) stack.push_back(addr);
-        } else {
-          addr = stack.back();
-          stack.pop_back();
-          ++r.paired_by_size;
-        }
-      }
-      r.addr[e.ref] = addr;
-      const Live key{addr, m.device};
-      if (m.bytes > 0) {
-        if (!live.emplace(key, true).second) {
-          ++r.reused_live;
-          r.change[e.ref] = 0;
-        } else {
-          r.change[e.ref] = m.bytes;
-        }
+  for (const uint32_t i : by_time) {
+    const KinetoEvent& e = ev[i];
+    const KinetoMemory& m = mem[e.ref];
+    uint64_t addr = m.addr;
+    if (!m.has_addr) {
+      const uint64_t size_key =
+          static_cast<uint64_t>(m.bytes > 0 ? m.bytes : -m.bytes) << 16 | m.device;
+      std::vector<uint64_t>& stack = by_size[size_key];
+      if (m.bytes > 0 || stack.empty()) {
+        addr = next_synthetic++;
+        if (m.bytes > 0) stack.push_back(addr);
       } else {
-        if (live.erase(key) == 0) r.preexisting[m.device] -= m.bytes;
+        addr = stack.back();
+        stack.pop_back();
+        ++r.paired_by_size;
+      }
+    }
+    r.addr[e.ref] = addr;
+    const Live key{addr, m.device};
+    if (m.bytes > 0) {
+      if (!live.emplace(key, true).second) {
+        ++r.reused_live;
+        r.change[e.ref] = 0;
+      } else {
         r.change[e.ref] = m.bytes;
       }
+    } else {
+      if (live.erase(key) == 0) r.preexisting[m.device] -= m.bytes;
+      r.change[e.ref] = m.bytes;
     }
   }
   return r;
@@ -177,14 +193,10 @@ Replay ReplayMemory(const std::vector<KinetoEvent>& ev, const std::vector<Kineto
 // later total: a change of memtl's total that differs from the
 // allocator's is counted, and the totals are compared again from there.
 std::vector<int64_t> CheckTotals(const Trace& t, const std::vector<KinetoEvent>& ev,
-                                 const std::vector<KinetoMemory>& mem, const Replay& r,
+                                 const std::vector<KinetoMemory>& mem,
+                                 const std::vector<uint32_t>& by_time, const Replay& r,
                                  int64_t base_ns, Diagnostics& diag) {
   const size_t num_devices = t.devices.size();
-  std::vector<uint32_t> by_time;
-  for (uint32_t i = 0; i < ev.size(); ++i)
-    if (ev[i].kind == KinetoKind::kMemory) by_time.push_back(i);
-  std::stable_sort(by_time.begin(), by_time.end(),
-                   [&](uint32_t a, uint32_t b) { return ev[a].ts < ev[b].ts; });
   std::vector<int64_t> running = r.preexisting;  // memtl's total
   std::vector<int64_t> unseen(num_devices, 0);
   std::vector<int64_t> offset(num_devices, 0);  // trace's total - memtl's
@@ -234,8 +246,10 @@ Expected<KinetoRead> Build(KinetoParser& p, KinetoRead r, const std::string& nam
                           ? "kineto (schemaVersion " + std::to_string(p.schema_version) + ")"
                           : "kineto";
   t.header.profile_memory = p.profile_memory;
+  t.header.pairs_in_time_order = true;
   const Nesting n = Nest(p.events);
-  const Replay replay = ReplayMemory(p.events, p.memory, n, t.devices.size());
+  const std::vector<uint32_t> by_time = MemoryInTimeOrder(p.events, n);
+  const Replay replay = ReplayMemory(p.events, p.memory, by_time, t.devices.size());
   if (replay.reused_live > 0) {
     r.diagnostics.Add("allocation at an address already live (a free missing from the trace?)",
                       "counted as PyTorch counts it: no change of the total", replay.reused_live);
@@ -246,7 +260,7 @@ Expected<KinetoRead> Build(KinetoParser& p, KinetoRead r, const std::string& nam
                       replay.paired_by_size);
   }
   const std::vector<int64_t> unseen =
-      CheckTotals(t, p.events, p.memory, replay, p.base_ns, r.diagnostics);
+      CheckTotals(t, p.events, p.memory, by_time, replay, p.base_ns, r.diagnostics);
 
   // Memory from before the profile that the events never free: one
   // allocation per device at its first memory event, as a root.

@@ -17,7 +17,11 @@
 // event, so that the timeline's total is the allocator's. Then memtl's total
 // is checked against "Total Allocated" after every event: a difference is a
 // counted diagnostic. Traces without "Addr" (before PyTorch 1.10) pair each
-// free with the latest live allocation of its size on its device.
+// free with the latest live allocation of its size on its device. Memory
+// events pair in time order, the allocator's, not in the tree's pre-order
+// (roots of two threads overlap in time on a GPU, where the backward pass
+// runs on the autograd engine's device thread): the reader replays them so
+// and sets TraceHeader::pairs_in_time_order for the timeline.
 #pragma once
 
 #include <string>

@@ -140,3 +140,110 @@ def test_et_needs_a_kineto_trace():
               os.path.join(ET, "e2e_inference.et.json.gz"))
     assert r.returncode == 2
     assert "joins none of the Kineto trace's" in r.stderr
+
+
+# GPU runs (fixtures/et/cuda/: tests/gpu/record_inputs.py on an NVIDIA H200,
+# torch 2.11.0+cu130). On a GPU the backward pass runs on the autograd
+# engine's device thread, so the roots of two threads overlap in time and
+# the caching allocator reuses a block freed on one thread at once on the
+# other: memory events pair in time order, not in the op tree's pre-order.
+CUDA = os.path.join(ET, "cuda")
+CUDA_RUNS = ["mlp_sgd_momentum", "sdpa_attention", "convnet_bn_sgd"]
+PAIRING_NOTES = ("Total Allocated", "already live", "double free", "free before its allocation")
+
+
+def cuda_path(name, kind):
+    return os.path.join(CUDA, "%s.%s.json%s.gz" % (name, kind, "l" if kind == "trace" else ""))
+
+
+def kineto_totals(name, device):
+    """Per time, the trace's "Total Allocated" after the last [memory] event
+    on `device` at that time."""
+    with gzip.open(cuda_path(name, "kineto")) as f:
+        trace = json.load(f)
+    base = trace.get("baseTimeNanoseconds", 0)
+    events = []
+    for i, e in enumerate(trace["traceEvents"]):
+        if e.get("name") != "[memory]":
+            continue
+        a = e["args"]
+        dev = "cuda:%d" % a["Device Id"] if a["Device Type"] == 1 else "cpu"
+        if dev == device and "Total Allocated" in a:
+            whole, _, frac = str(e["ts"]).partition(".")
+            ns = int(whole) * 1000 + int((frac + "000")[:3])
+            events.append((ns + base, i, a["Total Allocated"]))
+    return {t: total for t, _, total in sorted(events)}
+
+
+@pytest.mark.parametrize("name", CUDA_RUNS)
+def test_gpu_kineto_totals_equal_the_allocators(name):
+    r = memtl("summary", cuda_path(name, "kineto"))
+    assert r.returncode == 0, r.stderr
+    for note in PAIRING_NOTES:
+        assert note not in r.stderr, r.stderr
+    # The exported curve's total after each time is the allocator's.
+    rows, _ = raw_rows(cuda_path(name, "kineto"), "--device", "cuda:0")
+    running, curve = 0, {}
+    for (t, action, size, _), n in sorted(rows.items()):
+        if action != 3:  # an increment of version changes no total
+            running += size * n
+        curve[t] = running
+    times = sorted(curve)
+    totals = kineto_totals(name, "cuda:0")
+    assert len(totals) > 40
+    for t, total in totals.items():
+        before = [u for u in times if u <= t]
+        assert curve[before[-1]] == total, (t, curve[before[-1]], total)
+
+
+def per_row_categories(rows):
+    """(time, action, bytes) -> sorted categories."""
+    out = collections.defaultdict(list)
+    for (t, action, size, cat), n in rows.items():
+        out[(t, action, size)] += [cat] * n
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def changed_categories(own_rows, got_rows):
+    """Rows at one (time, action, bytes) whose category differs, as
+    Counter((own category, joined category)), and the rows of each side
+    that the other lacks, as Counter((action, category))."""
+    a, b = per_row_categories(own_rows), per_row_categories(got_rows)
+    changed, only_own, only_got = (collections.Counter() for _ in range(3))
+    for k in set(a) | set(b):
+        x, y = collections.Counter(a.get(k, [])), collections.Counter(b.get(k, []))
+        rest_x, rest_y = list((x - y).elements()), list((y - x).elements())
+        while rest_x and rest_y:
+            changed[(rest_x.pop(), rest_y.pop())] += 1
+        only_own.update((k[1], c) for c in rest_x)
+        only_got.update((k[1], c) for c in rest_y)
+    return changed, only_own, only_got
+
+
+# Measured differences of the join from memtl's own trace, beyond the
+# optimizer state (only the python tracer names it) and the Kineto reader's
+# one row of memory allocated before the profile (action 2, unknown). Open
+# (not explained yet; kept visible here rather than tuned away): a few
+# small tensors that memtl's own trace calls ACTIVATION come out INPUT or
+# unknown, with version bumps that only the join sees.
+OPEN_CUDA_DIFFERENCES = {
+    "mlp_sgd_momentum": ({(ACTIVATION, INPUT): 4, (ACTIVATION, UNKNOWN): 2},
+                         {(3, 6): 4, (3, UNKNOWN): 2, (3, ACTIVATION): 2}),
+    "sdpa_attention": ({(ACTIVATION, UNKNOWN): 6, (UNKNOWN, 6): 6}, {}),
+    "convnet_bn_sgd": ({}, {}),
+}
+
+
+@pytest.mark.parametrize("name", CUDA_RUNS)
+def test_gpu_join_categories_equal_the_own_trace(name):
+    got, stderr = raw_rows(cuda_path(name, "kineto"), "--et", cuda_path(name, "et"),
+                           "--device", "cuda:0")
+    assert "(100.0%) by record function id" in stderr, stderr
+    for note in PAIRING_NOTES:
+        assert note not in stderr, stderr
+    mine, _ = raw_rows(cuda_path(name, "trace"), "--device", "cuda:0")
+    changed, only_own, only_got = changed_categories(as_files_see_it(mine, {OPTIMIZER_STATE}), got)
+    open_changed, open_extra = OPEN_CUDA_DIFFERENCES[name]
+    assert changed == collections.Counter(open_changed)
+    assert only_own == collections.Counter()
+    assert only_got == collections.Counter({(2, UNKNOWN): 1, **open_extra})
