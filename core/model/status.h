@@ -3,7 +3,9 @@
 // "run.trace.gz: line 812: expected an integer for \"ptr\"".
 #pragma once
 
+#include <new>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <variant>
@@ -35,5 +37,18 @@ class [[nodiscard]] Expected {
  private:
   std::variant<T, Status> v_;
 };
+
+// Runs `read` (which returns an Expected): memory that runs out in it
+// becomes the one-line error "NAME: out of memory", as any other bad input.
+// What `read` built is gone by then, so making the message can allocate.
+template <typename Read>
+auto OutOfMemoryIsAnError(const std::string& name, Read&& read) -> decltype(read()) {
+  try {
+    return read();
+  } catch (const std::bad_alloc&) {
+  } catch (const std::length_error&) {
+  }
+  return Status::Error(name + ": out of memory");
+}
 
 }  // namespace memtl

@@ -282,12 +282,7 @@ Expected<ExecutionTrace> Read(OpenedInput in, const ReadOptions& options) {
 
 Expected<ExecutionTrace> Guarded(OpenedInput in, const ReadOptions& options) {
   const std::string name = QuotePath(in.src->name());
-  try {
-    return Read(std::move(in), options);
-  } catch (const std::bad_alloc&) {
-  } catch (const std::length_error&) {
-  }
-  return Status::Error(name + ": out of memory");
+  return OutOfMemoryIsAnError(name, [&] { return Read(std::move(in), options); });
 }
 
 }  // namespace

@@ -408,12 +408,7 @@ Expected<KinetoRead> Read(OpenedInput in, const ReadOptions& options) {
 
 Expected<KinetoRead> ReadGuarded(OpenedInput in, const ReadOptions& options) {
   const std::string name = QuotePath(in.src->name());
-  try {
-    return Read(std::move(in), options);
-  } catch (const std::bad_alloc&) {
-  } catch (const std::length_error&) {
-  }
-  return Status::Error(name + ": out of memory");
+  return OutOfMemoryIsAnError(name, [&] { return Read(std::move(in), options); });
 }
 
 }  // namespace

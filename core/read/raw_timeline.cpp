@@ -123,12 +123,7 @@ Expected<RawTimeline> ReadRawTimelineInput(OpenedInput input, const ReadOptions&
   const std::string name = QuotePath(input.src->name());
   if (!options.et_path.empty())
     return Status::Error(name + ": --et goes with a Kineto trace, not a raw memory timeline");
-  try {
-    return Read(std::move(input), options, info);
-  } catch (const std::bad_alloc&) {
-  } catch (const std::length_error&) {
-  }
-  return Status::Error(name + ": out of memory");
+  return OutOfMemoryIsAnError(name, [&] { return Read(std::move(input), options, info); });
 }
 
 }  // namespace memtl
