@@ -2,8 +2,8 @@
 // (a selector picks one; the export's device first) its peak as one figure,
 // an interactive chart of its timeline (dygraphs and report.js, embedded at
 // build time: export/embed_assets.cmake), PyTorch's plot as a PNG, who holds
-// the memory at the peak, and the memory tables by op and by module, all
-// sortable. A Content-Security-Policy forbids every load, so the page
+// the memory at the peak, and the memory tables by op, by module and by
+// call site, all sortable. A Content-Security-Policy forbids every load, so the page
 // cannot reach the network even by mistake.
 #include <algorithm>
 #include <cstdio>
@@ -59,16 +59,29 @@ std::string PeakSection(const PeakReport& r) {
   }
   html += "</tbody></table>\n";
   if (r.largest.empty()) return html;
-  html +=
-      "<p>The largest tensors alive then, with the op that created each, the modules around it "
-      "and the phase (<code>memtl peak</code> lists more):</p>\n"
-      "<table class=\"live sortable\">\n<thead><tr><th class=\"n\">bytes</th><th>category</th>"
-      "<th>tensor</th><th>phase</th><th>created by</th><th>module</th></tr></thead>\n<tbody>\n";
+  // The step and call site columns only when some tensor has one (as memtl peak).
+  bool steps = false, sites = false;
   for (const LiveTensor& t : r.largest) {
-    html += "<tr><td class=\"n\">" + HumanBytes(t.bytes) + "</td><td>" +
-            Escape(CategoryName(t.category)) + "</td><td>T" + std::to_string(t.tensor) + "(v" +
-            std::to_string(t.version) + ")</td><td>" + Escape(t.phase) + "</td><td>" +
-            Escape(t.creator_name) + "</td><td>" + Escape(t.module) + "</td></tr>\n";
+    steps |= !t.step.empty();
+    sites |= !t.call_site.empty();
+  }
+  html += std::string(
+              "<p>The largest tensors alive then, with the op that created each, the modules "
+              "around it, the phase") +
+          (steps ? ", the step" : "") + (sites ? " and the line of Python that called it" : "") +
+          " (<code>memtl peak</code> lists more; <code>memtl explain TRACE T12</code> says why a "
+          "tensor has its category):</p>\n"
+          "<table class=\"live sortable\">\n<thead><tr><th class=\"n\">bytes</th><th>category</th>"
+          "<th>tensor</th><th>phase</th>" +
+          (steps ? "<th>step</th>" : "") + "<th>created by</th><th>module</th>" +
+          (sites ? "<th>call site</th>" : "") + "</tr></thead>\n<tbody>\n";
+  for (const LiveTensor& t : r.largest) {
+    html += "<tr>" + Num(t.bytes, HumanBytes(t.bytes)) + "<td>" + Escape(CategoryName(t.category)) +
+            "</td><td>T" + std::to_string(t.tensor) + "(v" + std::to_string(t.version) +
+            ")</td><td>" + Escape(t.phase) + "</td>" +
+            (steps ? "<td>" + Escape(t.step) + "</td>" : "") + "<td>" + Escape(t.creator_name) +
+            "</td><td>" + Escape(t.module) + "</td>" +
+            (sites ? "<td class=\"name\">" + Escape(t.call_site) + "</td>" : "") + "</tr>\n";
   }
   return html + "</tbody></table>\n";
 }
@@ -104,6 +117,18 @@ std::string MemoryTable(const char* what, const std::vector<MemoryRow>& rows) {
   return html;
 }
 
+// The table by call site, when the trace names one (recorded with_stack).
+std::string CallSiteSection(const MemoryTables& t) {
+  if (!HasCallSites(t.by_call_site)) {
+    return "<h2>Memory by call site</h2>\n<p class=\"note\">The trace names no line of Python "
+           "code (record with <code>with_stack=True</code> for this table).</p>\n";
+  }
+  return "<h2>Memory by call site</h2>\n<p class=\"note\">By the innermost frame of your code "
+         "(outside PyTorch) around each allocation (self); total adds the allocations of the "
+         "frames it called, so a training loop's line includes the model's lines.</p>\n" +
+         MemoryTable("call site", t.by_call_site);
+}
+
 std::string TablesSection(const MemoryTables& t) {
   return "<h2>Memory by op</h2>\n<p class=\"note\">Self counts the allocations an op made itself "
          "(the innermost op around each); total adds those of the ops inside it. Frees count "
@@ -113,7 +138,7 @@ std::string TablesSection(const MemoryTables& t) {
          "<h2>Memory by module</h2>\n<p class=\"note\">By the <code>nn.Module</code> calls around "
          "each allocation (self: the innermost; total: with its submodules). A module's "
          "parameters count under it at the peak.</p>\n" +
-         MemoryTable("module", t.by_module);
+         MemoryTable("module", t.by_module) + CallSiteSection(t);
 }
 
 // One sentence on how the timeline's peak differs from the allocator's

@@ -1,7 +1,9 @@
 // Modules and phases from the event tree (context.h).
 #include "core/explain/context.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <iterator>
 
 namespace memtl {
 
@@ -17,8 +19,8 @@ std::string_view ModuleName(const Trace& trace, uint32_t event) {
   return std::string_view(name).substr(kPrefix.size());
 }
 
-// Whether a python call names a frame of the user's code: "FILE(LINE): FUNC"
-// with FILE outside PyTorch (ContextOf's call site).
+}  // namespace
+
 bool IsUserFrame(std::string_view name) {
   const auto paren = name.find('(');
   if (name.empty() || name[0] == '<' || paren == std::string_view::npos || paren == 0) return false;
@@ -27,7 +29,28 @@ bool IsUserFrame(std::string_view name) {
   return !file.starts_with("torch/") && file.find("/torch/") == std::string_view::npos;
 }
 
-}  // namespace
+StepStarts ProfilerSteps(const Trace& trace) {
+  constexpr std::string_view kStep = "ProfilerStep#";
+  // Per string id, whether it names a step: one test per name, not per op.
+  std::vector<bool> is_step(trace.strings.size());
+  for (uint32_t i = 0; i < trace.strings.size(); ++i)
+    is_step[i] = trace.strings.Get(i).starts_with(kStep);
+  StepStarts steps;
+  for (uint32_t e = 0; e < trace.events.size(); ++e) {
+    const Event& ev = trace.events[e];
+    if (ev.kind != EventKind::kOp || !is_step[trace.ops[ev.payload].name]) continue;
+    steps.emplace_back(trace.event_t0[e], trace.strings.Get(trace.ops[ev.payload].name));
+  }
+  std::stable_sort(steps.begin(), steps.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
+  return steps;
+}
+
+std::string StepAt(const StepStarts& steps, int64_t t_ns) {
+  const auto it = std::upper_bound(steps.begin(), steps.end(), t_ns,
+                                   [](int64_t x, const auto& s) { return x < s.first; });
+  return it == steps.begin() ? std::string() : std::prev(it)->second;
+}
 
 // The optimizer phase is an enclosing python call into torch/optim/ (the
 // step, its state's set-up, zero_grad): PyTorch's own markers do not nest

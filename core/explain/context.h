@@ -8,8 +8,10 @@
 // (docs/categories.md).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/categories/category.h"
@@ -43,6 +45,20 @@ struct EventContext {
 
 // `event` kNone32 (no event: a tensor from before the profile) is "other".
 EventContext ContextOf(const Trace& trace, const OpTree& tree, uint32_t event);
+
+// Whether a python call's name is a frame of the user's code (EventContext::
+// call_site): "FILE(LINE): FUNC" with FILE outside PyTorch, no built-in.
+bool IsUserFrame(std::string_view name);
+
+// The trace's ProfilerStep#N scopes (torch.profiler's schedule opens one per
+// step): (start time in ns, name), by start time. They are leaves of the
+// event tree (the python tracer's calls interleave with them), so an event's
+// step is found by time (StepAt). Reads the op records.
+using StepStarts = std::vector<std::pair<int64_t, std::string>>;
+StepStarts ProfilerSteps(const Trace& trace);
+// The step of an event that starts at `t_ns`: the last one that started at
+// or before it; empty when none did (or the trace has none).
+std::string StepAt(const StepStarts& steps, int64_t t_ns);
 
 // Per (key, version) of the graph's value numbering, the event of the node
 // that made it (allocated version 0, an intermediate included, or wrote the

@@ -36,12 +36,6 @@ struct Facts {
   }
 };
 
-std::string StepAt(const std::vector<std::pair<int64_t, std::string>>& steps, int64_t t) {
-  const auto it = std::upper_bound(steps.begin(), steps.end(), t,
-                                   [](int64_t x, const auto& s) { return x < s.first; });
-  return it == steps.begin() ? std::string() : std::prev(it)->second;
-}
-
 }  // namespace
 
 std::optional<TensorRef> ParseTensorRef(std::string_view s) {
@@ -92,17 +86,7 @@ Expected<std::string> ExplainTensor(const ExplainTensorInput& x, const TensorRef
   for (const TimelineEvent& e : in.timeline) {
     if (e.time >= 0) first = first < 0 ? e.time : std::min(first, e.time);
   }
-  // ProfilerStep#N scopes are leaves of the event tree (the python tracer's
-  // calls interleave with them), so an op's step is the last one that
-  // started at or before it.
-  std::vector<std::pair<int64_t, std::string>> steps_at;
-  for (uint32_t e = 0; e < trace.events.size(); ++e) {
-    if (trace.events[e].kind == EventKind::kOp &&
-        trace.Name(trace.events[e]).starts_with("ProfilerStep#"))
-      steps_at.emplace_back(trace.event_t0[e], trace.Name(trace.events[e]));
-  }
-  std::stable_sort(steps_at.begin(), steps_at.end(),
-                   [](const auto& x, const auto& y) { return x.first < y.first; });
+  const StepStarts steps_at = ProfilerSteps(trace);
   auto when = [&](uint32_t event) { return Ms(trace.event_t0[event], first < 0 ? 0 : first); };
 
   std::string out;

@@ -86,6 +86,7 @@ PeakReport ExplainPeak(const PeakInput& c, size_t top) {
 
   const DataFlowGraph& g = c.graph;
   const std::vector<uint32_t> creator_of_value = CreatorOfValues(g);
+  const StepStarts steps = ProfilerSteps(trace);
 
   std::vector<uint32_t> live;
   for (uint32_t k = 0; k < alive.size(); ++k) {
@@ -107,6 +108,8 @@ PeakReport ExplainPeak(const PeakInput& c, size_t top) {
     EventContext where = ContextOf(trace, c.tree, t.creator);
     t.module = std::move(where.module);
     t.phase = std::move(where.phase);
+    t.call_site = std::move(where.call_site);
+    if (t.creator != kNone32) t.step = StepAt(steps, trace.event_t0[t.creator]);
     r.largest.push_back(std::move(t));
   }
   return r;
@@ -133,16 +136,42 @@ std::string FormatPeak(const PeakReport& r) {
     out += buf;
   }
   out += "\nlargest tensors alive at the peak:\n";
-  std::snprintf(buf, sizeof buf, "  %12s  %-16s %-12s %-10s %-32s %s\n", "bytes", "category",
-                "tensor", "phase", "created by", "module");
-  out += buf;
+  // The step and call site columns only when some tensor has one; the
+  // module column as wide as its longest cell (up to a bound), so the call
+  // site after it lines up.
+  bool steps = false, sites = false;
+  size_t module_width = 0;
   for (const LiveTensor& t : r.largest) {
-    const std::string tensor =
-        "T" + std::to_string(t.tensor) + "(v" + std::to_string(t.version) + ")";
-    std::snprintf(buf, sizeof buf, "  %12s  %-16s %-12s %-10s %-32s %s\n",
-                  HumanBytes(t.bytes).c_str(), std::string(CategoryName(t.category)).c_str(),
-                  tensor.c_str(), t.phase.c_str(), t.creator_name.c_str(), t.module.c_str());
-    out += buf;
+    steps |= !t.step.empty();
+    sites |= !t.call_site.empty();
+    module_width = std::max(module_width, t.module.size());
+  }
+  module_width = std::clamp<size_t>(module_width, 6, 48);
+  auto line = [&](const std::string& bytes, std::string_view category, const std::string& tensor,
+                  const std::string& phase, const std::string& step, const std::string& op,
+                  const std::string& module, const std::string& call_site) {
+    std::snprintf(buf, sizeof buf, "  %12s  %-16s %-12s %-10s ", bytes.c_str(),
+                  std::string(category).c_str(), tensor.c_str(), phase.c_str());
+    std::string l = buf;
+    if (steps) {
+      std::snprintf(buf, sizeof buf, "%-16s ", step.c_str());
+      l += buf;
+    }
+    std::snprintf(buf, sizeof buf, "%-32s ", op.c_str());
+    l += buf;
+    l += module;
+    if (sites) {
+      if (module.size() < module_width) l.append(module_width - module.size(), ' ');
+      l += "  " + call_site;
+    }
+    while (!l.empty() && l.back() == ' ') l.pop_back();
+    out += l + "\n";
+  };
+  line("bytes", "category", "tensor", "phase", "step", "created by", "module", "call site");
+  for (const LiveTensor& t : r.largest) {
+    line(HumanBytes(t.bytes), CategoryName(t.category),
+         "T" + std::to_string(t.tensor) + "(v" + std::to_string(t.version) + ")", t.phase, t.step,
+         t.creator_name, t.module, t.call_site);
   }
   return out;
 }
@@ -165,7 +194,8 @@ std::string PeakJson(const PeakReport& r) {
            ",\"version\":" + std::to_string(t.version) + ",\"bytes\":" + std::to_string(t.bytes) +
            ",\"category\":" + JsonString(CategoryName(t.category)) +
            ",\"created_by\":" + JsonString(t.creator_name) + ",\"module\":" + JsonString(t.module) +
-           ",\"phase\":" + JsonString(t.phase) + "}";
+           ",\"phase\":" + JsonString(t.phase) + ",\"step\":" + JsonString(t.step) +
+           ",\"call_site\":" + JsonString(t.call_site) + "}";
   }
   return out + "]}\n";
 }

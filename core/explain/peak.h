@@ -1,11 +1,13 @@
 // Who holds the memory at the peak: the exported device's largest total in
 // the timeline (the top of the plot's stack), what it is made of by
 // category, and the largest tensors alive then, each with the op that
-// created it, the modules around that op and the phase (forward, backward,
-// optimizer step, other). It reads the stages up to the timeline: the graph
-// gives each tensor version's creating node, the trace's parent links the
-// modules (python tracer `nn.Module: Class_n` calls) and the optimizer step
-// around it, the op tree whether it ran in backward. The report refers to
+// created it, the modules around that op, the phase (forward, backward,
+// optimizer step, other), the step (ProfilerStep#N) and the Python call
+// site. It reads the stages up to the timeline: the graph gives each tensor
+// version's creating node, the trace's parent links the modules (python
+// tracer `nn.Module: Class_n` calls), the optimizer step and the user's
+// frames around it, the op tree whether it ran in backward, the
+// ProfilerStep#N scopes' start times its step. The report refers to
 // none of them, so an export can show it after they are gone.
 //
 // Known limits: those of context.h; a tensor created before the profile
@@ -31,6 +33,8 @@ struct LiveTensor {
   std::string creator_name;    // that event's name, or "before the profile"
   std::string module;          // "Sequential_0 > Linear_1"; empty when none
   std::string phase;           // "forward", "backward", "optimizer", "other"
+  std::string step;            // the creator's ProfilerStep#N (context.h StepAt); empty: none
+  std::string call_site;  // the creator's Python call site ("train.py(42): forward"); empty: none
 };
 
 struct PeakReport {
@@ -59,7 +63,8 @@ PeakReport FindPeak(const std::vector<TimelineEvent>& timeline, const CategoryDi
 // The peak of `in.device` and the `top` largest tensors alive at it.
 PeakReport ExplainPeak(const PeakInput& in, size_t top);
 
-// For people: a summary, the categories and a table of the largest tensors.
+// For people: a summary, the categories and a table of the largest tensors
+// (the step and call site columns only when some tensor has one).
 std::string FormatPeak(const PeakReport& report);
 // For programs: one JSON object (docs/categories.md describes its fields).
 std::string PeakJson(const PeakReport& report);

@@ -168,19 +168,8 @@ Report MakeReport(const ExplainInput& in, size_t top, const PeakReport* known) {
   }
 
   // ProfilerStep#N: the scopes torch.profiler's schedule opens per step.
-  constexpr std::string_view kStep = "ProfilerStep#";
-  std::vector<bool> is_step(trace.strings.size());
-  for (uint32_t i = 0; i < trace.strings.size(); ++i)
-    is_step[i] = trace.strings.Get(i).starts_with(kStep);
-  for (uint32_t e = 0; e < trace.events.size(); ++e) {
-    const Event& ev = trace.events[e];
-    if (ev.kind != EventKind::kOp || !is_step[trace.ops[ev.payload].name]) continue;
-    report.steps.push_back(
-        {trace.strings.Get(trace.ops[ev.payload].name), PyTrueDivTrunc1000(trace.event_t0[e])});
-  }
-  std::stable_sort(
-      report.steps.begin(), report.steps.end(),
-      [](const ProfilerStep& a, const ProfilerStep& b) { return a.time_us < b.time_us; });
+  for (const auto& [t0, name] : ProfilerSteps(trace))
+    report.steps.push_back({name, PyTrueDivTrunc1000(t0)});
   return report;
 }
 

@@ -114,6 +114,8 @@ Summary Summarize(const ExplainInput& in, const std::string& trace_name, size_t 
     if (d < tables.size()) {
       ds.top_ops = TopBySelfAtPeak(tables[d].by_op, top);
       ds.top_modules = TopBySelfAtPeak(tables[d].by_module, top);
+      if (HasCallSites(tables[d].by_call_site))
+        ds.top_call_sites = TopBySelfAtPeak(tables[d].by_call_site, top);
     }
     s.devices.push_back(std::move(ds));
   }
@@ -139,6 +141,7 @@ std::string FormatSummary(const Summary& s) {
     };
     table("ops holding the most at the peak:", d.top_ops);
     table("modules holding the most at the peak:", d.top_modules);
+    table("call sites holding the most at the peak:", d.top_call_sites);
   }
   return out;
 }
@@ -153,7 +156,8 @@ std::string SummaryJson(const Summary& s) {
         ",\"peak_time_us\":" + std::to_string(d.peak_time_us) +
         ",\"since_start_us\":" + std::to_string(d.since_start_us) +
         ",\"at_peak\":" + ByCategoryJson(d.at_peak) + ",\"largest\":" + ByCategoryJson(d.largest) +
-        ",\"top_ops\":" + RowsJson(d.top_ops) + ",\"top_modules\":" + RowsJson(d.top_modules) + "}";
+        ",\"top_ops\":" + RowsJson(d.top_ops) + ",\"top_modules\":" + RowsJson(d.top_modules) +
+        ",\"top_call_sites\":" + RowsJson(d.top_call_sites) + "}";
   }
   return out + "]}\n";
 }

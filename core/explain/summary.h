@@ -2,8 +2,8 @@
 // device, for CI gates (budgets) and for comparing two runs or ranks.
 // Per device: the peak (the largest total, as the exports' rows give it),
 // each category's bytes at that peak and each category's own largest value
-// over the run, and the ops and modules holding the most at the peak (the
-// memory tables, tables.h).
+// over the run, and the ops, modules and Python call sites holding the most
+// at the peak (the memory tables, tables.h).
 #pragma once
 
 #include <array>
@@ -28,6 +28,8 @@ struct DeviceSummary {
   std::array<int64_t, 8> at_peak{};             // by category, the export's order
   std::array<int64_t, 8> largest{};             // each category's largest over the run
   std::vector<MemoryRow> top_ops, top_modules;  // by self bytes at the peak
+  // Likewise; empty when the trace names no call site (HasCallSites).
+  std::vector<MemoryRow> top_call_sites;
 };
 
 struct Summary {

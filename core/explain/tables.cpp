@@ -1,10 +1,10 @@
-// Memory tables by op and by module (tables.h). One pre-order walk of the
-// event tree gives every allocation event its place: a node of a trie of
-// the ops and module calls around it, shared by every allocation made in
-// the same surroundings (a trace repeats a few thousand of them), so the
-// walk keeps a number per allocation, not a path. Untracked allocations are
-// counted there; tensors through the timeline, which also replays the live
-// bytes up to each device's peak row. The rows come from the places last.
+// Memory tables by op, by module and by call site (tables.h). One pre-order
+// walk of the event tree gives every allocation event its place: a node of
+// a trie of the ops, module calls and user frames around it, shared by
+// every allocation made in the same surroundings (a trace repeats a few
+// thousand of them), so the walk keeps a number per allocation, not a path. Untracked allocations
+// are counted there; tensors through the timeline, which also replays the live bytes up to each
+// device's peak row. The rows come from the places last.
 #include "core/explain/tables.h"
 
 #include <algorithm>
@@ -21,23 +21,28 @@ namespace {
 
 constexpr std::string_view kModulePrefix = "nn.Module: ";
 
-// The ops and module calls around an event, as a trie: place 0 is outside
-// any op or module; a child adds an op (its name) or a module call.
+// The ops, module calls and frames of the user's code around an event, as
+// a trie: place 0 is outside any of them; a child adds an op (its name), a
+// module call or a user frame (a python call IsUserFrame names).
 class Places {
  public:
+  enum class Kind : uint8_t { kOp, kModule, kCallSite };
   struct Place {
     uint32_t parent = kNone32;
-    uint32_t name = 0;         // string id of the op's or the python call's name
-    bool module = false;       // a module call (else an op)
+    uint32_t name = 0;  // string id of the op's or the python call's name
+    Kind kind = Kind::kOp;
     uint32_t event = kNone32;  // the first event that made it (for ContextOf)
   };
 
   Places() { places_.push_back(Place{}); }
 
-  uint32_t Child(uint32_t parent, uint32_t name, bool module, uint32_t event) {
-    const uint64_t key = (uint64_t{parent} << 32) | (uint64_t{name} << 1) | (module ? 1 : 0);
+  // String ids are below 2^30 (each string is at least a byte of the
+  // trace's text and a std::string here: far more than memory holds).
+  uint32_t Child(uint32_t parent, uint32_t name, Kind kind, uint32_t event) {
+    const uint64_t key =
+        (uint64_t{parent} << 32) | (uint64_t{name} << 2) | static_cast<uint64_t>(kind);
     const auto [it, added] = index_.try_emplace(key, static_cast<uint32_t>(places_.size()));
-    if (added) places_.push_back(Place{parent, name, module, event});
+    if (added) places_.push_back(Place{parent, name, kind, event});
     return it->second;
   }
   const Place& operator[](uint32_t p) const { return places_[p]; }
@@ -114,14 +119,22 @@ std::vector<MemoryTables> ComputeTables(const ExplainInput& in) {
     uint32_t place;  // kNone32 until resolved
   };
   std::vector<Frame> stack;
+  // Per string id of a python call: 0 not yet known, 1 a module call, 2 a
+  // user frame, 3 neither (each name is tested once).
+  std::vector<uint8_t> py_kind(trace.strings.size(), 0);
   auto label = [&](uint32_t event, uint32_t parent) {
     const Event& ev = trace.events[event];
     if (ev.kind == EventKind::kOp)
-      return places.Child(parent, trace.ops[ev.payload].name, false, event);
+      return places.Child(parent, trace.ops[ev.payload].name, Places::Kind::kOp, event);
     if (ev.kind == EventKind::kPy) {
       const uint32_t name = trace.py_names[ev.payload];
-      if (trace.strings.Get(name).starts_with(kModulePrefix))
-        return places.Child(parent, name, true, event);
+      uint8_t& kind = py_kind[name];
+      if (kind == 0) {
+        const std::string& s = trace.strings.Get(name);
+        kind = s.starts_with(kModulePrefix) ? 1 : IsUserFrame(s) ? 2 : 3;
+      }
+      if (kind == 1) return places.Child(parent, name, Places::Kind::kModule, event);
+      if (kind == 2) return places.Child(parent, name, Places::Kind::kCallSite, event);
     }
     return parent;
   };
@@ -218,18 +231,21 @@ std::vector<MemoryTables> ComputeTables(const ExplainInput& in) {
       u.before_profile[param_place[e.key]] += sign * e.bytes;
   }
 
-  // The rows. A place's op names and module path are found once.
-  std::vector<std::vector<uint32_t>> op_names(places.size());
+  // The rows. A place's op names, call sites and module path are found once.
+  std::vector<std::vector<uint32_t>> op_names(places.size()), call_sites(places.size());
   std::vector<std::string> module_path(places.size());
   for (uint32_t p = 1; p < places.size(); ++p) {
     const Places::Place& place = places[p];
-    // Each op name once, the innermost op's last.
+    // Each op name and call site once, the innermost's last.
     op_names[p] = op_names[place.parent];
-    if (!place.module) {
-      std::erase(op_names[p], place.name);
-      op_names[p].push_back(place.name);
+    call_sites[p] = call_sites[place.parent];
+    if (place.kind != Places::Kind::kModule) {
+      std::vector<uint32_t>& names = place.kind == Places::Kind::kOp ? op_names[p] : call_sites[p];
+      std::erase(names, place.name);
+      names.push_back(place.name);
     }
-    module_path[p] = place.module || !module_path[place.parent].empty()
+    const bool module = place.kind == Places::Kind::kModule;
+    module_path[p] = module || !module_path[place.parent].empty()
                          ? ContextOf(trace, in.tree, place.event).module
                          : std::string();
   }
@@ -237,7 +253,7 @@ std::vector<MemoryTables> ComputeTables(const ExplainInput& in) {
   for (size_t d = 0; d < num_devices; ++d) {
     const DeviceUse& u = use[d];
     MemoryTables& t = tables[d];
-    std::map<std::string, MemoryRow, std::less<>> by_op, by_module;
+    std::map<std::string, MemoryRow, std::less<>> by_op, by_module, by_site;
     for (uint32_t p = 0; p < u.by_place.size(); ++p) {
       const MemoryUse& m = u.by_place[p];
       if (m == MemoryUse{}) continue;
@@ -246,6 +262,10 @@ std::vector<MemoryTables> ComputeTables(const ExplainInput& in) {
       if (ops.empty()) AddTo(by_op, kOutsideOps, m, true);
       for (size_t i = 0; i < ops.size(); ++i)
         AddTo(by_op, trace.strings.Get(ops[i]), m, i + 1 == ops.size());
+      const std::vector<uint32_t>& sites = call_sites[p];
+      if (sites.empty()) AddTo(by_site, kNoCallSite, m, true);
+      for (size_t i = 0; i < sites.size(); ++i)
+        AddTo(by_site, trace.strings.Get(sites[i]), m, i + 1 == sites.size());
       const std::string& path = module_path[p];
       if (path.empty()) {
         AddTo(by_module, kOutsideModules, m, true);
@@ -261,6 +281,7 @@ std::vector<MemoryTables> ComputeTables(const ExplainInput& in) {
       m.at_peak = bytes;
       t.device += m;
       AddTo(by_op, kBeforeProfile, m, true);
+      AddTo(by_site, kBeforeProfile, m, true);
       if (place == kNone32 || module_path[place].empty()) {
         AddTo(by_module, kBeforeProfile, m, true);
         continue;
@@ -275,11 +296,20 @@ std::vector<MemoryTables> ComputeTables(const ExplainInput& in) {
       t.device += m;
       AddTo(by_op, kNoIdentity, m, true);
       AddTo(by_module, kNoIdentity, m, true);
+      AddTo(by_site, kNoIdentity, m, true);
     }
     t.by_op = Sorted(by_op);
     t.by_module = Sorted(by_module);
+    t.by_call_site = Sorted(by_site);
   }
   return tables;
+}
+
+bool HasCallSites(const std::vector<MemoryRow>& rows) {
+  for (const MemoryRow& r : rows) {
+    if (r.name != kNoCallSite && r.name != kBeforeProfile && r.name != kNoIdentity) return true;
+  }
+  return false;
 }
 
 std::string FormatTables(const MemoryTables& t, size_t top) {
@@ -304,6 +334,10 @@ std::string FormatTables(const MemoryTables& t, size_t top) {
   table("by op (total, then self):", t.by_op);
   out += "\n";
   table("by module (total, then self):", t.by_module);
+  if (HasCallSites(t.by_call_site)) {
+    out += "\n";
+    table("by call site (total, then self):", t.by_call_site);
+  }
   return out;
 }
 

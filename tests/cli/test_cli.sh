@@ -83,7 +83,7 @@ check export-several-bad-suffix 2 "unknown output format" -- "$bin" export "$fx"
 [ ! -e "$tmp/b.json" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: wrote b.json before refusing b.txt"; }
 if head -c 1 "$tmp/t.json" | grep -q '\[' && gzip -t "$tmp/t.raw.json.gz" && gzip -t "$tmp/t.json.gz" &&
   grep -q "data:image/png;base64," "$tmp/t.html" && grep -q "Who holds the memory at the peak" "$tmp/t.html" &&
-  [ "$(grep -c '<tr><td class="n">' "$tmp/t.html")" -ge 1 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL export contents"; fi
+  [ "$(grep -c '<tr><td class="n"' "$tmp/t.html")" -ge 1 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL export contents"; fi
 # The HTML export loads nothing at run time (the plot is drawn by memtl):
 # a missing trace is the first and only error, and nothing is written.
 check export-html-missing-trace 2 "$tmp/nope.trace: cannot open" -- \

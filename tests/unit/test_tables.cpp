@@ -118,8 +118,9 @@ TEST_CASE("tables: each table's selves add up to the timeline's totals, on every
       CHECK(t.device == expected);
       CHECK(SelfSum(t.by_op) == expected);
       CHECK(SelfSum(t.by_module) == expected);
+      CHECK(SelfSum(t.by_call_site) == expected);
       // A total holds its self and more; the sorting is by total at the peak.
-      for (const auto* rows : {&t.by_op, &t.by_module}) {
+      for (const auto* rows : {&t.by_op, &t.by_module, &t.by_call_site}) {
         for (const MemoryRow& r : *rows) {
           CAPTURE(r.name);
           CHECK(r.total.allocated >= r.self.allocated);
@@ -190,6 +191,74 @@ TEST_CASE("tables: the resnet18 step's parameters and activations sit in their m
   CHECK(conv_bwd.self.allocated == 0);
   CHECK(conv_bwd.total.allocated == Row(t.by_op, "aten::convolution_backward").total.allocated);
   CHECK(Row(t.by_module, kOutsideModules).self.at_peak >= conv_bwd.total.at_peak);
+}
+
+TEST_CASE("peak and tables: the step and the Python call site of what holds the peak") {
+  using namespace memtl::test;
+  // Two tensors made by aten::ones_like in two steps (ProfilerStep#N
+  // scopes are leaves, as torch.profiler records them): the first under
+  // the model's line, through a PyTorch frame (not the user's), the second
+  // at the training loop's line itself.
+  const std::string ones = ",null,null,null,null,null";
+  auto py = [](int i, int p, const std::string& name, long t0, long t1) {
+    return R"({"k":"py","i":)" + std::to_string(i) + R"(,"p":)" + std::to_string(p) +
+           R"(,"name":")" + name + R"(","t0":)" + std::to_string(t0) + R"(,"t1":)" +
+           std::to_string(t1) + R"(,"tid":1})" + "\n";
+  };
+  const std::string text =
+      Header() + Op(0, -1, "ProfilerStep#1", 500, 600, "", "user_scope") +
+      py(1, -1, "train.py(10): <module>", 1000, 5000) +
+      py(2, 1, "model.py(5): forward", 1100, 1900) +
+      py(3, 2, "torch/nn/functional.py(100): relu", 1150, 1800) +
+      Op(4, 3, "aten::ones_like", 1200, 1300, T(1, 100) + ones) + Alloc(5, 4, 1250, 300, 16) +
+      Op(6, 4, "aten::fill_", 1260, 1270, T(3, 300) + R"(,{"float":1.0})") +
+      Op(7, -1, "ProfilerStep#2", 3000, 3100, "", "user_scope") +
+      Op(8, 1, "aten::ones_like", 3200, 3300, T(1, 100) + ones) + Alloc(9, 8, 3250, 400, 16) +
+      Op(10, 8, "aten::fill_", 3260, 3270, T(4, 400) + R"(,{"float":1.0})");
+  auto trace = ReadTraceString(text, "steps");
+  REQUIRE_MESSAGE(trace.ok(), (trace.ok() ? "" : trace.status().message()));
+  auto analysis = Analyze(std::move(trace.value()), "steps");
+  REQUIRE(analysis.ok());
+  auto categorized = Categorize(std::move(analysis.value()));
+  REQUIRE(categorized.ok());
+  const ExplainInput in = InputOf(*categorized.value());
+
+  const PeakReport peak = ExplainPeak(in, 20);
+  const LiveTensor* model = nullptr;
+  const LiveTensor* loop = nullptr;
+  for (const LiveTensor& t : peak.largest) {
+    if (t.call_site == "model.py(5): forward") model = &t;
+    if (t.call_site == "train.py(10): <module>") loop = &t;
+  }
+  REQUIRE(model != nullptr);
+  REQUIRE(loop != nullptr);
+  CHECK(model->creator_name == "aten::ones_like");
+  CHECK(model->step == "ProfilerStep#1");
+  CHECK(loop->step == "ProfilerStep#2");
+  CHECK(model->bytes == 16);
+  const std::string text_out = FormatPeak(peak);
+  CHECK(text_out.find("call site") != std::string::npos);
+  CHECK(text_out.find("ProfilerStep#2") != std::string::npos);
+  const auto j = nlohmann::json::parse(PeakJson(peak));
+  bool found = false;
+  for (const auto& t : j["largest"]) {
+    if (t["call_site"] == "model.py(5): forward") found = t["step"] == "ProfilerStep#1";
+  }
+  CHECK(found);
+
+  // The call-site table: self is the innermost user frame, total adds the
+  // frames it was called from.
+  const MemoryTables t = ComputeTables(in)[categorized.value()->device];
+  CHECK(HasCallSites(t.by_call_site));
+  const MemoryRow& model_row = Row(t.by_call_site, "model.py(5): forward");
+  CHECK(model_row.self.allocated == 16);
+  CHECK(model_row.self.at_peak == 16);
+  const MemoryRow& loop_row = Row(t.by_call_site, "train.py(10): <module>");
+  CHECK(loop_row.self.allocated == 16);
+  CHECK(loop_row.total.allocated == 32);
+  CHECK(loop_row.total.at_peak == 32);
+  for (const MemoryRow& r : t.by_call_site) CHECK(r.name.find("torch/") == std::string::npos);
+  CHECK(FormatTables(t, 10).find("by call site") != std::string::npos);
 }
 
 TEST_CASE("report: two devices, steps, and the op running at each point") {
