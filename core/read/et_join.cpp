@@ -76,6 +76,13 @@ struct AddrHash {
 // above any user-space address and below the Kineto reader's synthetic ones.
 constexpr uint64_t kSyntheticStorage = uint64_t{1} << 62;
 
+// A block's lifetime at one address, in positions of the events in time
+// order: from the one after its allocation to its free's (from 0 for a
+// block allocated before the profile, to the end for one never freed).
+struct Lifetime {
+  uint32_t begin, end;
+};
+
 class Join {
  public:
   Join(const KinetoRead& k, const ExecutionTrace& et) : k_(k), t_(k.trace), et_(et) {}
@@ -138,7 +145,7 @@ class Join {
                      [&](uint32_t x, uint32_t y) { return t_.event_t0[x] < t_.event_t0[y]; });
     time_pos_.resize(n);
     for (uint32_t p = 0; p < n; ++p) time_pos_[by_time_[p]] = p;
-    // Each allocation's free, by event.
+    // Each allocation's free, by event, and each address's lifetimes.
     std::vector<uint32_t> free_of(n, kNone32);
     {
       std::unordered_map<AddrKey, uint32_t, AddrHash> live;
@@ -147,40 +154,53 @@ class Join {
         if (ev.kind != EventKind::kAlloc) continue;
         const AllocInfo& a = t_.allocs[ev.payload];
         const AddrKey key{t_.alloc_ptrs[ev.payload], a.device};
+        std::vector<Lifetime>& lifetimes = lifetimes_[key];
         if (a.bytes > 0) {
+          if (live.contains(key)) lifetimes.back().end = time_pos_[e];  // a free is missing
           live[key] = e;
+          lifetimes.push_back({time_pos_[e] + 1, static_cast<uint32_t>(n)});
         } else if (const auto it = live.find(key); it != live.end()) {
           free_of[it->second] = e;
           live.erase(it);
+          lifetimes.back().end = time_pos_[e];
+        } else if (a.bytes < 0 && lifetimes.empty()) {  // allocated before the profile
+          lifetimes.push_back({0, time_pos_[e]});
         }
       }
+    }
+    // Each storage's reads (a joined op's inputs) and creations (a joined
+    // op's output that is none of its inputs), in time order.
+    std::unordered_set<uint64_t> inputs;
+    for (const uint32_t e : by_time_) {
+      const Event& ev = t_.events[e];
+      if (ev.kind != EventKind::kOp || node_of_op_[ev.payload] == kNone32) continue;
+      const EtNode& node = et_.nodes[node_of_op_[ev.payload]];
+      inputs.clear();
+      auto note = [&](uint32_t index, bool output) {
+        const EtTensor& tensor = et_.tensors[index];
+        if (tensor.storage_id == 0 || tensor.numel <= 0) return;
+        if (output && inputs.contains(tensor.storage_id)) return;
+        if (!output) inputs.insert(tensor.storage_id);
+        std::vector<uint32_t>& at = (output ? creations_ : reads_)[tensor.storage_id];
+        if (at.empty() || at.back() != time_pos_[e]) at.push_back(time_pos_[e]);
+      };
+      for (uint32_t i = node.args_begin; i < node.args_begin + node.args_count; ++i) {
+        const EtArg& arg = et_.args[i];
+        if (arg.kind == EtArgKind::kTensor) note(arg.begin, false);
+        if (arg.kind != EtArgKind::kList) continue;
+        for (uint32_t j = arg.begin; j < arg.begin + arg.count; ++j)
+          if (et_.items[j] != kNone32) note(et_.items[j], false);
+      }
+      for (uint32_t i = node.outs_begin; i < node.outs_begin + node.outs_count; ++i)
+        if (et_.items[i] != kNone32) note(et_.items[i], true);
     }
     std::unordered_set<AddrKey, AddrHash> mapped;
     for (const uint32_t e : by_time_) {
       const Event& ev = t_.events[e];
-      if (ev.kind == EventKind::kOp) {
-        // The storages a joined op reads, as last read here.
-        if (node_of_op_[ev.payload] == kNone32) continue;
-        const EtNode& node = et_.nodes[node_of_op_[ev.payload]];
-        for (uint32_t i = node.args_begin; i < node.args_begin + node.args_count; ++i) {
-          const EtArg& arg = et_.args[i];
-          if (arg.kind == EtArgKind::kTensor)
-            last_read_[et_.tensors[arg.begin].storage_id] = time_pos_[e];
-          if (arg.kind != EtArgKind::kList) continue;
-          for (uint32_t j = arg.begin; j < arg.begin + arg.count; ++j)
-            if (et_.items[j] != kNone32)
-              last_read_[et_.tensors[et_.items[j]].storage_id] = time_pos_[e];
-        }
-        continue;
-      }
       if (ev.kind != EventKind::kAlloc) continue;
       const AllocInfo& a = t_.allocs[ev.payload];
       const AddrKey key{t_.alloc_ptrs[ev.payload], a.device};
-      if (a.bytes < 0) {
-        last_free_[key] = time_pos_[e];
-        continue;
-      }
-      if (a.bytes == 0) continue;
+      if (a.bytes <= 0) continue;
       ++out.allocations;
       if (mapped.contains(key)) {  // the same data pointer: the same storage id
         ++out.mapped_allocations;
@@ -288,19 +308,19 @@ class Join {
     static constexpr uint32_t kScan = 1024;
     const AllocInfo& a = t_.allocs[t_.events[e].payload];
     const std::string& device = t_.devices[a.device].name;
-    const auto freed = last_free_.find(AddrKey{t_.alloc_ptrs[t_.events[e].payload], a.device});
+    const std::vector<Lifetime>& lifetimes =
+        lifetimes_.at(AddrKey{t_.alloc_ptrs[t_.events[e].payload], a.device});
     uint64_t fits = 0;  // the first fitting storage of the scan, then of the outputs
     auto consider = [&](uint32_t index) {
       const EtTensor& tensor = et_.tensors[index];
       if (tensor.storage_id == 0 || tensor.numel <= 0 || addr_of_.contains(tensor.storage_id))
         return false;
-      if (const auto it = last_read_.find(tensor.storage_id);
-          it != last_read_.end() && (freed == last_free_.end() || freed->second < it->second))
-        return false;
       if (et_.strings.Get(tensor.device) != device) return false;
       const int64_t need = (tensor.offset + tensor.numel) * tensor.itemsize;
+      if (need > a.bytes || (need < a.bytes && fits != 0)) return false;
+      if (!FitsLifetimes(tensor.storage_id, lifetimes)) return false;
       if (need == a.bytes) return true;
-      if (fits == 0 && need < a.bytes) fits = tensor.storage_id;
+      fits = tensor.storage_id;
       return false;
     };
     // Scans the joined ops among events `from`: in op's subtree by index,
@@ -338,6 +358,39 @@ class Join {
       if (fits == 0) fits = fits_scan;
     }
     return fits;
+  }
+
+  // Whether `storage` can be the data pointer of the blocks at the address
+  // with `lifetimes`: a storage id is one data pointer for the whole run,
+  // so every read of it is made while a block is allocated there (not
+  // before the first, not between a free and the next allocation: a
+  // buffer from before the profile is not the scalar that an op wraps
+  // from a Python number beside it), and an op that creates it (an output
+  // that is none of its inputs) starts while none is (a workspace is not
+  // the tensor that an op after its allocation creates).
+  bool FitsLifetimes(uint64_t storage, const std::vector<Lifetime>& lifetimes) const {
+    const auto reads = reads_.find(storage);
+    if (reads != reads_.end() && Inside(reads->second, lifetimes) != reads->second.size())
+      return false;
+    const auto creations = creations_.find(storage);
+    return creations == creations_.end() || Inside(creations->second, lifetimes) == 0;
+  }
+
+  // How many of the positions `at` (in order) are in one of `lifetimes`.
+  static size_t Inside(const std::vector<uint32_t>& at, const std::vector<Lifetime>& lifetimes) {
+    size_t inside = 0;
+    if (at.size() <= lifetimes.size()) {
+      for (const uint32_t p : at) {
+        const auto l = std::upper_bound(lifetimes.begin(), lifetimes.end(), p,
+                                        [](uint32_t x, const Lifetime& y) { return x < y.begin; });
+        if (l != lifetimes.begin() && p < std::prev(l)->end) ++inside;
+      }
+      return inside;
+    }
+    for (const Lifetime& l : lifetimes)
+      inside += static_cast<size_t>(std::lower_bound(at.begin(), at.end(), l.end) -
+                                    std::lower_bound(at.begin(), at.end(), l.begin));
+    return inside;
   }
 
   uint64_t Pointer(const EtTensor& tensor) const {
@@ -428,12 +481,13 @@ class Join {
   std::unordered_map<uint64_t, uint64_t> addr_of_;
   std::unordered_set<uint64_t> nonempty_;
   // MapStorages' walk in time order: the events by time (ties in index
-  // order) and each event's position there; so far in it, each storage's
-  // last read by a joined op and each address's last free (positions).
+  // order) and each event's position there.
   std::vector<uint32_t> by_time_;
   std::vector<uint32_t> time_pos_;
-  std::unordered_map<uint64_t, uint32_t> last_read_;
-  std::unordered_map<AddrKey, uint32_t, AddrHash> last_free_;
+  // Each storage's reads and creations by joined ops (positions) and each
+  // address's lifetimes.
+  std::unordered_map<uint64_t, std::vector<uint32_t>> reads_, creations_;
+  std::unordered_map<AddrKey, std::vector<Lifetime>, AddrHash> lifetimes_;
 };
 
 std::string Percent(uint64_t part, uint64_t whole) {

@@ -19,7 +19,9 @@
 //   holds exactly (ties: output order), or, on a device whose allocator
 //   rounds sizes up, the first whose bytes it can hold. A storage id is one
 //   data pointer for the whole trace (PyTorch never forgets one), so one
-//   sighting maps it everywhere. A storage never allocated in the profile
+//   sighting maps it everywhere, and it can be at an address only if the
+//   address is allocated at each of its reads and free where an op creates
+//   it (else it stays unmapped). A storage never allocated in the profile
 //   (parameters and inputs made before it) gets an address of its own; one
 //   seen only in empty tensors is the null data pointer.
 // - Not recovered: modules' and optimizers' parameters and state (the

@@ -247,3 +247,26 @@ def test_gpu_join_categories_equal_the_own_trace(name):
     assert changed == collections.Counter(open_changed)
     assert only_own == collections.Counter()
     assert only_got == collections.Counter({(2, UNKNOWN): 1, **open_extra})
+
+
+# A CPU run of tests/gpu/record_inputs.py (torch 2.13): a channels-last
+# convnet with batch norm, two SGD steps. The join failed on it ("data-flow
+# invariant broken at aten::cross_entropy_loss") when a storage was mapped
+# to an address while that address was free at one of its reads (the
+# batch-norm buffer num_batches_tracked took the block of the scalar that
+# add_ wraps from the Python 1) or while another block was allocated there
+# when an op created it (an mkldnn workspace took the weight gradient that
+# convolution_backward creates after it). With the lifetimes respected,
+# every category equals memtl's own trace's (no optimizer state to miss).
+def test_cpu_channels_last_join_equals_the_own_trace():
+    base = os.path.join(ET, "convnet_channels_last")
+    got, stderr = raw_rows(base + ".kineto.json.gz", "--et", base + ".et.json.gz")
+    assert "joined 532 of 532 ops (100.0%)" in stderr, stderr
+    for note in PAIRING_NOTES:
+        assert note not in stderr, stderr
+    mine, _ = raw_rows(base + ".trace.jsonl.gz")
+    changed, only_own, only_got = changed_categories(as_files_see_it(mine, {OPTIMIZER_STATE}), got)
+    assert changed == collections.Counter()
+    assert only_own == collections.Counter()
+    # Only the Kineto reader's memory from before the profile.
+    assert only_got == collections.Counter({(2, UNKNOWN): 1})

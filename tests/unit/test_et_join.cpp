@@ -127,3 +127,73 @@ TEST_CASE("et join: bad execution traces") {
     REQUIRE(!r.ok());
   }
 }
+
+namespace {
+
+// A storage id is one data pointer for the run, so a storage maps to an
+// address only if every read of it is made while a block is allocated
+// there and every op that creates it starts while none is.
+// - At 8192, outside any op, the 8-byte scalar that add_ wraps from a
+//   Python number; the 8-byte buffer beside it (storage 20, allocated
+//   before the profile) is read again after that free.
+// - At 12288, a 64-byte workspace of backward_op (rf 3) freed inside it;
+//   aten::empty (rf 4) creates storage 30 at 16384 after it, fill_ reads it.
+const char* const kLifetimes = R"({"traceEvents": [
+{"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 10, "args": {"Bytes": 8, "Addr": 8192, "Device Type": 0, "Device Id": -1}},
+{"ph": "X", "cat": "cpu_op", "name": "aten::add_", "pid": 1, "tid": 1, "ts": 12, "dur": 3, "args": {"Record function id": 1}},
+{"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 16, "args": {"Bytes": -8, "Addr": 8192, "Device Type": 0, "Device Id": -1}},
+{"ph": "X", "cat": "cpu_op", "name": "aten::add_", "pid": 1, "tid": 1, "ts": 30, "dur": 3, "args": {"Record function id": 2}},
+{"ph": "X", "cat": "cpu_op", "name": "backward_op", "pid": 1, "tid": 1, "ts": 40, "dur": 20, "args": {"Record function id": 3}},
+{"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 41, "args": {"Bytes": 64, "Addr": 12288, "Device Type": 0, "Device Id": -1}},
+{"ph": "X", "cat": "cpu_op", "name": "aten::empty", "pid": 1, "tid": 1, "ts": 43, "dur": 2, "args": {"Record function id": 4}},
+{"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 44, "args": {"Bytes": 64, "Addr": 16384, "Device Type": 0, "Device Id": -1}},
+{"ph": "X", "cat": "cpu_op", "name": "aten::fill_", "pid": 1, "tid": 1, "ts": 50, "dur": 2, "args": {"Record function id": 5}},
+{"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 58, "args": {"Bytes": -64, "Addr": 12288, "Device Type": 0, "Device Id": -1}},
+{"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 70, "args": {"Bytes": -64, "Addr": 16384, "Device Type": 0, "Device Id": -1}}
+]}
+)";
+
+std::string Node(int id, int rf, const char* name, const char* inputs, const char* outputs) {
+  return std::string(R"J({"id": )J") + std::to_string(id) + R"J(, "name": ")J" + name +
+         R"J(", "ctrl_deps": 1, "inputs": )J" + inputs + R"J(, "outputs": )J" + outputs +
+         R"J(, "attrs": [{"name": "rf_id", "type": "uint64", "value": )J" + std::to_string(rf) +
+         "}]}";
+}
+
+const char* const kNone = R"J({"values": [], "shapes": [], "types": [], "strides": []})J";
+
+std::string LifetimesEt() {
+  const char* add1 =
+      R"J({"values": [[10, 20, 0, 1, 8, "cpu"], [11, 21, 0, 1, 8, "cpu"]], "shapes": [[], []], "types": ["Tensor(long int)", "Tensor(long int)"], "strides": [[], []]})J";
+  const char* add2 =
+      R"J({"values": [[10, 20, 0, 1, 8, "cpu"], [12, 22, 0, 1, 8, "cpu"]], "shapes": [[], []], "types": ["Tensor(long int)", "Tensor(long int)"], "strides": [[], []]})J";
+  const char* self =
+      R"J({"values": [[10, 20, 0, 1, 8, "cpu"]], "shapes": [[]], "types": ["Tensor(long int)"], "strides": [[]]})J";
+  const char* created =
+      R"J({"values": [[13, 30, 0, 16, 4, "cpu"]], "shapes": [[16]], "types": ["Tensor(float)"], "strides": [[1]]})J";
+  return R"J({"schema": "1.1.1-chakra.0.0.4", "nodes": [)J" + Node(2, 1, "aten::add_", add1, self) +
+         ",\n" + Node(3, 2, "aten::add_", add2, self) + ",\n" +
+         Node(4, 3, "backward_op", kNone, created) + ",\n" +
+         Node(5, 4, "aten::empty", kNone, created) + ",\n" +
+         Node(6, 5, "aten::fill_", created, created) + "]}\n";
+}
+
+}  // namespace
+
+TEST_CASE("et join: a storage maps only to an address live at its reads, free at its creation") {
+  const TempFile et(LifetimesEt());
+  ReadOptions options;
+  options.et_path = et.path;
+  auto r = ReadKinetoString(kLifetimes, "k.json", options);
+  REQUIRE(r.ok());
+  const Trace& t = r.value().trace;
+  // add_ #1: the buffer, the scalar; add_ #2: the buffer, another scalar;
+  // fill_: storage 30.
+  REQUIRE(t.tensor_ptrs.size() == 5);
+  CHECK(t.tensor_ptrs[1] == 8192);  // the scalar, not the buffer read after the free
+  CHECK(t.tensor_ptrs[0] != 8192);
+  CHECK(t.tensor_ptrs[0] == t.tensor_ptrs[2]);
+  CHECK(t.tensor_ptrs[4] == 16384);  // what aten::empty created, not the workspace
+  // The workspace holds no tensor: 2 of 3 allocations mapped.
+  CHECK(r.value().info.note.find("2 of 3 allocations") != std::string::npos);
+}
