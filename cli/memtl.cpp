@@ -95,6 +95,8 @@ memtl::Expected<std::unique_ptr<memtl::Analysis>> Load(const Args& args) {
   options.threaded = args.threads > 1;
   options.progress = &progress;
   options.et_path = args.et;
+  // Only these two print shapes; every other command reads without them.
+  options.keep_shapes = args.command == "events" || args.command == "explain";
   progress_line = std::make_unique<memtl::ProgressLine>(
       &progress, args.trace == "-" ? "standard input" : memtl::QuotePath(args.trace), !args.quiet);
   auto analysis = memtl::AnalyzeFile(path, options);
@@ -234,9 +236,14 @@ int RunEvents(const Args& args) {
   const memtl::EventsFormat format = args.format == "tsv"    ? memtl::EventsFormat::kTsv
                                      : args.format == "json" ? memtl::EventsFormat::kJsonLines
                                                              : memtl::EventsFormat::kText;
-  const memtl::ExplainInput in{
-      a.trace,          a.keys, *a.tree, *a.graph, c.value()->categories, c.value()->timeline,
-      c.value()->device};
+  const memtl::ExplainInput in{a.trace,
+                               a.keys,
+                               *a.tree,
+                               *a.graph,
+                               c.value()->categories,
+                               c.value()->timeline,
+                               c.value()->device,
+                               &a.key_shapes};
   if (int rc = Emit(memtl::FormatEvents(in, format)); rc != 0) return rc;
   PrintNotes(a.diagnostics);
   return 0;
@@ -251,9 +258,14 @@ int RunExplain(const Args& args) {
   auto c = Categorize(args, memtl::Retain::kAll);
   if (!c.ok()) return Fail(c.status().message());
   const memtl::Analysis& a = *c.value()->analysis;
-  const memtl::ExplainInput in{
-      a.trace,          a.keys, *a.tree, *a.graph, c.value()->categories, c.value()->timeline,
-      c.value()->device};
+  const memtl::ExplainInput in{a.trace,
+                               a.keys,
+                               *a.tree,
+                               *a.graph,
+                               c.value()->categories,
+                               c.value()->timeline,
+                               c.value()->device,
+                               &a.key_shapes};
   auto text = memtl::ExplainTensor({in, *a.sizes}, *ref, args.format == "json");
   if (!text.ok()) return Fail(memtl::QuotePath(args.trace) + ": " + text.status().message());
   if (int rc = Emit(text.value()); rc != 0) return rc;

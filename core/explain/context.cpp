@@ -57,6 +57,12 @@ std::string StepAt(const StepStarts& steps, int64_t t_ns) {
 // over the step's ops (the "Optimizer.step#Adam.step" record_function is
 // their sibling in the event tree, and the python tracer's optimizer call
 // is an empty marker).
+std::string_view ShapeOf(const ExplainInput& in, uint32_t key) {
+  if (in.key_shapes == nullptr || key >= in.key_shapes->size()) return {};
+  const uint32_t shape = (*in.key_shapes)[key];
+  return shape == kNone32 ? std::string_view() : std::string_view(in.trace.shapes.Get(shape));
+}
+
 EventContext ContextOf(const Trace& trace, const OpTree& tree, uint32_t event) {
   if (event == kNone32) return {"", "other", ""};
   constexpr std::string_view kOptim = "torch/optim/";

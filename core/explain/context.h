@@ -30,7 +30,15 @@ struct ExplainInput {
   const CategoryDict& categories;
   const std::vector<TimelineEvent>& timeline;
   DeviceIndex device;  // the exported device (memtl peak, the report)
+  // Analysis::key_shapes (ids into trace.shapes); null or empty when the
+  // reader kept no shapes (ShapeOf then gives none).
+  const std::vector<uint32_t>* key_shapes = nullptr;
 };
+
+// The shape and dtype of key slot `key` as the trace gave them
+// ("[32, 64] float32"; Analysis::key_shapes says which observation); empty
+// when none was kept or `key` is kNone32.
+std::string_view ShapeOf(const ExplainInput& in, uint32_t key);
 
 struct EventContext {
   std::string module;  // "Sequential_0 > Linear_1"; empty when none

@@ -34,7 +34,7 @@ std::string FormatEvents(const ExplainInput& in, EventsFormat format) {
   }
   std::string out;
   if (format == EventsFormat::kTsv)
-    out = "time_ms\taction\ttensor\tversion\tbytes\tcategory\tdevice\top\tmodule\tphase\n";
+    out = "time_ms\taction\ttensor\tversion\tbytes\tshape\tcategory\tdevice\top\tmodule\tphase\n";
   char buf[512];
   for (const TimelineEvent& e : in.timeline) {
     // The node behind this change, when the graph names one.
@@ -60,6 +60,7 @@ std::string FormatEvents(const ExplainInput& in, EventsFormat format) {
     const EventContext where = op != kNone32 ? ContextOf(trace, in.tree, op) : EventContext{};
     const std::string tensor =
         e.has_key() ? std::to_string(in.keys.keys[e.key].id.value()) : std::string();
+    const std::string_view shape = e.has_key() ? ShapeOf(in, e.key) : std::string_view();
     std::string category(e.has_key() ? CategoryName(in.categories.Get(e.key, e.version))
                                      : "unknown");
     if (e.action == Action::kIncrementVersion && e.has_key()) {
@@ -79,11 +80,15 @@ std::string FormatEvents(const ExplainInput& in, EventsFormat format) {
       case EventsFormat::kText: {
         const std::string key =
             e.has_key() ? "T" + tensor + "(v" + std::to_string(e.version) + ")" : "[memory]";
-        std::snprintf(buf, sizeof buf, "%10s  %-18s %-16s %12lld B  %-32s %-6s %-28s %-9s %s\n",
-                      time.c_str(), action.c_str(), key.c_str(), static_cast<long long>(e.bytes),
-                      category.c_str(), device.c_str(), op_name.c_str(), where.phase.c_str(),
-                      where.module.c_str());
+        std::snprintf(buf, sizeof buf, "%10s  %-18s %-16s %12lld B  ", time.c_str(), action.c_str(),
+                      key.c_str(), static_cast<long long>(e.bytes));
         std::string line = buf;
+        // The shape in a column of its own width (most are shorter).
+        line.append(shape);
+        if (shape.size() < 24) line.append(24 - shape.size(), ' ');
+        std::snprintf(buf, sizeof buf, " %-32s %-6s %-28s %-9s %s\n", category.c_str(),
+                      device.c_str(), op_name.c_str(), where.phase.c_str(), where.module.c_str());
+        line += buf;
         while (line.size() > 1 && line[line.size() - 2] == ' ') line.erase(line.size() - 2, 1);
         out += line;
         break;
@@ -91,8 +96,9 @@ std::string FormatEvents(const ExplainInput& in, EventsFormat format) {
       case EventsFormat::kTsv: {
         const std::string version = e.has_key() ? std::to_string(e.version) : std::string();
         const std::string bytes = std::to_string(e.bytes);
-        const std::string_view fields[] = {time,     action, tensor,  version,      bytes,
-                                           category, device, op_name, where.module, where.phase};
+        const std::string_view fields[] = {time,    action,       tensor,     version,
+                                           bytes,   shape,        category,   device,
+                                           op_name, where.module, where.phase};
         for (size_t k = 0; k < std::size(fields); ++k) {
           if (k > 0) out += '\t';
           out.append(fields[k]);
@@ -105,10 +111,11 @@ std::string FormatEvents(const ExplainInput& in, EventsFormat format) {
                ",\"action\":" + JsonString(action) +
                ",\"tensor\":" + (e.has_key() ? tensor : std::string("null")) +
                ",\"version\":" + (e.has_key() ? std::to_string(e.version) : std::string("null")) +
-               ",\"bytes\":" + std::to_string(e.bytes) + ",\"category\":" + JsonString(category) +
-               ",\"device\":" + JsonString(device) + ",\"op\":" + JsonString(op_name) +
-               ",\"module\":" + JsonString(where.module) + ",\"phase\":" + JsonString(where.phase) +
-               "}\n";
+               ",\"bytes\":" + std::to_string(e.bytes) +
+               ",\"shape\":" + (shape.empty() ? std::string("null") : JsonString(shape)) +
+               ",\"category\":" + JsonString(category) + ",\"device\":" + JsonString(device) +
+               ",\"op\":" + JsonString(op_name) + ",\"module\":" + JsonString(where.module) +
+               ",\"phase\":" + JsonString(where.phase) + "}\n";
         break;
     }
   }

@@ -1,12 +1,15 @@
 // The timeline with context (`memtl events`): one row per timeline event, as
 // `memtl categories` prints them, plus when (milliseconds from the first
-// event), the device, the op that made the change (the node that allocated
-// the tensor, wrote the new version or freed it) and where it ran (its
-// modules and phase, context.h). For people (aligned text) and programs
-// (TSV with a header line, or JSON Lines).
+// event), the tensor's shape and dtype (ShapeOf: its first observation's,
+// when the reader kept shapes), the device, the op that made the change (the
+// node that allocated the tensor, wrote the new version or freed it) and
+// where it ran (its modules and phase, context.h). For people (aligned text)
+// and programs (TSV with a header line, or JSON Lines).
 //
 // Known limits: those of context.h; allocations with no tensor identity
-// ("[memory]") have no op; tensor shapes are not kept past the size map.
+// ("[memory]") have no op and no shape, nor do tensors no op argument or
+// module parameter shows (and traces other than memtl's own: Kineto's name
+// no tensor).
 #pragma once
 
 #include <string>

@@ -112,6 +112,11 @@ Expected<std::string> ExplainTensor(const ExplainTensorInput& x, const TensorRef
                  ",\"device\":" + JsonString(trace.devices[tk.device].name) + "}");
       f.Line("size", HumanBytes(x.sizes[key]) + " (" + std::to_string(x.sizes[key]) + " bytes)",
              std::to_string(x.sizes[key]));
+      // Of the key's first observation (Analysis::key_shapes), for every version.
+      const std::string_view shape = ShapeOf(in, key);
+      f.Line("shape",
+             shape.empty() ? "not recorded (no op argument shows the tensor)" : std::string(shape),
+             shape.empty() ? "null" : JsonString(shape));
       // The creating op.
       const uint32_t made = creator[g.value(key, v)];
       if (made == kNone32) {

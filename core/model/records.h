@@ -48,7 +48,8 @@ uint32_t ElementSize(std::string_view dtype);
 // One observation of a tensor (PyTorch's TensorMetadata), in 12 bytes (about
 // 0.5 per event). Its ids are not here: the producer's, when it states them,
 // are in Trace::tensor_ids, and identity's result is the key table. Shapes,
-// dtype and layout are not kept either: only the size they give. Nor is the
+// dtype and layout are not kept either: only the size they give (the reader
+// keeps shapes and dtypes beside it when asked: Trace::tensor_shapes). Nor is the
 // TensorImpl address: identity only compares impls, so the reader numbers
 // the distinct addresses densely (Trace::num_impls), as it interns names.
 // The storage pointer is beside it (Trace::tensor_ptrs): only identity's

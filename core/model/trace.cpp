@@ -179,6 +179,7 @@ void Trace::ReleaseTensorRecords() {
   FreeArray(tensors);
   FreeArray(tensor_ptrs);
   FreeArray(tensor_ids);
+  FreeArray(tensor_shapes);
 }
 
 void Trace::ReleaseOpDetails() {

@@ -117,6 +117,15 @@ struct Trace {
   // and `allocs`); filled only when header.has_ids, empty otherwise.
   std::vector<ProducerIds> tensor_ids;
   std::vector<ProducerIds> alloc_ids;
+  // Shapes and dtypes, only when the reader was asked for them
+  // (ReadOptions::keep_shapes; `memtl events` and `memtl explain` ask):
+  // per tensor (parallel to `tensors`, else empty), its shape and dtype as
+  // an id into `shapes`, the distinct ones as memtl prints them
+  // ("[32, 64] float32"); kNone32 for a tensor known by its pointer only.
+  // A trace repeats few shapes, so this is 4 bytes per tensor. The tensor
+  // ids go with the tensor records; `shapes` stays.
+  std::vector<uint32_t> tensor_shapes;
+  StringTable shapes;
 
   // Ops whose end time the producer did not record.
   uint64_t ops_without_end = 0;
@@ -129,7 +138,8 @@ struct Trace {
   std::vector<std::pair<std::string, std::vector<std::string>>> schemas;
 
   DeviceIndex InternDevice(std::string_view name);
-  // Frees `tensors`, `tensor_ptrs` and `tensor_ids` (the pipeline does after the size map;
+  // Frees `tensors`, `tensor_ptrs`, `tensor_ids` and `tensor_shapes` (the pipeline does after
+  // the size map;
   // the key table's of_tensor still gives every observation's key).
   void ReleaseTensorRecords();
   // Frees what only the stages up to the passes read: op arguments and

@@ -72,6 +72,54 @@ int64_t MinorFaults() {
 
 namespace {
 
+// Analysis::key_shapes: per key slot, the shape of its first observation in
+// start-time order (the order the size map reads them in: op arguments, then
+// the parameters, gradients and optimizer state of python calls); empty
+// when the reader kept no shapes.
+std::vector<uint32_t> ShapesOfKeys(const OpTree& tree, const KeyTable& keys) {
+  const Trace& trace = tree.trace();
+  std::vector<uint32_t> shapes;
+  if (trace.tensor_shapes.empty() || trace.tensor_shapes.size() != trace.tensors.size())
+    return shapes;
+  shapes.assign(keys.size(), kNone32);
+  auto observe = [&](uint32_t tensor) {
+    const uint32_t key = keys.SlotOfTensor(tensor);
+    if (key != kNone32 && shapes[key] == kNone32) shapes[key] = trace.tensor_shapes[tensor];
+  };
+  for (uint32_t e : tree.sorted()) {
+    const Event& ev = trace.events[e];
+    if (ev.kind == EventKind::kOp) {
+      for (const Arg arg : trace.ArgsOf(ev.payload)) {
+        if (arg.kind == ArgKind::kTensor) observe(arg.begin);
+        if (arg.kind == ArgKind::kTensorList) {
+          for (uint32_t k = 0; k < arg.count; ++k) observe(trace.list_items[arg.begin + k]);
+        }
+      }
+    } else if (ev.kind == EventKind::kPy) {
+      const PyInfo py = trace.Py(ev.payload);
+      auto params = [&](uint32_t begin, uint32_t count, bool with_state) {
+        for (uint32_t p = begin; p < begin + count; ++p) {
+          observe(trace.params[p].tensor);
+          observe(trace.params[p].grad);
+          if (!with_state) continue;
+          for (uint32_t s = 0; s < trace.params[p].state_count; ++s)
+            observe(trace.states[trace.params[p].state_begin + s].tensor);
+        }
+      };
+      if (py.module() != kNone32)
+        params(trace.modules[py.module()].params_begin, trace.modules[py.module()].params_count,
+               false);
+      if (py.optimizer() != kNone32) {
+        const OptimizerInfo& o = trace.optimizers[py.optimizer()];
+        params(o.params_begin, o.params_count, true);
+        for (uint32_t s = o.state_begin; s < o.state_begin + o.state_count; ++s)
+          observe(trace.states[s].tensor);
+      }
+    }
+  }
+  return shapes;
+}
+
 Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string& name,
                                                  PhaseTimer timer, bool threaded) {
   auto a = std::make_unique<Analysis>();
@@ -149,6 +197,7 @@ Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string&
   // records, a fifth of the trace's memory, go before the op tree's
   // nesting and facts and the graph add theirs.
   a->sizes = std::make_unique<SizeMap>(*a->tree, a->keys);
+  a->key_shapes = ShapesOfKeys(*a->tree, a->keys);
   a->trace.ReleaseTensorRecords();
   ReturnFreedPages();  // and identity's working arrays
   a->timer.Mark("size map");
@@ -197,6 +246,7 @@ void ReleaseAfterTimeline(Analysis& a, CategoryDict& cats) {
   a.sizes.reset();
   a.trace.ReleaseRecords();
   FreeArray(a.untracked_live);
+  FreeArray(a.key_shapes);
   a.keys = KeyTable{};
   ReturnFreedPages();
 }

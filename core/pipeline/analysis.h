@@ -84,6 +84,12 @@ struct Analysis {
   std::vector<bool> untracked_live;
   std::unique_ptr<OpTree> tree;
   std::unique_ptr<SizeMap> sizes;
+  // Per key slot, when the reader kept shapes (ReadOptions::keep_shapes):
+  // the shape and dtype (an id into trace.shapes, kNone32: none) of the
+  // key's first observation in start-time order, usually the output of the
+  // op that allocated it. A key whose shape changes (an in-place resize_, a
+  // view's storage) shows its first. Empty when shapes were not kept.
+  std::vector<uint32_t> key_shapes;
   std::unique_ptr<DataFlowGraph> graph;
   PhaseTimer timer;
   // A PyTorch raw timeline (AnalyzeFile): it is the categorized timeline

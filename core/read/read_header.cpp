@@ -65,6 +65,7 @@ void Builder::ReserveFor(double factor) {
   grow(t_->list_items);
   grow(t_->tensors);
   grow(t_->tensor_ptrs);
+  if (keep_shapes_) grow(t_->tensor_shapes);
   if (t_->header.has_ids) {
     grow(t_->tensor_ids);
     grow(t_->alloc_ids);

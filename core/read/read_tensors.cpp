@@ -2,6 +2,7 @@
 #include "core/read/record_builder.h"
 
 #include <algorithm>
+#include <charconv>
 
 namespace memtl::read {
 
@@ -92,6 +93,7 @@ uint32_t Builder::TensorBody(JsonCursor& c, std::string_view key, bool allow_par
   t_->tensors.push_back(t);
   t_->tensor_ptrs.push_back(ptr);
   if (t_->header.has_ids) t_->tensor_ids.push_back(ids);
+  if (keep_shapes_) t_->tensor_shapes.push_back(t.partial ? kNone32 : InternShape());
   const auto index = static_cast<uint32_t>(t_->tensors.size() - 1);
   if (impl != 0) {
     impls_.PrefetchKey(impl);
@@ -99,6 +101,20 @@ uint32_t Builder::TensorBody(JsonCursor& c, std::string_view key, bool allow_par
     pending_impl_ = impl;
   }
   return index;
+}
+
+uint32_t Builder::InternShape() {
+  std::string& s = shape_scratch_;
+  s.assign("[");
+  char buf[24];
+  for (size_t i = 0; i < sizes_.size(); ++i) {
+    if (i > 0) s += ", ";
+    const auto r = std::to_chars(buf, buf + sizeof buf, sizes_[i]);
+    s.append(buf, r.ptr);
+  }
+  s += "] ";
+  s += last_dtype_;
+  return t_->shapes.Intern(s);
 }
 
 // Whether the tensor just read (sizes_, strides_) is larger than

@@ -58,7 +58,8 @@ inline constexpr size_t kMaxTensors = size_t{1} << 31;
 
 class Builder {
  public:
-  explicit Builder(Trace* trace) : t_(trace) {}
+  // `keep_shapes`: ReadOptions::keep_shapes.
+  explicit Builder(Trace* trace, bool keep_shapes = false) : t_(trace), keep_shapes_(keep_shapes) {}
 
   // Keeps each event array reserved for `factor` times what it holds now
   // (the whole file, at the rate read so far); read_header.cpp says why.
@@ -206,6 +207,10 @@ class Builder {
   std::vector<Arg> arg_stack_;
   std::vector<uint32_t> list_scratch_;
   std::vector<int64_t> sizes_, strides_;
+  bool keep_shapes_ = false;
+  std::string shape_scratch_;
+  // The id in Trace::shapes of the tensor just read (sizes_, last_dtype_).
+  uint32_t InternShape();
 };
 
 }  // namespace memtl::read

@@ -62,7 +62,7 @@ Status LongLine(std::string_view line, const std::string& where) {
 Expected<Trace> ReadBlocks(LineSource& src, std::string head, const ReadOptions& options,
                            ReadInfo* info, bool threaded, size_t* line_no_out) {
   Trace trace;
-  Builder builder(&trace);
+  Builder builder(&trace, options.keep_shapes);
   BlockQueue queue(threaded);
   std::thread producer;
   if (threaded) {

@@ -21,6 +21,11 @@ struct ReadOptions {
   // Where the read says how far it is (bytes of decoded trace read, and
   // the size expected), for a progress line; none when null.
   Progress* progress = nullptr;
+  // Keep each tensor's shape and dtype (Trace::tensor_shapes), which only
+  // `memtl events` and `memtl explain` print; off, the reader keeps only
+  // the bytes they give, and reads as fast and as small as before. Only
+  // memtl's own traces carry them (a Kineto trace names no tensor).
+  bool keep_shapes = false;
   // An execution trace of the same run to join to a Kineto trace
   // (core/read/et_join.h); empty: none. Only a Kineto trace takes one.
   std::string et_path;

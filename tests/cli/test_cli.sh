@@ -106,7 +106,7 @@ check peak-bad-format 2 "--format" -- "$bin" peak "$fx" --format xml
 # events: the timeline with context, a row per event, as JSON Lines too.
 check events-json 0 "" -- "$bin" events "$fx" --format json
 "$bin" categories "$fx" >"$tmp/cats.txt"
-python3 -c "import json,sys; rows=[json.loads(l) for l in open(sys.argv[1])]; n=sum(1 for _ in open(sys.argv[2])); assert len(rows)==n and all('op' in r and 'phase' in r for r in rows)" "$tmp/out" "$tmp/cats.txt" &&
+python3 -c "import json,sys; rows=[json.loads(l) for l in open(sys.argv[1])]; n=sum(1 for _ in open(sys.argv[2])); assert len(rows)==n and all('op' in r and 'phase' in r for r in rows) and any(r['shape'] for r in rows) and all(r['shape'] is None for r in rows if r['tensor'] is None)" "$tmp/out" "$tmp/cats.txt" &&
   pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL events-json"; }
 check events-text 0 "" -- "$bin" events "$fx"
 # The trace is never an output, whatever the path names it by.
@@ -229,6 +229,8 @@ ex="$root/fixtures/torch2/resnet_bn_sgd_step.trace.jsonl.gz"
 out=$("$bin" explain "$ex" T50:v0)
 json=$("$bin" explain "$ex" T12 --format json)
 if grep -q 'parameters from the python tracer: unknown -> PARAMETER' <<<"$out" &&
+  grep -qF '  shape: [16, 16, 3, 3] float32' <<<"$out" &&
+  grep -qF '"shape":"[2, 8, 16, 16] float32"' <<<"$json" &&
   [ "${json:0:20}" = '{"tensor":"T12(v0)",' ]; then
   pass=$((pass + 1))
 else

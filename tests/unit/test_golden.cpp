@@ -83,9 +83,12 @@ void CheckGolden(const std::string& name, const std::string& actual) {
   CHECK_MESSAGE(ReadFile(golden) == actual, "golden " << golden << " differs; actual:\n" << actual);
 }
 
-// A file through the whole pipeline, everything kept.
-std::unique_ptr<Categorized> Pipeline(const fs::path& path) {
-  auto r = RunPipeline(path.string());
+// A file through the whole pipeline, everything kept (with the tensors'
+// shapes when `keep_shapes`, as memtl events reads it).
+std::unique_ptr<Categorized> Pipeline(const fs::path& path, bool keep_shapes = false) {
+  PipelineOptions options;
+  options.read.keep_shapes = keep_shapes;
+  auto r = RunPipeline(path.string(), options);
   REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.status().message()));
   return std::move(r.value());
 }
@@ -271,10 +274,10 @@ TEST_SUITE("golden") {
   TEST_CASE("golden: memtl events on every torch 2.x fixture, a row per timeline event") {
     for (const auto& f : Fixtures()) {
       CAPTURE(f);
-      const auto c = Pipeline(f);
+      const auto c = Pipeline(f, true);
       const Analysis& a = *c->analysis;
-      const ExplainInput in{a.trace,       a.keys,      *a.tree,  *a.graph,
-                            c->categories, c->timeline, c->device};
+      const ExplainInput in{a.trace,       a.keys,      *a.tree,   *a.graph,
+                            c->categories, c->timeline, c->device, &a.key_shapes};
       const std::string tsv = FormatEvents(in, EventsFormat::kTsv);
       // The header, then the timeline's events in its order, each with the
       // category `memtl categories` gives it.
@@ -287,7 +290,7 @@ TEST_SUITE("golden") {
       std::getline(rows, row);
       while (std::getline(rows, row) && std::getline(dump, line)) {
         size_t tab = 0;
-        for (int k = 0; k < 5; ++k) tab = row.find('\t', tab) + 1;
+        for (int k = 0; k < 6; ++k) tab = row.find('\t', tab) + 1;  // the category: column 7
         categories_column += row.substr(tab, row.find('\t', tab) - tab) + "\n";
         // The dump's category: after "  " following the bytes' " B".
         const size_t at = line.find(" B  ") + 4;

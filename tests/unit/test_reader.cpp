@@ -152,6 +152,32 @@ TEST_CASE("reader: tensors and lists among an op's arguments, op after op") {
   CHECK(t.ArgsOf(1).size() == 4);
 }
 
+TEST_CASE("reader: shapes and dtypes only when asked (ReadOptions::keep_shapes)") {
+  const std::string text =
+      Header() + Op(0, -1, "aten::a", 1, 2,
+                    T(1, 100, 8) + "," + T(2, 200, 8) + "," +
+                        R"({"impl":3,"ptr":300,"dev":"cpu","dtype":"int64","sizes":[2,3],)"
+                        R"("strides":[3,1]})" +
+                        "," + R"({"impl":4,"ptr":400,"dev":"cpu","dtype":"bool","sizes":[]})");
+  auto plain = ReadTraceString(text, "t.trace");
+  REQUIRE(plain.ok());
+  CHECK(plain.value().tensors.size() == 4);
+  CHECK(plain.value().tensor_shapes.empty());
+  CHECK(plain.value().shapes.size() == 0);
+  ReadOptions options;
+  options.keep_shapes = true;
+  auto r = ReadTraceString(text, "t.trace", options);
+  REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.status().message()));
+  const Trace& t = r.value();
+  REQUIRE(t.tensor_shapes.size() == 4);
+  CHECK(t.shapes.size() == 3);  // the two [8] float32 share one
+  CHECK(t.tensor_shapes[0] == t.tensor_shapes[1]);
+  CHECK(t.shapes.Get(t.tensor_shapes[0]) == "[8] float32");
+  CHECK(t.shapes.Get(t.tensor_shapes[2]) == "[2, 3] int64");
+  CHECK(t.shapes.Get(t.tensor_shapes[3]) == "[] bool");
+  CHECK(t.tensors[2].bytes() == 48);
+}
+
 TEST_CASE("reader: each op's arguments end where the next op's begin (12-byte op records)") {
   // "args" on a record that is not an op, and an op's repeated "args" key,
   // must not leave arguments between two ops' (the count is not stored).
