@@ -23,8 +23,10 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size > (64u << 10)) return 0;
-  auto trace =
-      memtl::ReadTraceString(std::string(reinterpret_cast<const char*>(data), size), "fuzz");
+  memtl::ReadOptions read_options;
+  read_options.keep_shapes = true;  // as memtl events and explain read
+  auto trace = memtl::ReadTraceString(std::string(reinterpret_cast<const char*>(data), size),
+                                      "fuzz", read_options);
   if (!trace.ok()) return 0;
   auto analysis = memtl::Analyze(std::move(trace.value()), "fuzz");
   if (!analysis.ok()) return 0;
@@ -39,8 +41,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const memtl::Analysis& a = *cz.analysis;
   const bool clean = a.diagnostics.empty();
   (void)memtl::FormatTimeline(a.trace, a.keys, cz.timeline, cz.categories);
-  const memtl::ExplainInput in{a.trace,       a.keys,      *a.tree,  *a.graph,
-                               cz.categories, cz.timeline, cz.device};
+  memtl::ExplainInput in{a.trace, a.keys, *a.tree, *a.graph, cz.categories, cz.timeline, cz.device};
+  in.key_shapes = &a.key_shapes;
   for (const auto f :
        {memtl::EventsFormat::kText, memtl::EventsFormat::kTsv, memtl::EventsFormat::kJsonLines}) {
     (void)memtl::FormatEvents(in, f);
