@@ -266,7 +266,7 @@ int RunExplain(const Args& args) {
                                c.value()->timeline,
                                c.value()->device,
                                &a.key_shapes};
-  auto text = memtl::ExplainTensor({in, *a.sizes}, *ref, args.format == "json");
+  auto text = memtl::ExplainTensor({in, *a.sizes, &a.schemas}, *ref, args.format == "json");
   if (!text.ok()) return Fail(memtl::QuotePath(args.trace) + ": " + text.status().message());
   if (int rc = Emit(text.value()); rc != 0) return rc;
   PrintNotes(a.diagnostics);

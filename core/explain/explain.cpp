@@ -125,13 +125,27 @@ Expected<std::string> ExplainTensor(const ExplainTensorInput& x, const TensorRef
         const EventContext c = ContextOf(trace, in.tree, made);
         const std::string step = StepAt(steps_at, trace.event_t0[made]);
         const std::string op = trace.Name(trace.events[made]);
+        // The overloads the op's arguments match, as the graph matched them.
+        std::string overloads, overloads_json;
+        if (x.schemas != nullptr && trace.events[made].kind == EventKind::kOp) {
+          std::vector<Observed> observed;
+          ObservedArgs(trace, in.keys, trace.events[made].payload, observed);
+          for (const FunctionSchema* m : MatchSchemas(x.schemas->Lookup(op), observed)) {
+            const std::string full = m->name + (m->overload.empty() ? "" : "." + m->overload);
+            overloads += (overloads.empty() ? "" : ", ") + full;
+            overloads_json += (overloads_json.empty() ? "" : ",") + JsonString(full);
+          }
+        }
+        std::string creator = op;
+        if (!overloads.empty() && overloads != op) creator += " (overload " + overloads + ")";
         f.Line("created by",
-               op + " at " + when(made) + (c.module.empty() ? "" : "; modules " + c.module) +
+               creator + " at " + when(made) + (c.module.empty() ? "" : "; modules " + c.module) +
                    "; phase " + c.phase + (step.empty() ? "" : "; " + step) +
                    (c.call_site.empty() ? "" : "; called from " + c.call_site),
-               "{\"op\":" + JsonString(op) + ",\"module\":" + JsonString(c.module) + ",\"phase\":" +
-                   JsonString(c.phase) + ",\"call_site\":" + JsonString(c.call_site) +
-                   ",\"step\":" + JsonString(step) + "}");
+               "{\"op\":" + JsonString(op) + ",\"overloads\":[" + overloads_json +
+                   "],\"module\":" + JsonString(c.module) + ",\"phase\":" + JsonString(c.phase) +
+                   ",\"call_site\":" + JsonString(c.call_site) + ",\"step\":" + JsonString(step) +
+                   "}");
       }
       // The creating node's inputs, and the nodes that read this version.
       std::string inputs, inputs_json, readers, readers_json;

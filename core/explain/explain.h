@@ -29,6 +29,9 @@ std::optional<TensorRef> ParseTensorRef(std::string_view text);
 struct ExplainTensorInput {
   const ExplainInput& in;  // the stages up to the timeline, kept (Retain::kAll)
   const SizeMap& sizes;
+  // The operator schemas the analysis used: with them, the creating op's
+  // matched overloads are named (none: not named).
+  const SchemaRegistry* schemas = nullptr;
 };
 
 // The explanation as text, or as one JSON object per line (`json`); an

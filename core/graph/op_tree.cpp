@@ -31,6 +31,44 @@ bool IsPreorder(const std::vector<Event>& events) {
 
 }  // namespace
 
+void ObservedArgs(const Trace& trace, const KeyTable& keys, uint32_t op,
+                  std::vector<Observed>& observed) {
+  observed.clear();
+  for (const Arg arg : trace.ArgsOf(op)) {
+    switch (arg.kind) {
+      case ArgKind::kNone:
+        observed.push_back(Observed::kNone);
+        break;
+      case ArgKind::kTensor:
+        observed.push_back(keys.SlotOfTensor(arg.begin) != kNone32 ? Observed::kTensor
+                                                                   : Observed::kNone);
+        break;
+      case ArgKind::kTensorList: {
+        bool all = true;
+        for (uint32_t k = 0; k < arg.count; ++k)
+          all &= keys.SlotOfTensor(trace.list_items[arg.begin + k]) != kNone32;
+        observed.push_back(all ? Observed::kTensorList : Observed::kBadTensorList);
+        break;
+      }
+      case ArgKind::kBool:
+        observed.push_back(Observed::kBool);
+        break;
+      case ArgKind::kInt:
+        observed.push_back(Observed::kInt);
+        break;
+      case ArgKind::kFloat:
+        observed.push_back(Observed::kFloat);
+        break;
+      case ArgKind::kComplex:
+        observed.push_back(Observed::kComplex);
+        break;
+      case ArgKind::kString:
+        observed.push_back(Observed::kOther);
+        break;
+    }
+  }
+}
+
 OpTree::OpTree(const Trace& trace) : trace_(trace) {
   const auto n = static_cast<uint32_t>(trace.events.size());
   n_ = n;
@@ -109,40 +147,7 @@ void OpTree::AddFacts(const KeyTable& keys, const SchemaRegistry& schemas) {
   for (uint32_t e = 0; e < n; ++e) {
     const Event& ev = trace.events[e];
     if (ev.kind != EventKind::kOp) continue;
-    observed.clear();
-    for (const Arg arg : trace.ArgsOf(ev.payload)) {
-      switch (arg.kind) {
-        case ArgKind::kNone:
-          observed.push_back(Observed::kNone);
-          break;
-        case ArgKind::kTensor:
-          observed.push_back(keys.SlotOfTensor(arg.begin) != kNone32 ? Observed::kTensor
-                                                                     : Observed::kNone);
-          break;
-        case ArgKind::kTensorList: {
-          bool all = true;
-          for (uint32_t k = 0; k < arg.count; ++k)
-            all &= keys.SlotOfTensor(trace.list_items[arg.begin + k]) != kNone32;
-          observed.push_back(all ? Observed::kTensorList : Observed::kBadTensorList);
-          break;
-        }
-        case ArgKind::kBool:
-          observed.push_back(Observed::kBool);
-          break;
-        case ArgKind::kInt:
-          observed.push_back(Observed::kInt);
-          break;
-        case ArgKind::kFloat:
-          observed.push_back(Observed::kFloat);
-          break;
-        case ArgKind::kComplex:
-          observed.push_back(Observed::kComplex);
-          break;
-        case ArgKind::kString:
-          observed.push_back(Observed::kOther);
-          break;
-      }
-    }
+    ObservedArgs(trace, keys, ev.payload, observed);
     // The facts depend only on the op's name and the kinds observed, and a
     // trace repeats the same few hundred such pairs (every training step
     // runs the same ops): each pair is matched once.

@@ -11,6 +11,11 @@
 
 namespace memtl {
 
+// The kinds of op `op`'s arguments as the schema matcher takes them (a
+// tensor counts only when identity gave it a key), into `observed`.
+void ObservedArgs(const Trace& trace, const KeyTable& keys, uint32_t op,
+                  std::vector<Observed>& observed);
+
 // An order over the trace's events: an index array, or, when `order` is
 // null, the events in index order (a trace written in pre-order, as the
 // format asks, needs no array for its pre-order).

@@ -28,7 +28,7 @@ struct Explained {
     const Analysis& a = *c->analysis;
     const ExplainInput in{a.trace,       a.keys,      *a.tree,  *a.graph,
                           c->categories, c->timeline, c->device};
-    auto r = ExplainTensor({in, *a.sizes}, *ParseTensorRef(ref), json);
+    auto r = ExplainTensor({in, *a.sizes, &a.schemas}, *ParseTensorRef(ref), json);
     REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.status().message()));
     return r.value();
   }
@@ -164,4 +164,15 @@ TEST_CASE("explain: the ProfilerStep#N a version was made in") {
   CHECK(out.substr(0, v1).find("; ProfilerStep#3") != std::string::npos);
   CHECK(out.find("created by: aten::relu_ at 0.000 ms; phase other; ProfilerStep#4", v1) !=
         std::string::npos);
+}
+
+TEST_CASE("explain: the creating op's matched overload") {
+  // Adam's exp_avg (T28) gets its v1 from lerp_ with a Python float weight:
+  // of lerp_'s overloads, the Scalar one fits what was observed.
+  Explained e = Load("e2e_adam.trace.jsonl.gz");
+  const std::string text = e.Run("T28:v1", false);
+  CHECK(text.find("created by: aten::lerp_ (overload aten::lerp_.Scalar) at") != std::string::npos);
+  // A default overload alone is not repeated.
+  CHECK(e.Run("T28:v0", false).find("created by: aten::zeros_like at") != std::string::npos);
+  CHECK(e.Run("T28:v1", true).find("\"overloads\":[\"aten::lerp_.Scalar\"]") != std::string::npos);
 }
