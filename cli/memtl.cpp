@@ -229,6 +229,14 @@ int RunPeak(const Args& args) {
   return 0;
 }
 
+// What the explaining outputs read, from a pipeline run with Retain::kAll
+// (shapes when the reader kept them).
+memtl::ExplainInput ExplainInputOf(const memtl::Categorized& c) {
+  const memtl::Analysis& a = *c.analysis;
+  return memtl::ExplainInput{a.trace,      a.keys,     *a.tree,  *a.graph,
+                             c.categories, c.timeline, c.device, &a.key_shapes};
+}
+
 int RunEvents(const Args& args) {
   auto c = Categorize(args, memtl::Retain::kAll);
   if (!c.ok()) return Fail(c.status().message());
@@ -236,14 +244,7 @@ int RunEvents(const Args& args) {
   const memtl::EventsFormat format = args.format == "tsv"    ? memtl::EventsFormat::kTsv
                                      : args.format == "json" ? memtl::EventsFormat::kJsonLines
                                                              : memtl::EventsFormat::kText;
-  const memtl::ExplainInput in{a.trace,
-                               a.keys,
-                               *a.tree,
-                               *a.graph,
-                               c.value()->categories,
-                               c.value()->timeline,
-                               c.value()->device,
-                               &a.key_shapes};
+  const memtl::ExplainInput in = ExplainInputOf(*c.value());
   if (int rc = Emit(memtl::FormatEvents(in, format)); rc != 0) return rc;
   PrintNotes(a.diagnostics);
   return 0;
@@ -258,14 +259,7 @@ int RunExplain(const Args& args) {
   auto c = Categorize(args, memtl::Retain::kAll);
   if (!c.ok()) return Fail(c.status().message());
   const memtl::Analysis& a = *c.value()->analysis;
-  const memtl::ExplainInput in{a.trace,
-                               a.keys,
-                               *a.tree,
-                               *a.graph,
-                               c.value()->categories,
-                               c.value()->timeline,
-                               c.value()->device,
-                               &a.key_shapes};
+  const memtl::ExplainInput in = ExplainInputOf(*c.value());
   auto text = memtl::ExplainTensor({in, *a.sizes, &a.schemas}, *ref, args.format == "json");
   if (!text.ok()) return Fail(memtl::QuotePath(args.trace) + ": " + text.status().message());
   if (int rc = Emit(text.value()); rc != 0) return rc;
@@ -278,9 +272,7 @@ memtl::Expected<memtl::Summary> SummaryOf(const Args& args, size_t top) {
   auto c = Categorize(args, memtl::Retain::kAll);
   if (!c.ok()) return c.status();
   const memtl::Analysis& a = *c.value()->analysis;
-  const memtl::ExplainInput in{
-      a.trace,          a.keys, *a.tree, *a.graph, c.value()->categories, c.value()->timeline,
-      c.value()->device};
+  const memtl::ExplainInput in = ExplainInputOf(*c.value());
   PrintNotes(a.diagnostics);
   return memtl::Summarize(in, args.trace, top);
 }
