@@ -2,7 +2,6 @@
 #include "core/explain/context.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <iterator>
 
 namespace memtl {
@@ -98,24 +97,6 @@ std::vector<uint32_t> CreatorOfValues(const DataFlowGraph& g) {
     }
   }
   return creator;
-}
-
-std::string JsonString(std::string_view s) {
-  std::string out = "\"";
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += ch;
-    }
-  }
-  return out + "\"";
 }
 
 }  // namespace memtl

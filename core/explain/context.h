@@ -17,6 +17,7 @@
 #include "core/categories/category.h"
 #include "core/graph/data_flow.h"
 #include "core/graph/op_tree.h"
+#include "core/model/quote.h"  // JsonString, for the explaining outputs
 #include "core/timeline/timeline.h"
 
 namespace memtl {
@@ -72,8 +73,5 @@ std::string StepAt(const StepStarts& steps, int64_t t_ns);
 // that made it (allocated version 0, an intermediate included, or wrote the
 // version); kNone32 when no node did (a tensor from before the profile).
 std::vector<uint32_t> CreatorOfValues(const DataFlowGraph& graph);
-
-// `s` as a JSON string.
-std::string JsonString(std::string_view s);
 
 }  // namespace memtl

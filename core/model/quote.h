@@ -47,4 +47,14 @@ std::string QuotePath(std::string_view path, size_t max_bytes = kPathQuoteMaxByt
 // already passes unchanged (OneLine(Quote(x)) == Quote(x)).
 std::string OneLine(std::string_view message);
 
+// `s` as a JSON string literal, quotes included, appended to `out`: `"` and
+// `\` escaped, control characters as \uHHHH, other bytes as they are (the
+// writers' JSON is read back by memtl and Python, which take them raw).
+void AppendJsonString(std::string& out, std::string_view s);
+inline std::string JsonString(std::string_view s) {
+  std::string out;
+  AppendJsonString(out, s);
+  return out;
+}
+
 }  // namespace memtl

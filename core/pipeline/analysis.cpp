@@ -338,7 +338,7 @@ Status CategorizeRaw(Analysis& a, const PipelineOptions& options, Categorized& c
                                                           : Action::kCreate;
     c.timeline.push_back(event(r, as));
   }
-  if (Status s = CheckTimelineSums(t, a.keys, c.timeline, c.categories); !s.ok())
+  if (Status s = CheckTimelineSums(t, a.keys, c.timeline, c.categories, a.diagnostics); !s.ok())
     return Status::Error(a.name + ": " + s.message());
   if (options.explain_peak) {
     c.peak = FindPeak(c.timeline, c.categories, c.device);
@@ -409,7 +409,8 @@ Expected<std::unique_ptr<Categorized>> Categorize(std::unique_ptr<Analysis> anal
   if (!timeline.ok()) return Status::Error(a.name + ": " + timeline.status().message());
   c->timeline = std::move(timeline.value());
   // Live bytes past 2^63-1 would give negative totals: an error, not a number.
-  if (Status s = CheckTimelineSums(a.trace, a.keys, c->timeline, c->categories); !s.ok())
+  if (Status s = CheckTimelineSums(a.trace, a.keys, c->timeline, c->categories, a.diagnostics);
+      !s.ok())
     return Status::Error(a.name + ": " + s.message());
   a.timer.Mark("timeline");
   if (options.explain_peak) {

@@ -25,24 +25,6 @@ using read::EtNode;
 using read::EtTensor;
 using read::ExecutionTrace;
 
-void AppendJsonString(std::string& out, std::string_view s) {
-  out += '"';
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += ch;
-    }
-  }
-  out += '"';
-}
-
 // The dtype name of a tensor from its element size: memtl keeps only the
 // bytes a tensor takes (the execution trace's dtype names are C++ type
 // names, "float", "long int", "c10::Half").

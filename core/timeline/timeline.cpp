@@ -78,11 +78,6 @@ void SortNearlySorted(TimelineEvent* first, TimelineEvent* last) {
   }
 }
 
-namespace {
-void NoteNegativeRows(const Trace& trace, const std::vector<TimelineEvent>& timeline,
-                      Diagnostics& diag);
-}  // namespace
-
 Expected<std::vector<TimelineEvent>> BuildTimeline(const OpTree& tree, const KeyTable& keys,
                                                    const DataFlowGraph& graph, const SizeMap& sizes,
                                                    const std::vector<bool>& untracked_live,
@@ -176,7 +171,6 @@ Expected<std::vector<TimelineEvent>> BuildTimeline(const OpTree& tree, const Key
   while (i < a && j < out.size())
     out[w++] = TimelineBefore(out[j], unknown[i]) ? out[j++] : unknown[i++];
   while (i < a) out[w++] = unknown[i++];
-  NoteNegativeRows(trace, out, diag);
   return out;
 }
 
@@ -212,54 +206,7 @@ int64_t TrueDivTrunc1000(uint64_t t) {
 
 int64_t MicrosOf(const TimelineEvent& e) { return e.time == -1 ? -1 : PyTrueDivTrunc1000(e.time); }
 
-namespace {
-
-// The timeline matches allocations without a tensor to their frees in the
-// op tree's pre-order (PyTorch's rule) and orders everything by time. When
-// the two orders disagree (a file whose records are not in pre-order, roots
-// whose times go backwards, a time before t=-1 where memory from before
-// profiling is counted), a row of the export can hold less than nothing,
-// as PyTorch's would: counted, per row of any device, so that such a
-// number is never silent (an error with --strict). The rows are those of
-// WalkRows: the total after every event of one microsecond.
-void NoteNegativeRows(const Trace& trace, const std::vector<TimelineEvent>& timeline,
-                      Diagnostics& diag) {
-  struct Device {
-    __int128 total = 0;  // 2^30 events of at most 2^46 bytes each: no overflow
-    int64_t t = 0;       // the row's microsecond
-    int64_t time = 0;    // and the time of its first event, for the message
-    bool any = false;
-  };
-  std::vector<Device> devices(trace.devices.size());
-  uint64_t rows = 0;
-  std::string example;
-  auto end_row = [&](DeviceIndex d) {
-    const Device& dev = devices[d];
-    if (!dev.any || dev.total >= 0) return;
-    if (rows++ == 0) {
-      example = trace.devices[d].name + " at t=" + std::to_string(dev.time) +
-                " ns: " + std::to_string(static_cast<int64_t>(dev.total)) + " B";
-    }
-  };
-  for (const TimelineEvent& e : timeline) {
-    if (e.device >= devices.size()) continue;
-    Device& dev = devices[e.device];
-    const int64_t t = MicrosOf(e);
-    if (!dev.any || t != dev.t) {
-      end_row(e.device);
-      dev.any = true;
-      dev.t = t;
-      dev.time = e.time;
-    }
-    if (e.action == Action::kPreexisting || e.action == Action::kCreate) dev.total += e.bytes;
-    if (e.action == Action::kDestroy) dev.total -= e.bytes;
-  }
-  for (size_t d = 0; d < devices.size(); ++d) end_row(static_cast<DeviceIndex>(d));
-  if (rows > 0)
-    diag.Add("live bytes below zero (the trace's order and its times disagree)", example, rows);
-}
-
-}  // namespace
+namespace {}  // namespace
 
 int64_t PyTrueDivTrunc1000(int64_t t) {
   // int() truncates toward zero and the rounding is symmetric, so the sign
@@ -387,25 +334,58 @@ std::string RecordOf(const Trace& trace, const KeyTable& keys, const TimelineEve
 }  // namespace
 
 Status CheckTimelineSums(const Trace& trace, const KeyTable& keys,
-                         const std::vector<TimelineEvent>& timeline, const CategoryDict& cats) {
+                         const std::vector<TimelineEvent>& timeline, const CategoryDict& cats,
+                         Diagnostics& diag) {
   // Per device, the bytes of each category and the sum of their
   // magnitudes, which bounds every sum an export forms of them. Within one
   // time the walk adds event by event, so every event is checked, not just
   // the rows.
+  //
+  // The same walk counts the rows (WalkRows': the total after every event
+  // of one microsecond) whose live bytes are below zero. The timeline pairs
+  // allocations without a tensor to their frees in the op tree's pre-order
+  // (PyTorch's rule) and orders everything by time; where the two orders
+  // disagree (records not in pre-order, roots whose times go backwards, a
+  // time before t=-1 where memory from before profiling is counted), a row
+  // holds less than nothing, as PyTorch's would. Counted, so that such a
+  // number is never silent (an error with --strict).
   struct Sums {
     std::array<int64_t, 9> bytes{};
     __int128 magnitude = 0;
+    __int128 total = 0;    // the live bytes, all categories together
+    int64_t row_us = 0;    // the current row's microsecond
+    int64_t row_time = 0;  // and the time of its first event, for the message
+    bool any = false;
   };
-  std::vector<Sums> devices(trace.devices.size() + 1);
+  const size_t num_devices = trace.devices.size();
+  std::vector<Sums> devices(num_devices + 1);
   constexpr __int128 kMax = INT64_MAX;
+  uint64_t negative_rows = 0;
+  std::string example;
+  auto end_row = [&](size_t d) {
+    const Sums& s = devices[d];
+    if (d >= num_devices || !s.any || s.total >= 0) return;
+    if (negative_rows++ == 0) {
+      example = trace.devices[d].name + " at t=" + std::to_string(s.row_time) +
+                " ns: " + std::to_string(static_cast<int64_t>(s.total)) + " B";
+    }
+  };
   for (const TimelineEvent& e : timeline) {
-    Sums& d = devices[std::min<size_t>(e.device, trace.devices.size())];
+    const size_t di = std::min<size_t>(e.device, num_devices);
+    Sums& d = devices[di];
+    if (const int64_t t = MicrosOf(e); !d.any || t != d.row_us) {
+      end_row(di);
+      d.any = true;
+      d.row_us = t;
+      d.row_time = e.time;
+    }
     auto add = [&](int32_t version, int64_t delta) {
       int64_t& b = d.bytes[CategoryIndexOf(cats, e, version) + 1];
       const __int128 now = static_cast<__int128>(b) + delta;
       d.magnitude += (now < 0 ? -now : now) - (b < 0 ? -__int128{b} : __int128{b});
       if (d.magnitude > kMax) return false;
       b = static_cast<int64_t>(now);
+      d.total += delta;
       return true;
     };
     const int64_t bytes = e.bytes;
@@ -414,12 +394,16 @@ Status CheckTimelineSums(const Trace& trace, const KeyTable& keys,
                     : e.action == Action::kDestroy ? add(e.version, -bytes)
                                                    : add(e.version, bytes);
     if (!ok) {
-      const std::string device =
-          e.device < trace.devices.size() ? trace.devices[e.device].name : "?";
+      const std::string device = di < num_devices ? trace.devices[di].name : "?";
       return Status::Error("the live bytes on " + device + " pass 2^63-1 at " +
                            RecordOf(trace, keys, e) + " (" + std::to_string(bytes) +
                            " bytes); no 64-bit total can hold them");
     }
+  }
+  for (size_t d = 0; d < num_devices; ++d) end_row(d);
+  if (negative_rows > 0) {
+    diag.Add("live bytes below zero (the trace's order and its times disagree)", example,
+             negative_rows);
   }
   return Status();
 }

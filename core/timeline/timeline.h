@@ -60,9 +60,11 @@ Expected<std::vector<TimelineEvent>> BuildTimeline(const OpTree& tree, const Key
 // (PyTorch's are Python integers and cannot overflow): per device, after
 // every event, the bytes of each category and the sum of their magnitudes
 // are at most 2^63-1. Otherwise an error naming the event that passes it.
-// Run before exporting.
+// The same walk counts the rows whose live bytes are below zero, as the
+// diagnostic "live bytes below zero". Run before exporting.
 Status CheckTimelineSums(const Trace& trace, const KeyTable& keys,
-                         const std::vector<TimelineEvent>& timeline, const CategoryDict& cats);
+                         const std::vector<TimelineEvent>& timeline, const CategoryDict& cats,
+                         Diagnostics& diag);
 
 // PyTorch's stable sort by (time, action), for runs that are nearly in
 // order: insertion sort while its work stays linear, then std::stable_sort
