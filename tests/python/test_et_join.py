@@ -149,7 +149,7 @@ def test_et_needs_a_kineto_trace():
 # other: memory events pair in time order, not in the op tree's pre-order.
 CUDA = os.path.join(ET, "cuda")
 CUDA_RUNS = ["mlp_sgd_momentum", "sdpa_attention", "convnet_bn_sgd"]
-PAIRING_NOTES = ("Total Allocated", "already live", "double free", "free before its allocation")
+PAIRING_NOTES = ("Total Allocated", "already live", "double free", "live bytes below zero")
 
 
 def cuda_path(name, kind):
