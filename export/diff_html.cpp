@@ -19,10 +19,6 @@ namespace memtl {
 
 namespace {
 
-std::string Signed(int64_t bytes) {
-  return (bytes > 0 ? "+" : bytes < 0 ? "-" : "") + HumanBytes(bytes < 0 ? -bytes : bytes);
-}
-
 std::string Change(int64_t a, int64_t b) {
   if (a == 0) return b == 0 ? "" : "new";
   char buf[32];
@@ -68,12 +64,12 @@ std::string Bars(const DeviceSummary& a, const DeviceSummary& b) {
 }
 
 std::string Cell(int64_t v) { return html::Num(v, HumanBytes(v)); }
-std::string DeltaCell(int64_t a, int64_t b) { return html::Num(b - a, Signed(b - a)); }
+std::string DeltaCell(int64_t a, int64_t b) { return html::Num(b - a, SignedBytes(b - a)); }
 
 std::string DeviceSection(const DeviceSummary& a, const DeviceSummary& b) {
   std::string out = "<h2>" + html::Escape(a.device) + "</h2>\n<p class=\"peak\">Peak: A " +
                     HumanBytes(a.peak_bytes) + ", B " + HumanBytes(b.peak_bytes) + " (" +
-                    Signed(b.peak_bytes - a.peak_bytes);
+                    SignedBytes(b.peak_bytes - a.peak_bytes);
   if (const std::string c = Change(a.peak_bytes, b.peak_bytes); !c.empty()) out += ", " + c;
   out += ").</p>\n" + Bars(a, b);
   out +=

@@ -23,6 +23,11 @@ std::string HumanBytes(int64_t bytes) {
   return buf;
 }
 
+std::string SignedBytes(int64_t bytes) {
+  if (bytes == 0) return "0 B";
+  return (bytes > 0 ? "+" : "-") + HumanBytes(bytes > 0 ? bytes : -bytes);
+}
+
 PeakReport FindPeak(const std::vector<TimelineEvent>& timeline, const CategoryDict& categories,
                     DeviceIndex device) {
   PeakReport r;

@@ -70,5 +70,7 @@ std::string FormatPeak(const PeakReport& report);
 std::string PeakJson(const PeakReport& report);
 // Bytes in the largest binary unit that keeps the number at least 1 ("12.3 MiB").
 std::string HumanBytes(int64_t bytes);
+// A difference of bytes with its sign ("+1.5 KiB", "-512 B", "0 B").
+std::string SignedBytes(int64_t bytes);
 
 }  // namespace memtl

@@ -18,11 +18,6 @@ std::string Ms(int64_t us) {
   return buf;
 }
 
-std::string Signed(int64_t bytes) {
-  if (bytes == 0) return "0 B";
-  return (bytes > 0 ? "+" : "-") + HumanBytes(bytes > 0 ? bytes : -bytes);
-}
-
 std::string Pad(std::string s, size_t width) {
   if (s.size() < width) s.append(width - s.size(), ' ');
   return s;
@@ -233,7 +228,7 @@ std::string FormatDiff(const Summary& a, const Summary& b) {
            PadLeft("B - A", 13) + "\n";
     auto line = [&](const std::string& what, int64_t x, int64_t y) {
       out += "  " + Pad(what, 17) + PadLeft(HumanBytes(x), 12) + PadLeft(HumanBytes(y), 12) +
-             PadLeft(Signed(y - x), 13) + "\n";
+             PadLeft(SignedBytes(y - x), 13) + "\n";
     };
     line("peak", da->peak_bytes, db->peak_bytes);
     for (int c = 0; c < 8; ++c)
@@ -243,7 +238,7 @@ std::string FormatDiff(const Summary& a, const Summary& b) {
       out += std::string("  ") + title + "\n";
       for (const auto& [n, v] : rows) {
         out += "    " + PadLeft(HumanBytes(v[0]), 10) + PadLeft(HumanBytes(v[1]), 12) +
-               PadLeft(Signed(v[1] - v[0]), 13) + "  " + n + "\n";
+               PadLeft(SignedBytes(v[1] - v[0]), 13) + "  " + n + "\n";
       }
     };
     table("ops whose bytes at the peak differ most (A, B, B - A):",
