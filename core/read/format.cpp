@@ -163,12 +163,29 @@ OpenedInput Decide(std::unique_ptr<LineSource> src) {
   OpenedInput in;
   in.src = std::move(src);
   while (true) {
-    const bool more = in.src->ReadLines(&in.head, kHeadStep);
-    // An input that stops (its end, an error, an over-long line) is
-    // decided on what was read; its reader reports the rest.
-    const bool at_end = !more || in.src->line_too_long() || in.head.size() >= kMaxHead;
+    // Bytes, not lines: a Kineto trace saved on one line is decided on its
+    // first bytes instead of being read whole (the JSON readers cut their
+    // input by its syntax).
+    const size_t want = in.head.size() + kHeadStep;
+    bool more = false;
+    while (in.head.size() < want && in.src->ReadBytes(&in.head, want - in.head.size())) more = true;
+    // An input that stops (its end, an error) is decided on what was read;
+    // its reader reports the rest.
+    const bool at_end = !more || in.head.size() >= kMaxHead;
     in.format = SniffFormat(in.head, at_end);
-    if (in.format != InputFormat::kNeedMore) return in;
+    if (in.format == InputFormat::kNeedMore) continue;
+    // The memtl reader takes whole lines: the head ends where a line does
+    // (or where the input does; an over-long line is the reader's error),
+    // and, as ReadLines hands them out, without the partial line before a
+    // decoding error (which the reader reports).
+    if (in.format == InputFormat::kMemtlTrace && !in.head.empty() && in.head.back() != '\n') {
+      in.src->ReadLines(&in.head, 1);
+      if (!in.src->status().ok() && in.head.back() != '\n') {
+        const size_t nl = in.head.rfind('\n');
+        in.head.resize(nl == std::string::npos ? 0 : nl + 1);
+      }
+    }
+    return in;
   }
 }
 

@@ -43,8 +43,9 @@ std::string_view FormatName(InputFormat f);
 // tell and more may come.
 InputFormat SniffFormat(std::string_view head, bool at_end);
 
-// An input opened and its format decided: `head` holds the whole lines
-// read to decide (the readers take them before reading on from `src`).
+// An input opened and its format decided: `head` holds the decoded bytes
+// read to decide, whole lines for a memtl trace (the readers take them
+// before reading on from `src`).
 struct OpenedInput {
   InputFormat format = InputFormat::kMemtlTrace;
   std::unique_ptr<LineSource> src;

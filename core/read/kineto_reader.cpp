@@ -373,12 +373,6 @@ Expected<KinetoRead> Read(OpenedInput in, const ReadOptions& options) {
           parser.Element(stream.value(), stream.events(), stream.line());
           break;
         case read::KinetoStream::Part::kCut: {
-          if (src.line_too_long()) {
-            return Status::Error(name +
-                                 ": a line longer than 64 MiB (a Kineto trace saved on one "
-                                 "line; memtl reads it as PyTorch writes it, an event "
-                                 "over a few lines)");
-          }
           const Status& input = src.status();
           const bool truncated =
               input.ok() || input.message().find("truncated") != std::string::npos;

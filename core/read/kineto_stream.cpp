@@ -18,9 +18,10 @@ bool IsWs(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 KinetoStream::KinetoStream(LineSource& src, std::string head, Progress* progress)
     : src_(src), progress_(progress), buf_(std::move(head)) {}
 
-// Reads more of the input, first dropping what the parts before the current
-// one used. Reads at least as much as the current part holds already, so
-// that a part rescanned after each refill costs linear time in all.
+// Reads about a block more of the input, first dropping what the parts
+// before the current one used. Bytes, not lines: a trace saved on one line
+// is cut as one pretty-printed, and the buffer holds the current part and
+// a block, never the line.
 bool KinetoStream::Refill() {
   if (ended_) return false;
   if (mark_ > 0) {
@@ -32,12 +33,13 @@ bool KinetoStream::Refill() {
     counted_ = 0;
     mark_ = 0;
   }
-  const size_t want = std::max(kBlock, buf_.size());
-  if (!src_.ReadLines(&buf_, want)) {
+  const size_t want = buf_.size() + kBlock;
+  bool any = false;
+  while (buf_.size() < want && src_.ReadBytes(&buf_, want - buf_.size())) any = true;
+  if (!any) {
     ended_ = true;
     return false;
   }
-  if (src_.line_too_long()) ended_ = true;  // what was read is all there is
   if (progress_ != nullptr) {
     progress_->done.store(consumed_ + buf_.size(), std::memory_order_relaxed);
     progress_->total.store(src_.EstimatedSize(), std::memory_order_relaxed);
@@ -62,38 +64,37 @@ bool KinetoStream::PeekByte(char* c) {
   }
 }
 
+// The scan resumes after each refill where it stopped (`off`, `depth` and
+// `in_string` are relative to the value, which a refill never drops), so
+// each byte is scanned once however long the value.
 bool KinetoStream::ScanValue(size_t* len) {
+  const char first = buf_[pos_];
+  const bool scalar = first != '"' && first != '{' && first != '[';
+  size_t off = 0;
+  int depth = 0;
+  bool in_string = false;
   while (true) {
-    const char* s = buf_.data();
-    const size_t n = buf_.size();
-    size_t p = pos_;
-    int depth = 0;
+    const char* s = buf_.data() + pos_;
+    const size_t n = buf_.size() - pos_;
     bool done = false;
-    const char first = s[p];
-    if (first == '"') {
-      ++p;
-      while (p < n) {
-        if (s[p] == '\\') {
-          p += 2;
-        } else if (s[p++] == '"') {
-          done = true;
-          break;
-        }
-      }
-    } else if (first != '{' && first != '[') {
-      while (p < n && !IsWs(s[p]) && s[p] != ',' && s[p] != '}' && s[p] != ']') ++p;
-      done = p < n || ended_;
+    if (scalar) {
+      while (off < n && !IsWs(s[off]) && s[off] != ',' && s[off] != '}' && s[off] != ']') ++off;
+      done = off < n || ended_;
     } else {
-      while (p < n) {
-        const char c = s[p++];
-        if (c == '"') {
-          while (p < n) {
-            if (s[p] == '\\') {
-              p += 2;
-            } else if (s[p++] == '"') {
+      while (off < n) {
+        const char c = s[off++];
+        if (in_string) {
+          if (c == '\\') {
+            ++off;  // the escaped byte, perhaps not read yet
+          } else if (c == '"') {
+            in_string = false;
+            if (depth == 0) {
+              done = true;
               break;
             }
           }
+        } else if (c == '"') {
+          in_string = true;
         } else if (c == '{' || c == '[') {
           ++depth;
         } else if ((c == '}' || c == ']') && --depth == 0) {
@@ -102,12 +103,28 @@ bool KinetoStream::ScanValue(size_t* len) {
         }
       }
     }
-    if (done && p <= n) {
-      *len = p - pos_;
+    // Checked whether or not the value is complete, so that the limit does
+    // not depend on where the read blocks end.
+    if (off > src_.max_line()) TooLong();
+    if (done) {
+      *len = off;
       return true;
     }
     if (!Refill()) return false;
   }
+}
+
+void KinetoStream::TooLong() {
+  const size_t limit = src_.max_line();
+  const std::string size = limit % (size_t{1} << 20) == 0 ? std::to_string(limit >> 20) + " MiB"
+                                                          : std::to_string(limit) + " bytes";
+  if (state_ == State::kEvents) {
+    const std::string array = bare_ ? std::string("the array") : "\"" + array_key_ + "\"";
+    Fail(("element " + std::to_string(events_ + 1) + " of " + array + " is longer than " + size +
+          " (memtl holds one element at a time)")
+             .c_str());
+  }
+  Fail(("a member of the trace object is longer than " + size).c_str());
 }
 
 void KinetoStream::Fail(const char* what) {

@@ -2,8 +2,12 @@
 // document: the top-level object's members one at a time, and the
 // "traceEvents" array's elements one at a time, each found by bracket and
 // brace matching over the decoded stream (strings and escapes respected).
-// Memory is one read block plus the longest element (or member) in it.
-// Each part is then parsed with JsonCursor by its caller.
+// The input is read as bytes, not lines, so a trace saved on one line (by
+// tensorboard_trace_handler or json.dump without indent) is read as one
+// pretty-printed: memory is a read block plus the current element (or
+// member), and an element longer than the source's line limit
+// (LineSource::max_line(), 64 MiB) is an error. Each part is then parsed
+// with JsonCursor by its caller.
 #pragma once
 
 #include <cstdint>
@@ -51,9 +55,11 @@ class KinetoStream {
   // Ensures a byte at pos_ after whitespace; false at the end of input.
   bool PeekByte(char* c);
   // Scans the value starting at pos_ to its end; false at the end of input.
+  // A value longer than the source's line limit is an error (TooLong).
   bool ScanValue(size_t* len);
   bool Refill();
   [[noreturn]] void Fail(const char* what);
+  [[noreturn]] void TooLong();
   void CountLines(size_t from, size_t to);
 
   LineSource& src_;

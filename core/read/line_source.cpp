@@ -283,4 +283,16 @@ bool LineSource::ReadLines(std::string* out, size_t min_bytes) {
   }
 }
 
+bool LineSource::ReadBytes(std::string* out, size_t max) {
+  if (!carry_.empty()) {
+    out->append(carry_);
+    carry_.clear();
+    return true;
+  }
+  if (done_) return false;
+  if (Decode(out, max)) return true;
+  done_ = true;
+  return false;
+}
+
 }  // namespace memtl

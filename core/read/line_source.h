@@ -41,6 +41,12 @@ class LineSource {
   // Memory that runs out (for the gzip decoder's state too) throws
   // std::bad_alloc, which the reader turns into its "out of memory" line.
   bool ReadLines(std::string* out, size_t min_bytes);
+  // Appends decoded bytes to `out` with no regard for lines: the bytes
+  // ReadLines kept after the last line it handed out, else at most `max`
+  // (> 0) newly decoded ones. For inputs cut by their own syntax (Kineto
+  // traces, execution traces, raw timelines), which may hold everything on
+  // one line. Returns false when nothing was appended, as ReadLines does.
+  bool ReadBytes(std::string* out, size_t max);
   bool line_too_long() const { return too_long_; }
   size_t max_line() const { return max_line_; }
   void set_max_line(size_t bytes) { max_line_ = bytes; }  // tests

@@ -80,8 +80,6 @@ Expected<RawTimeline> Read(OpenedInput in, const ReadOptions& options, ReadInfo*
           }
           break;
         case read::KinetoStream::Part::kCut: {
-          if (src.line_too_long())
-            return Status::Error(name + ": a raw timeline of more than 64 MiB on one line");
           const Status& s = src.status();
           const bool truncated = s.ok() || s.message().find("truncated") != std::string::npos;
           if (!s.ok() && !(options.partial && truncated)) return s;

@@ -168,5 +168,47 @@ ok=0
 [ "$rc" -eq 2 ] && one_line && has 'pass 2^63-1 at "[memory]" (event 65536' && [ ! -e "$tmp/sum.json" ] && ok=1
 check "live bytes past 2^63-1: status $rc: $(head -c 200 "$tmp/stderr")" $ok
 
+# A Kineto trace on one line (tensorboard_trace_handler, json.dump without
+# indent) longer than the line limit: the same timeline as the same events
+# pretty-printed, in about the same memory (the reader holds one event, not
+# the line); and an event longer than 64 MiB is refused at the limit.
+python3 - "$tmp" <<'PY'
+import gzip, json, sys
+d = sys.argv[1]
+events, pad = [], "x" * 1400
+for i in range(40000):
+    ts = 10 * i
+    events.append({"ph": "X", "cat": "cpu_op", "name": "aten::op%d" % (i % 50), "pid": 1, "tid": 1,
+                   "ts": ts, "dur": 8, "args": {"Record function id": i, "Concrete Inputs": [pad]}})
+    for k, b in ((1, 4096), (5, -4096)):
+        events.append({"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1,
+                       "ts": ts + k, "args": {"Addr": 65536 + 4096 * (i % 3), "Bytes": b,
+                                              "Total Allocated": 4096 if b > 0 else 0,
+                                              "Device Type": 0, "Device Id": -1}})
+doc = {"schemaVersion": 1, "traceEvents": events, "baseTimeNanoseconds": 1000}
+with gzip.open(d + "/one_line.json.gz", "wt", compresslevel=1) as f:
+    json.dump(doc, f)
+with gzip.open(d + "/pretty.json.gz", "wt", compresslevel=1) as f:
+    json.dump(doc, f, indent=1)
+with gzip.open(d + "/long_event.json.gz", "wb", compresslevel=1) as f:
+    f.write(b'{"traceEvents": [' + json.dumps(events[1]).encode() + b', {"name": "')
+    for _ in range(100):
+        f.write(b"a" * (1 << 20))
+    f.write(b'"}]}')
+PY
+bytes=$(python3 -c 'import gzip, sys; print(sum(len(b) for b in iter(lambda f=gzip.open(sys.argv[1]): f.read(1 << 20), b"")))' "$tmp/one_line.json.gz")
+measure export "$tmp/pretty.json.gz" -o "$tmp/pretty.json"
+pretty_rss=$rss
+measure export "$tmp/one_line.json.gz" -o "$tmp/one_line.json"
+ok=0
+[ "$bytes" -gt $((64 << 20)) ] && [ "$rc" -eq 0 ] && cmp -s "$tmp/pretty.json" "$tmp/one_line.json" &&
+  small $((pretty_rss + 16)) && ok=1
+check "Kineto trace on one line ($((bytes >> 20)) MiB): status $rc, ${rss} MiB (pretty-printed: ${pretty_rss} MiB): $(head -c 200 "$tmp/stderr")" $ok
+measure export "$tmp/long_event.json.gz" -o "$tmp/long_event.json"
+ok=0
+[ "$rc" -eq 2 ] && one_line && has 'long_event.json.gz: line 1: element 2 of "traceEvents" is longer than 64 MiB' &&
+  small 120 && ok=1
+check "a 100 MiB Kineto event: status $rc, ${rss} MiB: $(head -c 200 "$tmp/stderr")" $ok
+
 echo "bad inputs: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
