@@ -182,7 +182,7 @@ class Join {
       if (ev.kind != EventKind::kAlloc) continue;
       const AllocInfo& a = t_.allocs[ev.payload];
       const AddrKey key{t_.alloc_ptrs[ev.payload], a.device};
-      if (a.bytes <= 0) continue;
+      if (a.bytes <= 0 || IsPreProfile(e)) continue;  // no tensor's: PreProfile
       ++out.allocations;
       if (mapped.contains(key)) {  // the same data pointer: the same storage id
         ++out.mapped_allocations;
@@ -212,6 +212,59 @@ class Join {
       if (tensor.numel > 0) nonempty_.insert(tensor.storage_id);
   }
 
+  // The Kineto reader's allocation of the memory from before the profile
+  // (per device: the allocator's total at its first event less what the
+  // profile frees) holds the storages that the execution trace shows from
+  // before the profile: those no allocation of the profile maps, which
+  // the memtl trace gives addresses of their own and the timeline counts
+  // as pre-existing tensors. Counted in both, they were counted twice (the
+  // joined total above the allocator's and above memtl's own trace by
+  // their bytes). So the allocation keeps only the rest, the memory that
+  // no tensor shows, and goes where nothing is left: a CPU allocator's
+  // total counts only memory allocated while a profiler ran, so it can be
+  // below the tensors'. A storage's bytes are those the size map gives a
+  // tensor without allocations: the largest SizeOfObservation of its
+  // observations (the joined ops' inputs, all the memtl trace has).
+  void PreProfile(JoinText& out) {
+    std::unordered_map<uint64_t, int64_t> bytes;  // by storage id
+    std::unordered_map<uint64_t, uint32_t> device;
+    for (uint32_t op = 0; op < t_.ops.size(); ++op) {
+      if (node_of_op_[op] == kNone32) continue;
+      const EtNode& node = et_.nodes[node_of_op_[op]];
+      auto observe = [&](uint32_t index) {
+        const EtTensor& tensor = et_.tensors[index];
+        if (!PreExisting(tensor)) return;
+        const int64_t* dims = et_.dims.data() + tensor.dims_begin;
+        const int64_t size =
+            SizeOfObservation(dims, tensor.num_sizes, dims + tensor.num_sizes, tensor.num_strides,
+                              ElementSize(DtypeOfItemsize(tensor.itemsize)));
+        int64_t& b = bytes[tensor.storage_id];
+        b = std::max(b, size);
+        device.emplace(tensor.storage_id, tensor.device);
+      };
+      for (uint32_t i = node.args_begin; i < node.args_begin + node.args_count; ++i) {
+        const EtArg& arg = et_.args[i];
+        if (arg.kind == EtArgKind::kTensor) observe(arg.begin);
+        if (arg.kind != EtArgKind::kList) continue;
+        for (uint32_t j = arg.begin; j < arg.begin + arg.count; ++j)
+          if (et_.items[j] != kNone32) observe(et_.items[j]);
+      }
+    }
+    std::vector<int64_t> in_tensors(t_.devices.size(), 0);
+    for (const auto& [storage, b] : bytes) {
+      const std::string& name = et_.strings.Get(device.at(storage));
+      for (size_t d = 0; d < t_.devices.size(); ++d)
+        if (t_.devices[d].name == (name.empty() ? "cpu" : name)) in_tensors[d] += b;
+    }
+    for (uint32_t e = 0; e < t_.events.size(); ++e) {
+      if (!IsPreProfile(e)) continue;
+      const AllocInfo& a = t_.allocs[t_.events[e].payload];
+      const int64_t rest = std::max<int64_t>(a.bytes - in_tensors[a.device], 0);
+      pre_profile_bytes_.emplace(e, rest);
+      out.pre_profile_in_tensors += a.bytes - rest;
+    }
+  }
+
   std::string Text() const {
     std::string s;
     s.reserve(t_.events.size() * 160);
@@ -223,7 +276,16 @@ class Join {
     }
     s += R"(],"record_shapes":true,"profile_memory":true})";
     s += '\n';
+    // Events renumbered past the pre-profile allocations dropped (roots
+    // without children).
+    std::vector<uint32_t> index(t_.events.size());
+    uint32_t next = 0;
     for (uint32_t e = 0; e < t_.events.size(); ++e) {
+      const auto pre = pre_profile_bytes_.find(e);
+      index[e] = pre != pre_profile_bytes_.end() && pre->second == 0 ? kNone32 : next++;
+    }
+    for (uint32_t e = 0; e < t_.events.size(); ++e) {
+      if (index[e] == kNone32) continue;
       const Event& ev = t_.events[e];
       const int64_t t0 = t_.event_t0[e];
       s += R"({"k":")";
@@ -241,13 +303,15 @@ class Join {
           s += "other";
           break;
       }
-      s += R"(","i":)" + std::to_string(e) + R"(,"p":)" +
-           (ev.parent == kNone32 ? std::string("-1") : std::to_string(ev.parent));
+      s += R"(","i":)" + std::to_string(index[e]) + R"(,"p":)" +
+           (ev.parent == kNone32 ? std::string("-1") : std::to_string(index[ev.parent]));
       if (ev.kind == EventKind::kAlloc) {
         const AllocInfo& a = t_.allocs[ev.payload];
+        const auto pre = pre_profile_bytes_.find(e);
+        const int64_t bytes = pre != pre_profile_bytes_.end() ? pre->second : a.bytes;
         s += R"(,"t":)" + std::to_string(t0) + R"(,"ptr":)" +
-             std::to_string(t_.alloc_ptrs[ev.payload]) + R"(,"bytes":)" +
-             std::to_string(static_cast<int64_t>(a.bytes)) + R"(,"dev":)";
+             std::to_string(t_.alloc_ptrs[ev.payload]) + R"(,"bytes":)" + std::to_string(bytes) +
+             R"(,"dev":)";
         AppendJsonString(s, t_.devices[a.device].name);
         s += "}\n";
         continue;
@@ -382,6 +446,20 @@ class Join {
     return kSyntheticStorage | tensor.storage_id;
   }
 
+  // A storage from before the profile: an address of its own (Pointer).
+  bool PreExisting(const EtTensor& tensor) const {
+    return tensor.storage_id != 0 && !addr_of_.contains(tensor.storage_id) &&
+           nonempty_.contains(tensor.storage_id);
+  }
+
+  // The Kineto reader's allocation of memory from before the profile.
+  bool IsPreProfile(uint32_t e) const {
+    const Event& ev = t_.events[e];
+    if (ev.kind != EventKind::kAlloc || ev.parent != kNone32) return false;
+    const uint64_t ptr = t_.alloc_ptrs[ev.payload];
+    return ptr >= kPreProfileAddress && ptr - kPreProfileAddress < t_.devices.size();
+  }
+
   void Tensor(std::string& s, uint32_t index) const {
     const EtTensor& tensor = et_.tensors[index];
     s += R"({"impl":)" + std::to_string(tensor.tensor_id) + R"(,"ptr":)" +
@@ -470,6 +548,9 @@ class Join {
   // address's lifetimes.
   std::unordered_map<uint64_t, std::vector<uint32_t>> reads_, creations_;
   std::unordered_map<AddrKey, std::vector<Lifetime>, AddrHash> lifetimes_;
+  // The pre-profile allocations' bytes, less the pre-existing storages'
+  // (0: dropped), by event.
+  std::unordered_map<uint32_t, int64_t> pre_profile_bytes_;
 };
 
 std::string Percent(uint64_t part, uint64_t whole) {
@@ -495,6 +576,7 @@ Expected<JoinText> BuildJoinedTrace(const KinetoRead& kineto, const ExecutionTra
         "prof.export_chrome_trace(\"trace.json\")");
   }
   join.MapStorages(out);
+  join.PreProfile(out);
   out.text = join.Text();
   out.note = "execution trace " + QuotePath(et_name) + ": joined " +
              std::to_string(out.joined_ops) + " of " + std::to_string(out.ops) + " ops (" +
@@ -502,6 +584,10 @@ Expected<JoinText> BuildJoinedTrace(const KinetoRead& kineto, const ExecutionTra
              std::to_string(out.mapped_allocations) + " of " + std::to_string(out.allocations) +
              " allocations (" + Percent(out.mapped_allocations, out.allocations) +
              ") are a tensor's storage";
+  if (out.pre_profile_in_tensors > 0) {
+    out.note += "; " + std::to_string(out.pre_profile_in_tensors) +
+                " bytes allocated before the profile are its tensors";
+  }
   return out;
 }
 

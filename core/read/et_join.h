@@ -51,6 +51,9 @@ struct JoinText {
   std::string note;
   Diagnostics diagnostics;
   uint64_t ops = 0, joined_ops = 0, allocations = 0, mapped_allocations = 0;
+  // Bytes of the Kineto reader's memory from before the profile that are
+  // storages of the execution trace (counted as those tensors instead).
+  int64_t pre_profile_in_tensors = 0;
 };
 namespace read {
 struct ExecutionTrace;

@@ -268,7 +268,7 @@ Expected<KinetoRead> Build(KinetoParser& p, KinetoRead r, const std::string& nam
   for (const KinetoEvent& e : p.events)
     if (e.kind == KinetoKind::kMemory)
       first_ts[p.memory[e.ref].device] = std::min(first_ts[p.memory[e.ref].device], e.ts);
-  uint64_t next_synthetic = (uint64_t{1} << 63) - (uint64_t{1} << 32);
+  uint64_t next_synthetic = kPreProfileAddress;
   for (size_t d = 0; d < unseen.size(); ++d) {
     if (unseen[d] <= 0) continue;
     Event e;

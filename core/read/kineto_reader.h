@@ -45,6 +45,12 @@ struct KinetoRead {
   std::vector<int64_t> op_end;
 };
 
+// The address of the first allocation the reader adds for memory from
+// before the profile (one per device, at consecutive addresses), above any
+// real address and below the synthetic ones of traces without "Addr"; the
+// execution-trace join finds them by it.
+inline constexpr uint64_t kPreProfileAddress = (uint64_t{1} << 63) - (uint64_t{1} << 32);
+
 // `input` must have been detected as kKineto (OpenInput).
 Expected<KinetoRead> ReadKinetoInput(OpenedInput input, const ReadOptions& options = {});
 // Tests: a Kineto trace held in memory.

@@ -23,7 +23,9 @@ call rather than under the Optimizer.step annotation.
 
 The Kineto reader adds, as its own tests say, one untracked allocation for
 memory allocated before the profile that the trace's "Total Allocated"
-shows; memtl's own trace has no such row.
+shows; the join leaves it only what no tensor of the execution trace holds
+(test_join_counts_memory_from_before_the_profile_once), and memtl's own
+trace has no such row.
 
 Needs no torch: run with the memtl command built,
     PYTHONPATH=python MEMTL_BIN=build/cli/memtl python -m pytest tests/python/test_et_join.py -q
@@ -156,10 +158,10 @@ def cuda_path(name, kind):
     return os.path.join(CUDA, "%s.%s.json%s.gz" % (name, kind, "l" if kind == "trace" else ""))
 
 
-def kineto_totals(name, device):
+def kineto_totals(name, device, path=None):
     """Per time, the trace's "Total Allocated" after the last [memory] event
     on `device` at that time."""
-    with gzip.open(cuda_path(name, "kineto")) as f:
+    with gzip.open(path or cuda_path(name, "kineto")) as f:
         trace = json.load(f)
     base = trace.get("baseTimeNanoseconds", 0)
     events = []
@@ -270,3 +272,62 @@ def test_cpu_channels_last_join_equals_the_own_trace():
     assert only_own == collections.Counter()
     # Only the Kineto reader's memory from before the profile.
     assert only_got == collections.Counter({(2, UNKNOWN): 1})
+
+
+def totals_at(rows, times):
+    """The timeline's total after each of `times` (a version bump changes
+    no total)."""
+    running, curve = 0, []
+    for t, action, size, _ in sorted(rows.elements()):
+        if action != 3:
+            running += size
+        curve.append((t, running))
+    out = []
+    for t in times:
+        before = [total for u, total in curve if u <= t]
+        out.append(before[-1])
+    return out
+
+
+# Memory from before the profile is counted once. The Kineto reader adds
+# the allocator's (its "Total Allocated" at the first event, less what the
+# profile frees) as one allocation, and the execution trace shows tensors
+# among it (parameters, optimizer state), which the timeline counts as
+# pre-existing; the join leaves the allocation only the memory no tensor
+# shows. So the joined total is the allocator's after every [memory] event,
+# and memtl's own trace's plus that constant (before, mlp_sgd_momentum's
+# was 680,016 bytes above both: its parameters and momentum buffers). On
+# the CPU the allocator counts only memory allocated while a profiler ran,
+# so in a process's first profile (e2e_fwd_bwd_sgd, e2e_adam) it counted
+# none of the parameters, and the joined total equals memtl's own, above
+# the allocator's by the tensors from before the profile, as PyTorch's
+# timeline is.
+PRE_PROFILE_RUNS = [
+    (os.path.join(CUDA, name), "cuda:0", 0) for name in CUDA_RUNS
+] + [
+    (os.path.join(ET, "convnet_channels_last"), "cpu", 0),
+    (os.path.join(ET, "e2e_inference"), "cpu", 0),
+    (os.path.join(ET, "e2e_fwd_bwd_sgd"), "cpu", 336),
+    (os.path.join(ET, "e2e_adam"), "cpu", 98816),
+]
+
+
+@pytest.mark.parametrize("base,device,above_allocator", PRE_PROFILE_RUNS,
+                         ids=[os.path.basename(b) for b, _, _ in PRE_PROFILE_RUNS])
+def test_join_counts_memory_from_before_the_profile_once(base, device, above_allocator):
+    kineto = base + ".kineto.json.gz"
+    got, _ = raw_rows(kineto, "--et", base + ".et.json.gz", "--device", device)
+    mine, _ = raw_rows(base + ".trace.jsonl.gz", "--device", device)
+    allocator = kineto_totals(None, device, kineto)
+    times = sorted(allocator)
+    assert len(times) >= 10
+    joined = totals_at(got, times)
+    assert {j - allocator[t] for j, t in zip(joined, times)} == {above_allocator}
+    # memtl's own trace: below by a constant, the one row of memory no
+    # tensor shows (unknown, created at the first event), if any.
+    (below,) = {j - o for j, o in zip(joined, totals_at(mine, times))}
+    first = min(t for (t, _, _, _) in got if t >= 0)
+    rows_at_first = [size for (t, action, size, cat) in got if t == first and action == 2
+                     and cat == UNKNOWN]
+    assert below == 0 or below in rows_at_first
+

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "core/read/et_join.h"
 #include "core/read/et_reader.h"
@@ -196,4 +197,63 @@ TEST_CASE("et join: a storage maps only to an address live at its reads, free at
   CHECK(t.tensor_ptrs[4] == 16384);  // what aten::empty created, not the workspace
   // The workspace holds no tensor: 2 of 3 allocations mapped.
   CHECK(r.value().info.note.find("2 of 3 allocations") != std::string::npos);
+}
+
+namespace {
+
+// A parameter of 64 bytes from before the profile (storage 9), read by
+// add_ (rf 1); then aten::empty (rf 2) allocates 64 bytes. The allocator's
+// total at that allocation is 64 plus what was allocated before the
+// profile: `before`.
+std::string PreProfileKineto(int before) {
+  return R"({"traceEvents": [
+{"ph": "X", "cat": "cpu_op", "name": "aten::add_", "pid": 1, "tid": 1, "ts": 10, "dur": 5, "args": {"Record function id": 1}},
+{"ph": "X", "cat": "cpu_op", "name": "aten::empty", "pid": 1, "tid": 1, "ts": 20, "dur": 5, "args": {"Record function id": 2}},
+{"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 21, "args": {"Bytes": 64, "Addr": 4096, "Device Type": 0, "Device Id": -1, "Total Allocated": )" +
+         std::to_string(64 + before) + R"(}}
+]}
+)";
+}
+
+std::string PreProfileEt() {
+  const char* add =
+      R"J({"values": [[5, 9, 0, 16, 4, "cpu"], [5, 9, 0, 16, 4, "cpu"]], "shapes": [[16], [16]], "types": ["Tensor(float)", "Tensor(float)"], "strides": [[1], [1]]})J";
+  const char* self =
+      R"J({"values": [[5, 9, 0, 16, 4, "cpu"]], "shapes": [[16]], "types": ["Tensor(float)"], "strides": [[1]]})J";
+  const char* created =
+      R"J({"values": [[6, 10, 0, 16, 4, "cpu"]], "shapes": [[16]], "types": ["Tensor(float)"], "strides": [[1]]})J";
+  return R"J({"schema": "1.1.1-chakra.0.0.4", "nodes": [)J" + Node(2, 1, "aten::add_", add, self) +
+         ",\n" + Node(3, 2, "aten::empty", kNone, created) + "]}\n";
+}
+
+}  // namespace
+
+// The Kineto reader adds the allocator's memory from before the profile as
+// one allocation; the parameter the execution trace shows from before the
+// profile is part of it, and the timeline counts it as a pre-existing
+// tensor: the allocation keeps only the rest (it counted the parameter
+// twice, the total 64 bytes above the allocator's).
+TEST_CASE("et join: memory from before the profile is not counted again for its tensors") {
+  const TempFile et(PreProfileEt());
+  ReadOptions options;
+  options.et_path = et.path;
+  auto allocs = [&](int before) {
+    auto r = ReadKinetoString(PreProfileKineto(before), "k.json", options);
+    REQUIRE(r.ok());
+    std::vector<int64_t> bytes;
+    for (const AllocInfo& a : r.value().trace.allocs) bytes.push_back(a.bytes);
+    CHECK(r.value().info.note.find("1 of 1 allocations (100.0%)") != std::string::npos);
+    return bytes;
+  };
+  // Without the join: one allocation of everything from before.
+  auto kineto = ReadKinetoString(PreProfileKineto(1064), "k.json");
+  REQUIRE(kineto.ok());
+  CHECK(int64_t{kineto.value().trace.allocs[0].bytes} == 1064);
+  // Joined: the parameter's 64 bytes are its tensor's, 1000 no tensor's.
+  CHECK(allocs(1064) == std::vector<int64_t>{1000, 64});
+  // All of it the parameter: no allocation (the events renumbered).
+  CHECK(allocs(64) == std::vector<int64_t>{64});
+  // An allocator that counted less than the tensors (the CPU's counts only
+  // what was allocated while a profiler ran): the tensors stay.
+  CHECK(allocs(16) == std::vector<int64_t>{64});
 }
