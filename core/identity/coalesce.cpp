@@ -7,7 +7,8 @@
 namespace memtl::identity {
 
 std::vector<int32_t> CoalesceIds(const RecordWalk& walk, const std::vector<uint32_t>& tensor_aid,
-                                 uint32_t num_aids, uint64_t num_impls) {
+                                 const std::vector<uint32_t>* impls, uint32_t num_aids,
+                                 uint64_t num_impls) {
   // Step 5: the first allocation id of each impl paired with every later
   // one; PyTorch sorts the pairs and walks them in order. Most pairs are an
   // allocation id with itself: those are kept as a bit per id (their sorted
@@ -16,7 +17,7 @@ std::vector<int32_t> CoalesceIds(const RecordWalk& walk, const std::vector<uint3
   std::vector<std::pair<uint32_t, uint32_t>> pairs;
   {
     std::vector<uint32_t> first_aid(num_impls, 0);  // 0: none yet (ids start at 1)
-    walk.ForEachRaw(tensor_aid, [&](uint32_t, uint32_t impl, uint32_t aid) {
+    walk.ForEachRaw(tensor_aid, impls, [&](uint32_t, uint32_t impl, uint32_t aid) {
       uint32_t& first = first_aid[impl];
       if (first == 0) first = aid;
       if (first == aid) {

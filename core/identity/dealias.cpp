@@ -39,7 +39,7 @@ uint64_t DealiasImpls(const Trace& trace, const SchemaRegistry& schemas, const R
   };
   std::vector<ImplState> states(impl_bound);
   uint32_t next_virtual = 1;
-  walk.ForEachRaw(tensor_aid, [&](uint32_t ti, uint32_t impl, uint32_t aid) {
+  walk.ForEachRaw(tensor_aid, nullptr, [&](uint32_t ti, uint32_t impl, uint32_t aid) {
     ImplState& st = states[impl];
     if (st.virtual_impl == 0) {
       st = ImplState{next_virtual++, aid};

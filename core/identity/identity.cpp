@@ -2,8 +2,12 @@
 // orchestrator, as long as PyTorch's; steps with more than a few lines have
 // a file of their own (steps.h says which).
 //
+// Identity reads the Trace and writes nothing into it: its result is the
+// key table. (torch 1.13's python-tracer tensors, known by their storage
+// address only, were given an op input's metadata by the reader:
+// core/read/partial_tensors.h.)
+//
 // Steps, in order (each one reads only what the previous ones wrote):
-//   0. (1.13) resolve python-tracer storage addresses to op-input tensors;
 //   1. flatten every tensor observation and allocation in record order;
 //   2. allocation ids: (storage pointer, device) -> fresh id until freed;
 //   3. (1.13) split reused TensorImpl addresses into distinct identities;
@@ -38,7 +42,6 @@ using identity::CoalesceIds;
 using identity::DealiasImpls;
 using identity::Flattener;
 using identity::RecordWalk;
-using identity::ResolvePartialTensors;
 
 namespace {
 
@@ -47,25 +50,27 @@ namespace {
 // (FlowEdge::key).
 constexpr size_t kMaxTargets = size_t{1} << 30;
 
+// The producer's ids of tensor observation or allocation `i` (invalid
+// where the trace has none: a trace built otherwise than by the reader
+// may lack entries).
+ProducerIds Given(const std::vector<ProducerIds>& ids, size_t i) {
+  return i < ids.size() ? ids[i] : ProducerIds{};
+}
+
 }  // namespace
 
-IdentityResult AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagnostics& diag) {
+IdentityResult AssignIdentity(const Trace& trace, std::vector<uint64_t> tensor_ptrs,
+                              const SchemaRegistry& schemas, Diagnostics& diag) {
   IdentityStats stats;
+  // A trace built otherwise than by the reader may lack them: no storage.
+  tensor_ptrs.resize(trace.tensors.size(), 0);
   const bool legacy = !trace.header.has_ids;
-  if (!legacy) {
-    // The reader keeps one entry per tensor and allocation; a trace built
-    // otherwise gets invalid ids (no key) for any it lacks.
-    trace.tensor_ids.resize(trace.tensors.size());
-    trace.alloc_ids.resize(trace.allocs.size());
-  }
   if (trace.tensors.size() + trace.allocs.size() >= kMaxTargets) {
     // Far beyond any machine this runs on (2^30 tensors would be 24 GiB).
     diag.Add("trace too large for tensor identity",
              "2^30 or more tensor observations and allocations; no tensor ids assigned");
     return {BuildKeyTable(trace, {}, {}), stats};  // no keys
   }
-  if (legacy) ResolvePartialTensors(trace, stats);
-
   // Steps 1 and 2. Each observation's and allocation's allocation id is
   // kept by target (0: none; a visited observation has one, from 1); the
   // legacy key table is built in these arrays. The storage pointers are
@@ -77,7 +82,7 @@ IdentityResult AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagn
   uint64_t impl_bound = 1;
   std::vector<uint32_t> alloc_event_of_aid;
   {
-    Flattener flat(trace, &tensor_aid, &alloc_aid);
+    Flattener flat(trace, tensor_ptrs, &tensor_aid, &alloc_aid);
     walk.Run([&](uint32_t ti) { flat.Tensor(ti); }, [&](uint32_t ei) { flat.Alloc(ei); });
     num_aids = flat.num_aids();
     impl_bound = std::max<uint64_t>(trace.num_impls, flat.impl_bound());
@@ -85,35 +90,33 @@ IdentityResult AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagn
   }
   // Step 7's input, read before the pointers go (a bit per observation).
   std::vector<bool> null_storage(trace.tensors.size(), false);
-  for (size_t ti = 0; ti < trace.tensors.size(); ++ti)
-    null_storage[ti] = trace.tensor_ptrs[ti] == 0;
-  FreeArray(trace.tensor_ptrs);
+  for (size_t ti = 0; ti < trace.tensors.size(); ++ti) null_storage[ti] = tensor_ptrs[ti] == 0;
+  FreeArray(tensor_ptrs);
   for (uint32_t aid : tensor_aid) stats.raw_tensors += aid != 0 ? 1 : 0;
   stats.raw_tensors += trace.allocs.size();
 
   // With producer ids, the computed allocation ids are only compared.
   if (!legacy) {
     for (size_t i = 0; i < tensor_aid.size(); ++i) {
-      if (tensor_aid[i] != 0 && trace.tensor_ids[i].allocation != AllocationId(tensor_aid[i]))
+      if (tensor_aid[i] != 0 &&
+          Given(trace.tensor_ids, i).allocation != AllocationId(tensor_aid[i]))
         ++stats.id_mismatches;
     }
     for (size_t i = 0; i < alloc_aid.size(); ++i) {
-      if (trace.alloc_ids[i].allocation != AllocationId(alloc_aid[i])) ++stats.id_mismatches;
+      if (Given(trace.alloc_ids, i).allocation != AllocationId(alloc_aid[i])) ++stats.id_mismatches;
     }
   }
 
-  // Step 3. Either way impls are numbered 1..num_impls-1 afterwards (in
-  // Tensor::impl: nothing after identity reads the reader's numbers). The
-  // 1.13 split reads each op argument's allocation id and original impl, so
-  // the new numbers are written only once it is done.
+  // Step 3. Either way impls are numbered 1..num_impls-1 afterwards: the
+  // 1.13 split's numbers are per observation in `virtual_impl` (0 where the
+  // observation has no impl), which steps 5 and 6 read instead of the
+  // reader's Tensor::impl.
   uint64_t num_impls = 0;
+  std::vector<uint32_t> virtual_impl;
   if (legacy) {
-    std::vector<uint32_t> virtual_impl(trace.tensors.size(), 0);
+    virtual_impl.assign(trace.tensors.size(), 0);
     num_impls = DealiasImpls(trace, schemas, walk, impl_bound, alloc_event_of_aid, tensor_aid,
                              virtual_impl, stats);
-    for (size_t ti = 0; ti < virtual_impl.size(); ++ti) {
-      if (tensor_aid[ti] != 0) trace.tensors[ti].impl = virtual_impl[ti];
-    }
   } else {
     // With producer ids no impl is split: the reader's numbers are the ones
     // to use.
@@ -123,14 +126,17 @@ IdentityResult AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagn
 
   // Step 4: allocations never seen with a tensor (that has a TensorImpl)
   // are not tensor storage: observations and allocations with those ids get
-  // no key.
+  // no key. (The split keeps "has an impl": a visited observation with the
+  // reader's impl 0 has virtual impl 0, and one with an impl a number from 1.)
   std::vector<bool> tensor_aids(num_aids, false);
   for (size_t ti = 0; ti < tensor_aid.size(); ++ti) {
     if (tensor_aid[ti] != 0 && trace.tensors[ti].impl != 0) tensor_aids[tensor_aid[ti]] = true;
   }
 
   // Steps 5 and 6.
-  const std::vector<int32_t> id_of = CoalesceIds(walk, tensor_aid, num_aids, num_impls);
+  const std::vector<int32_t> id_of =
+      CoalesceIds(walk, tensor_aid, legacy ? &virtual_impl : nullptr, num_aids, num_impls);
+  FreeArray(virtual_impl);
 
   if (legacy) {
     // The computed ids go to the key table; the aid arrays become its slot
@@ -149,8 +155,8 @@ IdentityResult AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagn
   auto compare = [&](uint32_t aid, const ProducerIds& given) {
     if (aid != 0 && tensor_aids[aid] && TensorId(id_of[aid]) != given.id) ++stats.id_mismatches;
   };
-  for (size_t i = 0; i < tensor_aid.size(); ++i) compare(tensor_aid[i], trace.tensor_ids[i]);
-  for (size_t i = 0; i < alloc_aid.size(); ++i) compare(alloc_aid[i], trace.alloc_ids[i]);
+  for (size_t i = 0; i < tensor_aid.size(); ++i) compare(tensor_aid[i], Given(trace.tensor_ids, i));
+  for (size_t i = 0; i < alloc_aid.size(); ++i) compare(alloc_aid[i], Given(trace.alloc_ids, i));
   if (stats.id_mismatches > 0) {
     diag.Add("producer ids differ from memtl's",
              std::to_string(stats.id_mismatches) +
@@ -158,11 +164,17 @@ IdentityResult AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagn
   }
   FreeArray(tensor_aid);
   FreeArray(alloc_aid);
-  // Step 7: the producer's ids of a storage-less tensor are dropped.
-  for (size_t ti = 0; ti < trace.tensor_ids.size(); ++ti) {
-    if (null_storage[ti]) trace.tensor_ids[ti] = ProducerIds{};
+  // Step 7: a storage-less tensor's producer ids give it no key.
+  KeyTableBuilder keys(trace);
+  for (uint32_t ti = 0; ti < trace.tensors.size(); ++ti) {
+    const ProducerIds ids = null_storage[ti] ? ProducerIds{} : Given(trace.tensor_ids, ti);
+    keys.Tensor(ti, ids.id, ids.allocation);
   }
-  return {BuildKeyTable(trace, trace.tensor_ids, trace.alloc_ids), stats};
+  for (uint32_t i = 0; i < trace.allocs.size(); ++i) {
+    const ProducerIds ids = Given(trace.alloc_ids, i);
+    keys.Alloc(i, ids.id, ids.allocation);
+  }
+  return {keys.Finish(), stats};
 }
 
 }  // namespace memtl

@@ -14,8 +14,6 @@ namespace memtl {
 
 struct IdentityStats {
   size_t raw_tensors = 0;      // observations that took part
-  size_t resolved_python = 0;  // 1.13 python-tracer tensors resolved to op inputs
-  size_t dropped_python = 0;   // 1.13 python-tracer tensors never seen as op inputs
   size_t dealiased_impls = 0;  // 1.13 impl addresses split into new identities
   size_t id_mismatches = 0;    // producer ids that differ from the computed ones
 };
@@ -26,12 +24,15 @@ struct [[nodiscard]] IdentityResult {
   IdentityStats stats;
 };
 
-// Computes the ids and returns them as the key table (torch 1.13 traces
-// also get their python-tracer tensors resolved to op inputs, and the
-// storage pointers, which only identity reads, are freed). When the trace
-// carries producer ids they are kept and the computed ones only checked
-// against them (mismatches are counted in `diag`).
-IdentityResult AssignIdentity(Trace& trace, const SchemaRegistry& schemas, Diagnostics& diag);
+// Computes the ids and returns them as the key table; the trace is only
+// read. When it carries producer ids they are kept and the computed ones
+// only checked against them (mismatches are counted in `diag`).
+// `tensor_ptrs`: the storage pointer per tensor observation
+// (Trace::tensor_ptrs, which the pipeline hands over, as nothing after
+// identity reads them); identity frees them once its first steps have read
+// them, before its largest arrays are made.
+IdentityResult AssignIdentity(const Trace& trace, std::vector<uint64_t> tensor_ptrs,
+                              const SchemaRegistry& schemas, Diagnostics& diag);
 
 // The key table of ids per tensor observation and per allocation (parallel
 // to trace.tensors and trace.allocs; an empty vector: none have ids).

@@ -118,13 +118,15 @@ class RecordWalk {
 
   // The observations with a TensorImpl, in record order, as fn(tensor,
   // impl, allocation id): the list PyTorch flattens them into, which steps
-  // 3 and 5 read.
+  // 3 and 5 read. The impl is the reader's (Tensor::impl), or the one
+  // `impls` gives per observation where not null (step 3's split).
   template <typename Fn>
-  void ForEachRaw(const std::vector<uint32_t>& tensor_aid, Fn&& fn) const {
+  void ForEachRaw(const std::vector<uint32_t>& tensor_aid, const std::vector<uint32_t>* impls,
+                  Fn&& fn) const {
     Run(
         [&](uint32_t ti) {
-          const uint32_t impl = trace_.tensors[ti].impl;
-          if (impl != 0) fn(ti, impl, tensor_aid[ti]);
+          if (trace_.tensors[ti].impl == 0) return;
+          fn(ti, impls != nullptr ? (*impls)[ti] : trace_.tensors[ti].impl, tensor_aid[ti]);
         },
         [](uint32_t) {});
   }

@@ -14,11 +14,6 @@
 
 namespace memtl::identity {
 
-// Step 0 (1.13 only; partial_tensors.cpp): each python-tracer tensor known
-// only by its storage address takes the metadata of the op input with that
-// storage pointer nearest in time to the python call (ties: the later one).
-void ResolvePartialTensors(Trace& trace, IdentityStats& stats);
-
 // Step 2: gives each observation and allocation its allocation id, in record
 // order: a (storage pointer, device) gets a fresh id at its first sighting
 // and keeps it until a free of that pointer is seen (this solves ABA for
@@ -26,9 +21,11 @@ void ResolvePartialTensors(Trace& trace, IdentityStats& stats);
 class Flattener {
  public:
   // `tensor_aid` and `alloc_aid` (sized like trace.tensors and trace.allocs,
-  // zero) receive each target's allocation id.
-  Flattener(const Trace& trace, std::vector<uint32_t>* tensor_aid, std::vector<uint32_t>* alloc_aid)
-      : trace_(trace), tensor_aid_(*tensor_aid), alloc_aid_(*alloc_aid) {
+  // zero) receive each target's allocation id; `tensor_ptrs`: the storage
+  // pointer per tensor observation.
+  Flattener(const Trace& trace, const std::vector<uint64_t>& tensor_ptrs,
+            std::vector<uint32_t>* tensor_aid, std::vector<uint32_t>* alloc_aid)
+      : trace_(trace), tensor_ptrs_(tensor_ptrs), tensor_aid_(*tensor_aid), alloc_aid_(*alloc_aid) {
     alloc_event_of_aid_.reserve(trace.tensors.size() + trace.allocs.size() + 1);  // never regrown
   }
   uint32_t num_aids() const { return next_aid_; }
@@ -44,7 +41,7 @@ class Flattener {
   void Tensor(uint32_t ti) {
     const auto& t = trace_.tensors[ti];
     impl_bound_ = std::max<uint64_t>(impl_bound_, uint64_t{t.impl} + 1);
-    tensor_aid_[ti] = Aid(trace_.tensor_ptrs[ti], t.device, false);
+    tensor_aid_[ti] = Aid(tensor_ptrs_[ti], t.device, false);
   }
 
   void Alloc(uint32_t ei) {
@@ -68,6 +65,7 @@ class Flattener {
   }
 
   const Trace& trace_;
+  const std::vector<uint64_t>& tensor_ptrs_;
   std::vector<uint32_t>& tensor_aid_;
   std::vector<uint32_t>& alloc_aid_;
   PtrDevMap<uint32_t> live_;
@@ -90,7 +88,10 @@ uint64_t DealiasImpls(const Trace& trace, const SchemaRegistry& schemas, const R
 // Steps 5 and 6 (coalesce.cpp): the tensor id of each allocation id (-1:
 // none, the ids step 4 dropped), from the allocation ids seen with each
 // TensorImpl, coalesced by PyTorch's greedy walk over the sorted pairs.
+// `impls`: step 3's numbers per observation (1.13), or null for the
+// reader's (Tensor::impl).
 std::vector<int32_t> CoalesceIds(const RecordWalk& walk, const std::vector<uint32_t>& tensor_aid,
-                                 uint32_t num_aids, uint64_t num_impls);
+                                 const std::vector<uint32_t>* impls, uint32_t num_aids,
+                                 uint64_t num_impls);
 
 }  // namespace memtl::identity

@@ -3,12 +3,12 @@
 // Events keep the shape of PyTorch's event tree (each names its parent) but
 // live in flat arrays indexed by uint32, with side tables per event kind, so
 // that a trace of millions of events costs tens of bytes per event and no
-// pointer chasing. Readers fill it; later stages return their own results
-// beside it (identity's is the key table, core/model/key_table.h). Identity
-// still resolves torch 1.13's python-tracer tensors, renumbers split
-// TensorImpls in Tensor::impl and frees the storage pointers it alone reads;
-// the pipeline frees records after their last reader; nothing else is
-// mutated.
+// pointer chasing. Readers fill it (a torch 1.13 trace's python-tracer
+// tensors included: core/read/partial_tensors.h); later stages read it and
+// return their own results beside it (identity's is the key table,
+// core/model/key_table.h). Only the pipeline, its owner, changes it after
+// reading: it hands the storage pointers to identity, their one reader, and
+// frees records after their last reader.
 //
 // The records themselves are in records.h, op arguments in args.h, start
 // times in start_times.h.
@@ -107,8 +107,9 @@ struct Trace {
   std::vector<uint32_t> arg_refs;
   std::vector<uint32_t> list_items;
   std::vector<Tensor> tensors;
-  // Per tensor, its storage data pointer. Identity frees it once every
-  // observation has its allocation id (AssignIdentity).
+  // Per tensor, its storage data pointer. The pipeline hands it to
+  // identity, its one reader, which frees it once every observation has its
+  // allocation id (AssignIdentity).
   std::vector<uint64_t> tensor_ptrs;
   // Distinct TensorImpl addresses the tensors name, plus one: impl numbers
   // are 1 .. num_impls - 1.

@@ -143,11 +143,14 @@ Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string&
     a->diagnostics.Add("event starts before its parent", "the parent links may be wrong",
                        a->trace.events_before_parent);
   }
+  // Identity is the storage pointers' last reader: it takes them, and frees
+  // them once its first steps have read them.
+  std::vector<uint64_t> tensor_ptrs = std::move(a->trace.tensor_ptrs);
   if (threaded) {
     // The op tree's orders and the allocation checks (which walk the
-    // tree's start-time order) read the events and neither reads what identity
-    // returns (the key table) or writes (the tensor records), so they are built on
-    // the second core while identity runs. The checks count into their own
+    // tree's start-time order) read the events and not what identity
+    // returns (the key table), and identity only reads the trace, so they
+    // are built on the second core while identity runs. The checks count into their own
     // diagnostics, merged in the single-threaded order.
     Diagnostics checks_diag, identity_diag;
     std::exception_ptr helper_error;
@@ -166,7 +169,8 @@ Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string&
       } catch (const std::system_error&) {
         helper_work();  // no second thread to be had: the same work, here
       }
-      IdentityResult id = AssignIdentity(a->trace, a->schemas, identity_diag);
+      IdentityResult id =
+          AssignIdentity(a->trace, std::move(tensor_ptrs), a->schemas, identity_diag);
       a->keys = std::move(id.keys);
       a->identity = id.stats;
     }
@@ -179,7 +183,8 @@ Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string&
     a->allocations = CheckAllocations(*a->tree, a->diagnostics);
     ReturnFreedPages();
     a->timer.Mark("orders+checks");
-    IdentityResult id = AssignIdentity(a->trace, a->schemas, a->diagnostics);
+    IdentityResult id =
+        AssignIdentity(a->trace, std::move(tensor_ptrs), a->schemas, a->diagnostics);
     a->keys = std::move(id.keys);
     a->identity = id.stats;
     ReturnFreedPages();

@@ -18,6 +18,7 @@
 #include "core/read/format.h"
 #include "core/read/json_cursor.h"
 #include "core/read/line_source.h"
+#include "core/read/partial_tensors.h"
 #include "core/read/record_builder.h"
 
 namespace memtl {
@@ -183,6 +184,11 @@ Expected<Trace> ReadBlocks(LineSource& src, std::string head, const ReadOptions&
     return Status::Error(QuotePath(src.name()) + ": empty file (no memtl trace header)");
   builder.FinishImpls();
   trace.Finish();
+  if (!trace.header.has_ids) {
+    const PartialTensorCounts partial = ResolvePartialTensors(trace);
+    local.python_tensors_resolved = partial.resolved;
+    local.python_tensors_dropped = partial.dropped;
+  }
   local.lines = line_no;
   if (info != nullptr) *info = local;
   return trace;

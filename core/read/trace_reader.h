@@ -35,6 +35,10 @@ struct ReadInfo {
   size_t lines = 0;
   bool stopped_early = false;  // `partial` dropped an incomplete last line
   size_t stopped_at_line = 0;
+  // torch 1.13 python-tracer tensors given an op input's metadata, and
+  // those never seen as an op input (core/read/partial_tensors.h).
+  size_t python_tensors_resolved = 0;
+  size_t python_tensors_dropped = 0;
   // One line for the user about the read (the execution-trace join's
   // coverage); empty: nothing to say.
   std::string note;

@@ -27,7 +27,7 @@ Identified Identify(const std::string& text) {
   Identified t;
   static_cast<Trace&>(t) = std::move(r.value());
   Diagnostics diag;
-  t.keys = AssignIdentity(t, SchemaRegistry::Builtin(), diag).keys;
+  t.keys = AssignIdentity(t, t.tensor_ptrs, SchemaRegistry::Builtin(), diag).keys;
   return t;
 }
 
@@ -133,6 +133,20 @@ TEST_CASE("identity: 1.13 python-tracer storage addresses resolve to the nearest
   CHECK(Id(t, w.tensor) >= 0);
   CHECK(Id(t, w.tensor) == Id(t, 1));
   CHECK(t.keys.SlotOfTensor(t.params[1].tensor) == kNone32);  // never an op input: dropped
+
+  // The reader resolves them, as the last step of reading (identity only
+  // reads the trace), and counts what it did.
+  ReadInfo info;
+  auto r = ReadTraceString(Header() + Op(0, -1, "aten::relu", 1, 2, T(1, 100)) +
+                               Op(1, -1, "aten::relu", 55, 58, T(7, 100)) + py,
+                           "t.trace", {}, &info);
+  REQUIRE(r.ok());
+  CHECK(info.python_tensors_resolved == 1);
+  CHECK(info.python_tensors_dropped == 1);
+  const bool weight_partial = r.value().tensors[r.value().params[0].tensor].partial;
+  const bool bias_partial = r.value().tensors[r.value().params[1].tensor].partial;
+  CHECK_FALSE(weight_partial);
+  CHECK(bias_partial);
 }
 
 TEST_CASE("identity: record order puts ops before allocations before python at equal times") {
@@ -184,7 +198,7 @@ TEST_CASE("identity: a trace that says ids:true but lacks the id tables gets no 
   t.tensor_ids.clear();  // as a producer building a Trace by hand might leave them
   t.alloc_ids.clear();
   Diagnostics diag;
-  const KeyTable kt = AssignIdentity(t, SchemaRegistry::Builtin(), diag).keys;
+  const KeyTable kt = AssignIdentity(t, t.tensor_ptrs, SchemaRegistry::Builtin(), diag).keys;
   CHECK(kt.size() == 0);
   CHECK(kt.SlotOfTensor(0) == kNone32);
   CHECK(kt.SlotOfAlloc(0) == kNone32);
@@ -217,7 +231,7 @@ TEST_CASE("identity: a trace built elsewhere that understates num_impls gets the
   REQUIRE(t.num_impls == 4);
   t.num_impls = 1;
   Diagnostics diag;
-  const KeyTable kt = AssignIdentity(t, SchemaRegistry::Builtin(), diag).keys;
+  const KeyTable kt = AssignIdentity(t, t.tensor_ptrs, SchemaRegistry::Builtin(), diag).keys;
   CHECK(kt.keys == expected.keys.keys);
   CHECK(kt.of_tensor == expected.keys.of_tensor);
   CHECK(kt.of_alloc == expected.keys.of_alloc);

@@ -1,14 +1,16 @@
-// Step 0 of identity (identity.cpp), torch 1.13 only.
+// The last step of reading a torch 1.13 trace (partial_tensors.h).
+#include "core/read/partial_tensors.h"
+
 #include <algorithm>
 
 #include "absl/container/flat_hash_map.h"
-#include "core/identity/steps.h"
 #include "core/model/flat_map.h"
 #include "core/model/large_array.h"
 
-namespace memtl::identity {
+namespace memtl {
 
-void ResolvePartialTensors(Trace& trace, IdentityStats& stats) {
+PartialTensorCounts ResolvePartialTensors(Trace& trace) {
+  PartialTensorCounts stats;
   struct Seen {
     int64_t t;
     uint32_t tensor;
@@ -29,7 +31,7 @@ void ResolvePartialTensors(Trace& trace, IdentityStats& stats) {
       ptrs.push_back(ptr);
     }
   }
-  if (ptrs.empty()) return;
+  if (ptrs.empty()) return stats;
   int filter_bits = 16;
   while (filter_bits < 40 && (size_t{1} << filter_bits) < 64 * ptrs.size()) ++filter_bits;
   std::vector<uint64_t> filter(size_t{1} << (filter_bits - 6), 0);
@@ -91,7 +93,7 @@ void ResolvePartialTensors(Trace& trace, IdentityStats& stats) {
     if (ti == kNone32 || !trace.tensors[ti].partial) return;
     const uint32_t l = list_of_ptr(trace.tensor_ptrs[ti]);
     if (l == kNone32 || list_begin[l] == list_begin[l + 1]) {
-      ++stats.dropped_python;
+      ++stats.dropped;
       return;
     }
     const Seen* first = all.data() + list_begin[l];
@@ -116,7 +118,7 @@ void ResolvePartialTensors(Trace& trace, IdentityStats& stats) {
     }
     trace.tensors[ti] = trace.tensors[best->tensor];
     trace.tensor_ptrs[ti] = trace.tensor_ptrs[best->tensor];
-    ++stats.resolved_python;
+    ++stats.resolved;
   };
   for (uint32_t ei = 0; ei < trace.events.size(); ++ei) {
     const Event& e = trace.events[ei];
@@ -142,6 +144,7 @@ void ResolvePartialTensors(Trace& trace, IdentityStats& stats) {
       }
     }
   }
+  return stats;
 }
 
-}  // namespace memtl::identity
+}  // namespace memtl
