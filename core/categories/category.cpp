@@ -32,25 +32,16 @@ std::string_view CategoryName(std::optional<Category> c) {
 void CategoryDict::Reset(const std::vector<uint32_t>& id_slot, uint32_t num_ids,
                          const std::vector<uint32_t>& value_begin) {
   const size_t num_keys = id_slot.size();
-  kept_id_slot_.clear();
-  kept_value_begin_.clear();
-  id_slot_ = id_slot.data();
+  id_slot_ = id_slot;
   if (value_begin.size() == num_keys + 1) {
-    value_begin_ = value_begin.data();
+    value_begin_ = value_begin;
   } else {  // no graph values: every key has none
-    kept_value_begin_.assign(num_keys + 1, 0);
-    value_begin_ = kept_value_begin_.data();
+    value_begin_.assign(num_keys + 1, 0);
   }
   by_id_.assign(num_ids, kNone);
   by_key_.assign(num_keys, kNone);
   by_version_.assign(value_begin_[num_keys], kNone);
   by_id_key_.assign(num_keys, false);
-}
-
-void CategoryDict::Keep(std::vector<uint32_t>&& id_slot, std::vector<uint32_t>&& value_begin) {
-  // A moved vector keeps its storage, so the pointers stay valid.
-  if (id_slot.data() == id_slot_) kept_id_slot_ = std::move(id_slot);
-  if (value_begin.data() == value_begin_) kept_value_begin_ = std::move(value_begin);
 }
 
 }  // namespace memtl

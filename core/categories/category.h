@@ -50,22 +50,14 @@ inline std::string_view ExportCategoryName(int index) {
 class CategoryDict {
  public:
   CategoryDict() = default;
-  // Not copyable: a copy would refer to the arrays Reset() was given.
-  CategoryDict(const CategoryDict&) = delete;
-  CategoryDict& operator=(const CategoryDict&) = delete;
-  CategoryDict(CategoryDict&&) = default;
-  CategoryDict& operator=(CategoryDict&&) = default;
 
   // id_slot: per key slot, the dense index of its tensor id (num_ids of
-  // them); value_begin: per key slot (plus one), its first value index. The
-  // dict refers to both arrays, which must outlive it or be handed to it
-  // with Keep() before they go: they are the key table's and the graph's
-  // (a copy was 0.1 MB of a 10^5-event export's peak, in the passes).
+  // them); value_begin: per key slot (plus one), its first value index.
+  // The dict keeps its own copy of both (the key table's and the graph's
+  // numbering: 8 bytes per key), so that it lives on after those stages'
+  // results are gone, as an export needs, and refers to nothing of theirs.
   void Reset(const std::vector<uint32_t>& id_slot, uint32_t num_ids,
              const std::vector<uint32_t>& value_begin);
-  // Takes over the two arrays Reset() was given (moved, so the dict reads
-  // the same memory), for a dict that outlives the key table and graph.
-  void Keep(std::vector<uint32_t>&& id_slot, std::vector<uint32_t>&& value_begin);
 
   std::optional<Category> Get(uint32_t key, int32_t version) const {
     if (key >= by_key_.size()) return std::nullopt;
@@ -86,14 +78,12 @@ class CategoryDict {
     const uint32_t v = value_begin_[key] + static_cast<uint32_t>(version);
     return version >= 0 && v < value_begin_[key + 1] ? v : kNoValue;
   }
-  const uint32_t* id_slot_ = nullptr;      // per key slot (Reset's array, or kept_id_slot_)
-  const uint32_t* value_begin_ = nullptr;  // per key slot, plus one
-  std::vector<uint32_t> kept_id_slot_;
-  std::vector<uint32_t> kept_value_begin_;
-  std::vector<uint8_t> by_id_;       // per tensor id slot
-  std::vector<uint8_t> by_key_;      // per key slot
-  std::vector<uint8_t> by_version_;  // per value
-  std::vector<bool> by_id_key_;      // per key slot
+  std::vector<uint32_t> id_slot_;      // per key slot
+  std::vector<uint32_t> value_begin_;  // per key slot, plus one
+  std::vector<uint8_t> by_id_;         // per tensor id slot
+  std::vector<uint8_t> by_key_;        // per key slot
+  std::vector<uint8_t> by_version_;    // per value
+  std::vector<bool> by_id_key_;        // per key slot
 };
 
 // The only way passes change categories. Keys are slots of the key table.

@@ -69,9 +69,6 @@ class DataFlowGraph {
   // fact per tensor version index arrays by it.
   const std::vector<uint32_t>& value_begin() const { return value_begin_; }
   uint32_t num_values() const { return value_begin_.empty() ? 0 : value_begin_.back(); }
-  // Hands the value numbering over (to the categories, which outlive the
-  // graph: ReleaseAfterTimeline); the graph is not to be read after.
-  std::vector<uint32_t> TakeValueBegin() { return std::move(value_begin_); }
   uint32_t value(uint32_t key, int32_t version) const {
     return value_begin_[key] + static_cast<uint32_t>(version);
   }

@@ -241,11 +241,8 @@ void ReleaseAfterPasses(Analysis& a) {
 // - after the timeline, before an export: every trace record, the key
 //   table, the untracked allocations' liveness, the op tree, the graph and
 //   the size map. The trace keeps its header, strings and devices, and the
-//   diagnostics stay. `cats`, which the passes filled from `a`, takes over
-//   the key table's and the graph's arrays it refers to
-//   (CategoryDict::Keep) before they go.
-void ReleaseAfterTimeline(Analysis& a, CategoryDict& cats) {
-  if (a.graph) cats.Keep(std::move(a.keys.id_slot), a.graph->TakeValueBegin());
+//   diagnostics stay (and the categories, which hold their own numbering).
+void ReleaseAfterTimeline(Analysis& a) {
   a.tree.reset();
   a.graph.reset();
   a.sizes.reset();
@@ -433,7 +430,7 @@ Expected<std::unique_ptr<Categorized>> Categorize(std::unique_ptr<Analysis> anal
     a.timer.Mark("report");
   }
   if (explain && release_after_passes) ReleaseAfterPasses(a);
-  if (options.retain == Retain::kExport) ReleaseAfterTimeline(a, c->categories);
+  if (options.retain == Retain::kExport) ReleaseAfterTimeline(a);
   c->analysis = std::move(analysis);
   return c;
 }
