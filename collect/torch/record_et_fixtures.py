@@ -2,6 +2,7 @@
 
     .venv/bin/python collect/torch/record_et_fixtures.py              # into fixtures/et/
     .venv/bin/python collect/torch/record_et_fixtures.py --out DIR
+    .venv/bin/python collect/torch/record_et_fixtures.py NAME...     # only these
 
 Each scenario of record_fixtures.py named below is profiled once, with
 record_shapes, profile_memory, with_stack and an ExecutionTraceObserver
@@ -35,7 +36,43 @@ import memtl  # noqa: E402
 import record_fixtures  # noqa: E402
 
 SCENARIOS = {s.name: s for s in record_fixtures.SCENARIOS}
-NAMES = ["e2e_fwd_bwd_sgd", "e2e_adam", "e2e_inference"]
+NAMES = ["e2e_fwd_bwd_sgd", "e2e_adam", "e2e_inference", "optimizers_indexing"]
+
+
+class _Scenario:
+    def __init__(self, name, setup):
+        self.name, self.setup = name, setup
+
+
+def _optimizers_indexing():
+    """Ops whose schemas PyTorch 1.13's table lacks or has in an older form
+    (fused AdamW's _fused_adamw_, foreach Adam's _foreach_add_.Tensor on its
+    step tensors, with an empty max_exp_avg_sqs list), a list of optional
+    tensors (aten::index), string arguments (gelu's approximate, div's
+    rounding_mode); one warm step first, so that the optimizers' state
+    exists before the profile."""
+    emb = torch.nn.Embedding(50, 16)
+    mlp = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(approximate="tanh"))
+    head = torch.nn.Linear(32, 8)
+    fused = torch.optim.AdamW(list(emb.parameters()) + list(mlp.parameters()), fused=True)
+    foreach = torch.optim.Adam(head.parameters(), foreach=True)
+    idx = torch.randint(0, 50, (8, 4))
+
+    def step():
+        h = emb(idx)[torch.arange(8), idx[:, 0] % 4]
+        out = head(mlp(h))
+        (out.sum() + out.div(3, rounding_mode="floor").sum()).backward()
+        fused.step()
+        foreach.step()
+        fused.zero_grad()
+        foreach.zero_grad()
+
+    step()
+    return {}, step
+
+
+# Scenarios of the execution-trace fixtures only.
+SCENARIOS["optimizers_indexing"] = _Scenario("optimizers_indexing", _optimizers_indexing)
 
 
 def gzip_to(src, dst):
@@ -66,9 +103,10 @@ def record(name, out):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=os.path.join(ROOT, "fixtures", "et"))
+    parser.add_argument("names", nargs="*", help="scenarios to record (default: all)")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    for name in NAMES:
+    for name in args.names or NAMES:
         record(name, args.out)
         print(name)
 

@@ -14,6 +14,7 @@
 
 #include "core/model/quote.h"
 #include "core/read/et_reader.h"
+#include "core/read/et_schemas.h"
 
 namespace memtl {
 
@@ -265,7 +266,7 @@ class Join {
     }
   }
 
-  std::string Text() const {
+  std::string Text(JoinText& out) const {
     std::string s;
     s.reserve(t_.events.size() * 160);
     s +=
@@ -333,6 +334,7 @@ class Join {
       }
       s += "}\n";
     }
+    s += read::EtSchemaRecords(et_, node_of_op_, out.diagnostics);
     return s;
   }
 
@@ -493,6 +495,10 @@ class Join {
           Tensor(s, a.begin);
           break;
         case EtArgKind::kList:
+          if (const int list = tensor_lists_.At(node, i); list == 0 || (list < 0 && a.count == 0)) {
+            s += "null";  // an empty int list, Tensor?[]: not captured
+            break;
+          }
           s += R"({"list":[)";
           for (uint32_t j = 0; j < a.count; ++j) {
             if (j > 0) s += ',';
@@ -526,9 +532,12 @@ class Join {
           break;
         }
         case EtArgKind::kString:
-          s += R"({"str":)";
-          AppendJsonString(s, et_.strings.Get(a.str));
-          s += '}';
+          // PyTorch's profiler does not capture strings (an IValue neither
+          // tensor nor scalar is None), and its schema matcher takes a
+          // `str` argument only when it is None: a string here failed the
+          // match of every op with one (gelu's `approximate`, div's
+          // `rounding_mode`), which then was no node of the data-flow graph.
+          s += "null";
           break;
       }
     }
@@ -551,6 +560,7 @@ class Join {
   // The pre-profile allocations' bytes, less the pre-existing storages'
   // (0: dropped), by event.
   std::unordered_map<uint32_t, int64_t> pre_profile_bytes_;
+  mutable read::EtTensorLists tensor_lists_{et_};
 };
 
 std::string Percent(uint64_t part, uint64_t whole) {
@@ -577,7 +587,7 @@ Expected<JoinText> BuildJoinedTrace(const KinetoRead& kineto, const ExecutionTra
   }
   join.MapStorages(out);
   join.PreProfile(out);
-  out.text = join.Text();
+  out.text = join.Text(out);
   out.note = "execution trace " + QuotePath(et_name) + ": joined " +
              std::to_string(out.joined_ops) + " of " + std::to_string(out.ops) + " ops (" +
              Percent(out.joined_ops, out.ops) + ") by record function id; " +

@@ -190,7 +190,10 @@ class NodeBuilder {
     if (ty.starts_with("Tensor") && IsTensorValue(v)) {
       a.kind = EtArgKind::kTensor;
       a.begin = Tensor(v, shape, stride);
-    } else if (ty.starts_with("GenericList[Tensor") && v.kind == Kind::kArray) {
+    } else if ((ty.starts_with("GenericList[Tensor") || ty == "GenericList[]") &&
+               v.kind == Kind::kArray) {
+      // An empty list names no element type: a tensor list or not, the
+      // join tells from the node's schema.
       std::vector<uint32_t> elems;
       for (size_t i = 0; i < v.items.size(); ++i) {
         elems.push_back(IsTensorValue(v.items[i])

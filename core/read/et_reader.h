@@ -42,7 +42,8 @@ enum class EtArgKind : uint8_t { kNone, kTensor, kList, kBool, kInt, kFloat, kSt
 struct EtArg {
   EtArgKind kind = EtArgKind::kNone;
   // kTensor: the tensor's index; kList: its elements in items[begin,
-  // begin + count) (a tensor index, or kNone32 for an element that is not).
+  // begin + count) (a tensor index, or kNone32 for an element that is not;
+  // an empty list may be of any element type).
   uint32_t begin = 0;
   uint32_t count = 0;
   int64_t i = 0;     // kBool, kInt

@@ -99,6 +99,9 @@ class SchemaRegistry {
   Status CheckAll() const;
   // Every overload of `name` whose argument at `index` is written.
   bool AnyOverloadWrites(std::string_view name, size_t index) const;
+  // The texts of `name`'s overloads, as Lookup parses them (an override's,
+  // else the built-in lines), in their order.
+  std::vector<std::string> Texts(std::string_view name) const;
 
  private:
   static SchemaRegistry BuiltinFiltered(const StringTable* names);

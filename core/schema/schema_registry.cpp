@@ -136,6 +136,14 @@ const std::vector<FunctionSchema>* SchemaRegistry::Lookup(std::string_view name)
   return &parsed_.emplace(std::string(name), std::move(parsed)).first->second;
 }
 
+std::vector<std::string> SchemaRegistry::Texts(std::string_view name) const {
+  if (auto it = overrides_.find(name); it != overrides_.end()) return it->second;
+  std::vector<std::string> texts;
+  const auto [first, last] = BuiltinRange(name);
+  for (auto l = first; l != last; ++l) texts.emplace_back(LineText(*l));
+  return texts;
+}
+
 Status SchemaRegistry::CheckAll() const {
   // In name order, each name's schemas in file order; an override replaces
   // the built-in lines of its name.

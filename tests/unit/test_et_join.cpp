@@ -257,3 +257,64 @@ TEST_CASE("et join: memory from before the profile is not counted again for its 
   // what was allocated while a profiler ran): the tensors stay.
   CHECK(allocs(16) == std::vector<int64_t>{64});
 }
+
+namespace {
+
+// aten::_fused_sgd_ (rf 1), an op PyTorch 1.13's schema table lacks, with
+// its tensor lists, an empty list where its schema takes a tensor list and
+// a string; then aten::sum (rf 2) with an empty int list.
+const char* const kSchemas = R"({"traceEvents": [
+{"ph": "X", "cat": "cpu_op", "name": "aten::_fused_sgd_", "pid": 1, "tid": 1, "ts": 10, "dur": 5, "args": {"Record function id": 1}},
+{"ph": "X", "cat": "cpu_op", "name": "aten::sum", "pid": 1, "tid": 1, "ts": 20, "dur": 5, "args": {"Record function id": 2}},
+{"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 21, "args": {"Bytes": 4, "Addr": 4096, "Device Type": 0, "Device Id": -1}}
+]}
+)";
+
+std::string SchemaNode(int id, int rf, const char* name, const char* inputs, const char* schema) {
+  return std::string(R"J({"id": )J") + std::to_string(id) + R"J(, "name": ")J" + name +
+         R"J(", "ctrl_deps": 1, "inputs": )J" + inputs + R"J(, "outputs": )J" + kNone +
+         R"J(, "attrs": [{"name": "rf_id", "type": "uint64", "value": )J" + std::to_string(rf) +
+         R"J(}, {"name": "op_schema", "type": "string", "value": ")J" + schema + "\"}]}";
+}
+
+std::string SchemasEt() {
+  const char* fused =
+      R"J({"values": [[[5, 9, 0, 16, 4, "cpu"]], [[6, 10, 0, 16, 4, "cpu"]], [], "floor"], "shapes": [[[16]], [[16]], [], []], "types": ["GenericList[Tensor(float)]", "GenericList[Tensor(float)]", "GenericList[]", "String"], "strides": [[[1]], [[1]], [], []]})J";
+  const char* sum =
+      R"J({"values": [[5, 9, 0, 16, 4, "cpu"], []], "shapes": [[16], []], "types": ["Tensor(float)", "GenericList[]"], "strides": [[1], []]})J";
+  return R"J({"schema": "1.1.1-chakra.0.0.4", "nodes": [)J" +
+         SchemaNode(2, 1, "aten::_fused_sgd_", fused,
+                    "aten::_fused_sgd_(Tensor(a!)[] self, Tensor(b!)[] grads, Tensor(c!)[] "
+                    "momentum_buffer_list, str mode) -> ()") +
+         ",\n" +
+         SchemaNode(3, 2, "aten::sum", sum,
+                    "aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, "
+                    "ScalarType? dtype=None) -> Tensor") +
+         "]}\n";
+}
+
+}  // namespace
+
+// As PyTorch's profiler records arguments: a string not at all, an empty
+// list as a tensor list only where the schema takes one; and the schema of
+// an op PyTorch 1.13's table lacks from the execution trace (with neither,
+// _fused_sgd_ matched no schema and was no node of the data-flow graph).
+TEST_CASE("et join: arguments as PyTorch's profiler records them, schemas the table lacks") {
+  const TempFile et(SchemasEt());
+  ReadOptions options;
+  options.et_path = et.path;
+  auto r = ReadKinetoString(kSchemas, "k.json", options);
+  REQUIRE(r.ok());
+  const Trace& t = r.value().trace;
+  REQUIRE(t.ops.size() == 2);
+  std::vector<ArgKind> fused, sum;
+  for (const Arg& a : t.ArgsOf(0)) fused.push_back(a.kind);
+  for (const Arg& a : t.ArgsOf(1)) sum.push_back(a.kind);
+  CHECK(fused == std::vector<ArgKind>{ArgKind::kTensorList, ArgKind::kTensorList,
+                                      ArgKind::kTensorList, ArgKind::kNone});
+  CHECK(sum == std::vector<ArgKind>{ArgKind::kTensor, ArgKind::kNone});
+  REQUIRE(t.schemas.size() == 1);  // aten::sum is in the table
+  CHECK(t.schemas[0].first == "aten::_fused_sgd_");
+  CHECK(t.schemas[0].second.size() == 1);
+  CHECK(r.value().diagnostics.empty());
+}
