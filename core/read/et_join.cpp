@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
@@ -130,6 +131,7 @@ class Join {
     for (uint32_t p = 0; p < n; ++p) time_pos_[by_time_[p]] = p;
     // Each allocation's free, by event, and each address's lifetimes.
     std::vector<uint32_t> free_of(n, kNone32);
+    std::vector<uint32_t> frees_before;  // frees of blocks allocated before the profile
     {
       std::unordered_map<AddrKey, uint32_t, AddrHash> live;
       for (const uint32_t e : by_time_) {
@@ -148,6 +150,7 @@ class Join {
           lifetimes.back().end = time_pos_[e];
         } else if (a.bytes < 0 && lifetimes.empty()) {  // allocated before the profile
           lifetimes.push_back({0, time_pos_[e]});
+          frees_before.push_back(e);
         }
       }
     }
@@ -209,8 +212,53 @@ class Join {
       mapped.insert(key);
       ++out.mapped_allocations;
     }
+    MapFreedBefore(frees_before);
     for (const EtTensor& tensor : et_.tensors)
       if (tensor.numel > 0) nonempty_.insert(tensor.storage_id);
+  }
+
+  // A block allocated before the profile and freed in it (CUDA reports
+  // such frees; the CPU allocator does not) holds a storage from before the
+  // profile: one that no allocation maps, that joined ops read only before
+  // the free and never create, on the block's device, of exactly its
+  // bytes. Mapped where exactly one storage fits so (else which is not
+  // known), its tensor ends at the free, as in PyTorch's timeline; unmapped,
+  // it outlived the free, which an untracked block carried.
+  void MapFreedBefore(const std::vector<uint32_t>& frees) {
+    if (frees.empty()) return;
+    struct Need {
+      int64_t bytes = 0;
+      uint32_t device = 0;  // string id
+    };
+    std::unordered_map<uint64_t, Need> need;
+    for (const EtTensor& tensor : et_.tensors) {
+      if (tensor.storage_id == 0 || tensor.numel <= 0) continue;
+      Need& n = need[tensor.storage_id];
+      n.bytes = std::max(n.bytes, (tensor.offset + tensor.numel) * tensor.itemsize);
+      n.device = tensor.device;
+    }
+    // The candidates by (device name, bytes).
+    std::map<std::pair<std::string, int64_t>, std::vector<uint64_t>> by_size;
+    for (const auto& [storage, at] : reads_) {
+      if (addr_of_.contains(storage) || creations_.contains(storage)) continue;
+      const auto it = need.find(storage);
+      if (it == need.end()) continue;
+      const std::string& device = et_.strings.Get(it->second.device);
+      by_size[{device.empty() ? "cpu" : device, it->second.bytes}].push_back(storage);
+    }
+    for (const uint32_t f : frees) {
+      const AllocInfo& a = t_.allocs[t_.events[f].payload];
+      const auto bucket = by_size.find({t_.devices[a.device].name, -int64_t{a.bytes}});
+      if (bucket == by_size.end()) continue;
+      uint64_t found = 0;
+      int fits = 0;
+      for (const uint64_t storage : bucket->second) {
+        if (addr_of_.contains(storage) || reads_.at(storage).back() >= time_pos_[f]) continue;
+        found = storage;
+        ++fits;
+      }
+      if (fits == 1) addr_of_.emplace(found, t_.alloc_ptrs[t_.events[f].payload]);
+    }
   }
 
   // The Kineto reader's allocation of the memory from before the profile

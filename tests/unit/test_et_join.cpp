@@ -318,3 +318,48 @@ TEST_CASE("et join: arguments as PyTorch's profiler records them, schemas the ta
   CHECK(t.schemas[0].second.size() == 1);
   CHECK(r.value().diagnostics.empty());
 }
+
+namespace {
+
+// On a GPU: a 64-byte tensor from before the profile (storage 9) read by
+// add_ (rf 1), then its block at 8192 freed (CUDA reports frees of blocks
+// allocated before the profile); aten::empty (rf 2) allocates 64 bytes.
+const char* const kFreedBefore = R"({"traceEvents": [
+{"ph": "X", "cat": "cpu_op", "name": "aten::add_", "pid": 1, "tid": 1, "ts": 10, "dur": 5, "args": {"Record function id": 1}},
+{"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 30, "args": {"Bytes": -64, "Addr": 8192, "Device Type": 1, "Device Id": 0, "Total Allocated": 1000}},
+{"ph": "X", "cat": "cpu_op", "name": "aten::empty", "pid": 1, "tid": 1, "ts": 40, "dur": 5, "args": {"Record function id": 2}},
+{"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 41, "args": {"Bytes": 64, "Addr": 16384, "Device Type": 1, "Device Id": 0, "Total Allocated": 1064}}
+]}
+)";
+
+std::string FreedBeforeEt() {
+  const char* add =
+      R"J({"values": [[5, 9, 0, 16, 4, "cuda:0"], [5, 9, 0, 16, 4, "cuda:0"]], "shapes": [[16], [16]], "types": ["Tensor(float)", "Tensor(float)"], "strides": [[1], [1]]})J";
+  const char* self =
+      R"J({"values": [[5, 9, 0, 16, 4, "cuda:0"]], "shapes": [[16]], "types": ["Tensor(float)"], "strides": [[1]]})J";
+  const char* created =
+      R"J({"values": [[6, 10, 0, 16, 4, "cuda:0"]], "shapes": [[16]], "types": ["Tensor(float)"], "strides": [[1]]})J";
+  return R"J({"schema": "1.1.1-chakra.0.0.4", "nodes": [)J" + Node(2, 1, "aten::add_", add, self) +
+         ",\n" + Node(3, 2, "aten::empty", kNone, created) + "]}\n";
+}
+
+}  // namespace
+
+// The storage from before the profile is the block the profile frees (it
+// kept an address of its own and outlived the free), and so it is not
+// part of the memory from before the profile that no event frees (1000
+// bytes: that allocation keeps them all).
+TEST_CASE("et join: a storage from before the profile ends where its block is freed") {
+  const TempFile et(FreedBeforeEt());
+  ReadOptions options;
+  options.et_path = et.path;
+  auto r = ReadKinetoString(kFreedBefore, "k.json", options);
+  REQUIRE(r.ok());
+  const Trace& t = r.value().trace;
+  REQUIRE(t.tensor_ptrs.size() == 2);
+  CHECK(t.tensor_ptrs[0] == 8192);
+  CHECK(t.tensor_ptrs[1] == 8192);
+  std::vector<int64_t> bytes;
+  for (const AllocInfo& a : t.allocs) bytes.push_back(a.bytes);
+  CHECK(bytes == std::vector<int64_t>{1000, -64, 64});
+}
