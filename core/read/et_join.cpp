@@ -4,7 +4,6 @@
 #include "core/read/et_join.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <map>
 #include <string_view>
@@ -14,602 +13,315 @@
 #include <vector>
 
 #include "core/model/quote.h"
+#include "core/read/et_join_impl.h"
 #include "core/read/et_reader.h"
-#include "core/read/et_schemas.h"
 
 namespace memtl {
 
-namespace {
+namespace et_join_detail {
 
-using read::EtArg;
-using read::EtArgKind;
-using read::EtNode;
-using read::EtTensor;
-using read::ExecutionTrace;
-
-// The dtype name of a tensor from its element size: memtl keeps only the
-// bytes a tensor takes (the execution trace's dtype names are C++ type
-// names, "float", "long int", "c10::Half").
-std::string_view DtypeOfItemsize(uint32_t itemsize) {
-  switch (itemsize) {
-    case 1:
-      return "uint8";
-    case 2:
-      return "float16";
-    case 8:
-      return "int64";
-    case 16:
-      return "complex128";
-    default:
-      return "float32";
+void Join::JoinOps(JoinText& out) {
+  std::unordered_map<uint32_t, uint32_t> by_rf;
+  for (uint32_t i = 0; i < et_.nodes.size(); ++i)
+    if (et_.nodes[i].rf != 0) by_rf.emplace(et_.nodes[i].rf, i);
+  node_of_op_.assign(t_.ops.size(), kNone32);
+  uint64_t mismatched = 0, unjoined = 0;
+  std::string mismatch_example, unjoined_example;
+  for (uint32_t op = 0; op < t_.ops.size(); ++op) {
+    const std::string& name = t_.strings.Get(t_.ops[op].name);
+    const uint32_t rf = op < k_.op_rf.size() ? k_.op_rf[op] : 0;
+    const auto it = rf != 0 ? by_rf.find(rf) : by_rf.end();
+    if (it != by_rf.end() && et_.strings.Get(et_.nodes[it->second].name) == name) {
+      node_of_op_[op] = it->second;
+      ++out.joined_ops;
+      continue;
+    }
+    if (it != by_rf.end()) {
+      if (mismatched++ == 0)
+        mismatch_example = Quote(name) + " (record function id " + std::to_string(rf) + ") is " +
+                           Quote(et_.strings.Get(et_.nodes[it->second].name));
+    } else if (unjoined++ == 0) {
+      unjoined_example =
+          Quote(name) + (rf == 0 ? " (no \"Record function id\")"
+                                 : " (record function id " + std::to_string(rf) + ")");
+    }
   }
+  out.ops = t_.ops.size();
+  if (mismatched > 0)
+    out.diagnostics.Add(
+        "Kineto op whose record function id names another execution-trace node (not joined)",
+        mismatch_example, mismatched);
+  if (unjoined > 0)
+    out.diagnostics.Add(
+        "Kineto op that joins no execution-trace node (no arguments: its tensors are unknown)",
+        unjoined_example, unjoined);
 }
 
-struct AddrKey {
-  uint64_t addr;
-  DeviceIndex device;
-  bool operator==(const AddrKey&) const = default;
-};
-struct AddrHash {
-  size_t operator()(const AddrKey& k) const {
-    return std::hash<uint64_t>()(k.addr * 0x9E3779B97F4A7C15ull + k.device);
+void Join::MapStorages(JoinText& out) {
+  const size_t n = t_.events.size();
+  std::vector<uint32_t> end(n);
+  for (uint32_t e = 0; e < n; ++e) end[e] = e + 1;
+  for (size_t e = n; e-- > 0;) {
+    const uint32_t p = t_.events[e].parent;
+    if (p != kNone32) end[p] = std::max(end[p], end[e]);
   }
-};
-
-// Storage ids never allocated in the profile get an address of their own,
-// above any user-space address and below the Kineto reader's synthetic ones.
-constexpr uint64_t kSyntheticStorage = uint64_t{1} << 62;
-
-// A block's lifetime at one address, in positions of the events in time
-// order: from the one after its allocation to its free's (from 0 for a
-// block allocated before the profile, to the end for one never freed).
-struct Lifetime {
-  uint32_t begin, end;
-};
-
-class Join {
- public:
-  Join(const KinetoRead& k, const ExecutionTrace& et) : k_(k), t_(k.trace), et_(et) {}
-
-  // Ops by record-function id and name.
-  void JoinOps(JoinText& out) {
-    std::unordered_map<uint32_t, uint32_t> by_rf;
-    for (uint32_t i = 0; i < et_.nodes.size(); ++i)
-      if (et_.nodes[i].rf != 0) by_rf.emplace(et_.nodes[i].rf, i);
-    node_of_op_.assign(t_.ops.size(), kNone32);
-    uint64_t mismatched = 0, unjoined = 0;
-    std::string mismatch_example, unjoined_example;
-    for (uint32_t op = 0; op < t_.ops.size(); ++op) {
-      const std::string& name = t_.strings.Get(t_.ops[op].name);
-      const uint32_t rf = op < k_.op_rf.size() ? k_.op_rf[op] : 0;
-      const auto it = rf != 0 ? by_rf.find(rf) : by_rf.end();
-      if (it != by_rf.end() && et_.strings.Get(et_.nodes[it->second].name) == name) {
-        node_of_op_[op] = it->second;
-        ++out.joined_ops;
-        continue;
-      }
-      if (it != by_rf.end()) {
-        if (mismatched++ == 0)
-          mismatch_example = Quote(name) + " (record function id " + std::to_string(rf) + ") is " +
-                             Quote(et_.strings.Get(et_.nodes[it->second].name));
-      } else if (unjoined++ == 0) {
-        unjoined_example =
-            Quote(name) + (rf == 0 ? " (no \"Record function id\")"
-                                   : " (record function id " + std::to_string(rf) + ")");
-      }
-    }
-    out.ops = t_.ops.size();
-    if (mismatched > 0)
-      out.diagnostics.Add(
-          "Kineto op whose record function id names another execution-trace node (not joined)",
-          mismatch_example, mismatched);
-    if (unjoined > 0)
-      out.diagnostics.Add(
-          "Kineto op that joins no execution-trace node (no arguments: its tensors are unknown)",
-          unjoined_example, unjoined);
-  }
-
-  // Storage ids to addresses, from the allocations made directly inside
-  // joined ops (et_join.h says how). Allocations, frees and reads are
-  // taken in time order (ties in emission order), the allocator's: where
-  // the roots of two threads overlap in time (the autograd engine's
-  // device thread during a GPU backward pass), emission order puts one
-  // thread's later events before the other's earlier ones.
-  void MapStorages(JoinText& out) {
-    const size_t n = t_.events.size();
-    std::vector<uint32_t> end(n);
-    for (uint32_t e = 0; e < n; ++e) end[e] = e + 1;
-    for (size_t e = n; e-- > 0;) {
-      const uint32_t p = t_.events[e].parent;
-      if (p != kNone32) end[p] = std::max(end[p], end[e]);
-    }
-    by_time_.resize(n);
-    for (uint32_t e = 0; e < n; ++e) by_time_[e] = e;
-    std::stable_sort(by_time_.begin(), by_time_.end(),
-                     [&](uint32_t x, uint32_t y) { return t_.event_t0[x] < t_.event_t0[y]; });
-    time_pos_.resize(n);
-    for (uint32_t p = 0; p < n; ++p) time_pos_[by_time_[p]] = p;
-    // Each allocation's free, by event, and each address's lifetimes.
-    std::vector<uint32_t> free_of(n, kNone32);
-    std::vector<uint32_t> frees_before;  // frees of blocks allocated before the profile
-    {
-      std::unordered_map<AddrKey, uint32_t, AddrHash> live;
-      for (const uint32_t e : by_time_) {
-        const Event& ev = t_.events[e];
-        if (ev.kind != EventKind::kAlloc) continue;
-        const AllocInfo& a = t_.allocs[ev.payload];
-        const AddrKey key{t_.alloc_ptrs[ev.payload], a.device};
-        std::vector<Lifetime>& lifetimes = lifetimes_[key];
-        if (a.bytes > 0) {
-          if (live.contains(key)) lifetimes.back().end = time_pos_[e];  // a free is missing
-          live[key] = e;
-          lifetimes.push_back({time_pos_[e] + 1, static_cast<uint32_t>(n)});
-        } else if (const auto it = live.find(key); it != live.end()) {
-          free_of[it->second] = e;
-          live.erase(it);
-          lifetimes.back().end = time_pos_[e];
-        } else if (a.bytes < 0 && lifetimes.empty()) {  // allocated before the profile
-          lifetimes.push_back({0, time_pos_[e]});
-          frees_before.push_back(e);
-        }
-      }
-    }
-    // Each storage's reads (a joined op's inputs) and creations (a joined
-    // op's output that is none of its inputs), in time order.
-    std::unordered_set<uint64_t> inputs;
-    for (const uint32_t e : by_time_) {
-      const Event& ev = t_.events[e];
-      if (ev.kind != EventKind::kOp || node_of_op_[ev.payload] == kNone32) continue;
-      const EtNode& node = et_.nodes[node_of_op_[ev.payload]];
-      inputs.clear();
-      auto note = [&](uint32_t index, bool output) {
-        const EtTensor& tensor = et_.tensors[index];
-        if (tensor.storage_id == 0 || tensor.numel <= 0) return;
-        if (output && inputs.contains(tensor.storage_id)) return;
-        if (!output) inputs.insert(tensor.storage_id);
-        std::vector<uint32_t>& at = (output ? creations_ : reads_)[tensor.storage_id];
-        if (at.empty() || at.back() != time_pos_[e]) at.push_back(time_pos_[e]);
-      };
-      for (uint32_t i = node.args_begin; i < node.args_begin + node.args_count; ++i) {
-        const EtArg& arg = et_.args[i];
-        if (arg.kind == EtArgKind::kTensor) note(arg.begin, false);
-        if (arg.kind != EtArgKind::kList) continue;
-        for (uint32_t j = arg.begin; j < arg.begin + arg.count; ++j)
-          if (et_.items[j] != kNone32) note(et_.items[j], false);
-      }
-      for (uint32_t i = node.outs_begin; i < node.outs_begin + node.outs_count; ++i)
-        if (et_.items[i] != kNone32) note(et_.items[i], true);
-    }
-    std::unordered_set<AddrKey, AddrHash> mapped;
+  by_time_.resize(n);
+  for (uint32_t e = 0; e < n; ++e) by_time_[e] = e;
+  std::stable_sort(by_time_.begin(), by_time_.end(),
+                   [&](uint32_t x, uint32_t y) { return t_.event_t0[x] < t_.event_t0[y]; });
+  time_pos_.resize(n);
+  for (uint32_t p = 0; p < n; ++p) time_pos_[by_time_[p]] = p;
+  // Each allocation's free, by event, and each address's lifetimes.
+  std::vector<uint32_t> free_of(n, kNone32);
+  std::vector<uint32_t> frees_before;  // frees of blocks allocated before the profile
+  {
+    std::unordered_map<AddrKey, uint32_t, AddrHash> live;
     for (const uint32_t e : by_time_) {
       const Event& ev = t_.events[e];
       if (ev.kind != EventKind::kAlloc) continue;
       const AllocInfo& a = t_.allocs[ev.payload];
       const AddrKey key{t_.alloc_ptrs[ev.payload], a.device};
-      if (a.bytes <= 0 || IsPreProfile(e)) continue;  // no tensor's: PreProfile
-      ++out.allocations;
-      if (mapped.contains(key)) {  // the same data pointer: the same storage id
-        ++out.mapped_allocations;
-        continue;
+      std::vector<Lifetime>& lifetimes = lifetimes_[key];
+      if (a.bytes > 0) {
+        if (live.contains(key)) lifetimes.back().end = time_pos_[e];  // a free is missing
+        live[key] = e;
+        lifetimes.push_back({time_pos_[e] + 1, static_cast<uint32_t>(n)});
+      } else if (const auto it = live.find(key); it != live.end()) {
+        free_of[it->second] = e;
+        live.erase(it);
+        lifetimes.back().end = time_pos_[e];
+      } else if (a.bytes < 0 && lifetimes.empty()) {  // allocated before the profile
+        lifetimes.push_back({0, time_pos_[e]});
+        frees_before.push_back(e);
       }
-      uint32_t op_event = ev.parent;
-      while (op_event != kNone32 && t_.events[op_event].kind != EventKind::kOp)
-        op_event = t_.events[op_event].parent;
-      uint64_t storage = 0;
-      if (op_event == kNone32 || node_of_op_[t_.events[op_event].payload] == kNone32) {
-        // Outside any joined op (a python call that the nesting by time
-        // put around it): only a tensor read before it is freed, exactly.
-        storage = Candidate(e, kNone32, free_of[e] != kNone32 ? free_of[e] : kNone32, true);
-      } else {
-        // Freed inside the op (a workspace, a temporary): only what the
-        // ops before its free read can be in it.
-        const bool freed_inside =
-            free_of[e] != kNone32 && free_of[e] > e && free_of[e] < end[op_event];
-        storage = Candidate(e, op_event, freed_inside ? free_of[e] : end[op_event], freed_inside);
-      }
-      if (storage == 0) continue;
-      addr_of_.emplace(storage, key.addr);
-      mapped.insert(key);
-      ++out.mapped_allocations;
-    }
-    MapFreedBefore(frees_before);
-    for (const EtTensor& tensor : et_.tensors)
-      if (tensor.numel > 0) nonempty_.insert(tensor.storage_id);
-  }
-
-  // A block allocated before the profile and freed in it (CUDA reports
-  // such frees; the CPU allocator does not) holds a storage from before the
-  // profile: one that no allocation maps, that joined ops read only before
-  // the free and never create, on the block's device, of exactly its
-  // bytes. Mapped where exactly one storage fits so (else which is not
-  // known), its tensor ends at the free, as in PyTorch's timeline; unmapped,
-  // it outlived the free, which an untracked block carried.
-  void MapFreedBefore(const std::vector<uint32_t>& frees) {
-    if (frees.empty()) return;
-    struct Need {
-      int64_t bytes = 0;
-      uint32_t device = 0;  // string id
-    };
-    std::unordered_map<uint64_t, Need> need;
-    for (const EtTensor& tensor : et_.tensors) {
-      if (tensor.storage_id == 0 || tensor.numel <= 0) continue;
-      Need& n = need[tensor.storage_id];
-      n.bytes = std::max(n.bytes, (tensor.offset + tensor.numel) * tensor.itemsize);
-      n.device = tensor.device;
-    }
-    // The candidates by (device name, bytes).
-    std::map<std::pair<std::string, int64_t>, std::vector<uint64_t>> by_size;
-    for (const auto& [storage, at] : reads_) {
-      if (addr_of_.contains(storage) || creations_.contains(storage)) continue;
-      const auto it = need.find(storage);
-      if (it == need.end()) continue;
-      const std::string& device = et_.strings.Get(it->second.device);
-      by_size[{device.empty() ? "cpu" : device, it->second.bytes}].push_back(storage);
-    }
-    for (const uint32_t f : frees) {
-      const AllocInfo& a = t_.allocs[t_.events[f].payload];
-      const auto bucket = by_size.find({t_.devices[a.device].name, -int64_t{a.bytes}});
-      if (bucket == by_size.end()) continue;
-      uint64_t found = 0;
-      int fits = 0;
-      for (const uint64_t storage : bucket->second) {
-        if (addr_of_.contains(storage) || reads_.at(storage).back() >= time_pos_[f]) continue;
-        found = storage;
-        ++fits;
-      }
-      if (fits == 1) addr_of_.emplace(found, t_.alloc_ptrs[t_.events[f].payload]);
     }
   }
-
-  // The Kineto reader's allocation of the memory from before the profile
-  // (per device: the allocator's total at its first event less what the
-  // profile frees) holds the storages that the execution trace shows from
-  // before the profile: those no allocation of the profile maps, which
-  // the memtl trace gives addresses of their own and the timeline counts
-  // as pre-existing tensors. Counted in both, they were counted twice (the
-  // joined total above the allocator's and above memtl's own trace by
-  // their bytes). So the allocation keeps only the rest, the memory that
-  // no tensor shows, and goes where nothing is left: a CPU allocator's
-  // total counts only memory allocated while a profiler ran, so it can be
-  // below the tensors'. A storage's bytes are those the size map gives a
-  // tensor without allocations: the largest SizeOfObservation of its
-  // observations (the joined ops' inputs, all the memtl trace has).
-  void PreProfile(JoinText& out) {
-    std::unordered_map<uint64_t, int64_t> bytes;  // by storage id
-    std::unordered_map<uint64_t, uint32_t> device;
-    for (uint32_t op = 0; op < t_.ops.size(); ++op) {
-      if (node_of_op_[op] == kNone32) continue;
-      const EtNode& node = et_.nodes[node_of_op_[op]];
-      auto observe = [&](uint32_t index) {
-        const EtTensor& tensor = et_.tensors[index];
-        if (!PreExisting(tensor)) return;
-        const int64_t* dims = et_.dims.data() + tensor.dims_begin;
-        const int64_t size =
-            SizeOfObservation(dims, tensor.num_sizes, dims + tensor.num_sizes, tensor.num_strides,
-                              ElementSize(DtypeOfItemsize(tensor.itemsize)));
-        int64_t& b = bytes[tensor.storage_id];
-        b = std::max(b, size);
-        device.emplace(tensor.storage_id, tensor.device);
-      };
-      for (uint32_t i = node.args_begin; i < node.args_begin + node.args_count; ++i) {
-        const EtArg& arg = et_.args[i];
-        if (arg.kind == EtArgKind::kTensor) observe(arg.begin);
-        if (arg.kind != EtArgKind::kList) continue;
-        for (uint32_t j = arg.begin; j < arg.begin + arg.count; ++j)
-          if (et_.items[j] != kNone32) observe(et_.items[j]);
-      }
-    }
-    std::vector<int64_t> in_tensors(t_.devices.size(), 0);
-    for (const auto& [storage, b] : bytes) {
-      const std::string& name = et_.strings.Get(device.at(storage));
-      for (size_t d = 0; d < t_.devices.size(); ++d)
-        if (t_.devices[d].name == (name.empty() ? "cpu" : name)) in_tensors[d] += b;
-    }
-    for (uint32_t e = 0; e < t_.events.size(); ++e) {
-      if (!IsPreProfile(e)) continue;
-      const AllocInfo& a = t_.allocs[t_.events[e].payload];
-      const int64_t rest = std::max<int64_t>(a.bytes - in_tensors[a.device], 0);
-      pre_profile_bytes_.emplace(e, rest);
-      out.pre_profile_in_tensors += a.bytes - rest;
-    }
-  }
-
-  std::string Text(JoinText& out) const {
-    std::string s;
-    s.reserve(t_.events.size() * 160);
-    s +=
-        R"({"format":"memtl-trace","version":1,"producer":"memtl: Kineto trace + execution trace","ids":false,"devices":[)";
-    for (size_t d = 0; d < t_.devices.size(); ++d) {
-      if (d > 0) s += ',';
-      AppendJsonString(s, t_.devices[d].name);
-    }
-    s += R"(],"record_shapes":true,"profile_memory":true})";
-    s += '\n';
-    // Events renumbered past the pre-profile allocations dropped (roots
-    // without children).
-    std::vector<uint32_t> index(t_.events.size());
-    uint32_t next = 0;
-    for (uint32_t e = 0; e < t_.events.size(); ++e) {
-      const auto pre = pre_profile_bytes_.find(e);
-      index[e] = pre != pre_profile_bytes_.end() && pre->second == 0 ? kNone32 : next++;
-    }
-    for (uint32_t e = 0; e < t_.events.size(); ++e) {
-      if (index[e] == kNone32) continue;
-      const Event& ev = t_.events[e];
-      const int64_t t0 = t_.event_t0[e];
-      s += R"({"k":")";
-      switch (ev.kind) {
-        case EventKind::kOp:
-          s += "op";
-          break;
-        case EventKind::kAlloc:
-          s += "alloc";
-          break;
-        case EventKind::kPy:
-          s += "py";
-          break;
-        case EventKind::kOther:
-          s += "other";
-          break;
-      }
-      s += R"(","i":)" + std::to_string(index[e]) + R"(,"p":)" +
-           (ev.parent == kNone32 ? std::string("-1") : std::to_string(index[ev.parent]));
-      if (ev.kind == EventKind::kAlloc) {
-        const AllocInfo& a = t_.allocs[ev.payload];
-        const auto pre = pre_profile_bytes_.find(e);
-        const int64_t bytes = pre != pre_profile_bytes_.end() ? pre->second : a.bytes;
-        s += R"(,"t":)" + std::to_string(t0) + R"(,"ptr":)" +
-             std::to_string(t_.alloc_ptrs[ev.payload]) + R"(,"bytes":)" + std::to_string(bytes) +
-             R"(,"dev":)";
-        AppendJsonString(s, t_.devices[a.device].name);
-        s += "}\n";
-        continue;
-      }
-      s += R"(,"name":)";
-      AppendJsonString(s, t_.Name(ev));
-      s += R"(,"t0":)" + std::to_string(t0);
-      if (ev.kind == EventKind::kOp) {
-        const OpInfo& op = t_.ops[ev.payload];
-        if (ev.payload < k_.op_end.size()) s += R"(,"t1":)" + std::to_string(k_.op_end[ev.payload]);
-        s += R"(,"tid":0,"scope":")";
-        s += RecordScopeName(op.scope);
-        s += R"(","seq":-1,"args":[)";
-        const uint32_t node = node_of_op_[ev.payload];
-        if (node != kNone32) Args(s, et_.nodes[node]);
-        s += ']';
-      } else {
-        s += R"(,"tid":0)";
-      }
-      s += "}\n";
-    }
-    s += read::EtSchemaRecords(et_, node_of_op_, out.diagnostics);
-    return s;
-  }
-
- private:
-  // The storage that allocation event `e`, made directly inside op event
-  // `op` (joined; kNone32: none, then only exact reads count), holds:
-  // among the storages that can be at its address, those of the tensors
-  // that the ops after it in `op`'s subtree and before `end` (the
-  // subtree's end or the allocation's free) read (at most kScan events
-  // on; without `op`, the ops after it in time until `end`, its free or
-  // kNone32), then `op`'s outputs unless the allocation is freed inside
-  // `op`; the first whose bytes it holds exactly, else the first whose
-  // bytes fit in it (an output resized smaller, an allocator that rounds
-  // sizes up). 0: none. A storage id is one data pointer, so a storage
-  // read before `e` can be at its address only if that address was freed
-  // since (memory from before the profile, or a block the allocator hands
-  // out again: its storage id is the same).
-  uint64_t Candidate(uint32_t e, uint32_t op, uint32_t end, bool freed_inside) const {
-    static constexpr uint32_t kScan = 1024;
-    const AllocInfo& a = t_.allocs[t_.events[e].payload];
-    const std::string& device = t_.devices[a.device].name;
-    const std::vector<Lifetime>& lifetimes =
-        lifetimes_.at(AddrKey{t_.alloc_ptrs[t_.events[e].payload], a.device});
-    uint64_t fits = 0;  // the first fitting storage of the scan, then of the outputs
-    auto consider = [&](uint32_t index) {
+  // Each storage's reads (a joined op's inputs) and creations (a joined
+  // op's output that is none of its inputs), in time order.
+  std::unordered_set<uint64_t> inputs;
+  for (const uint32_t e : by_time_) {
+    const Event& ev = t_.events[e];
+    if (ev.kind != EventKind::kOp || node_of_op_[ev.payload] == kNone32) continue;
+    const EtNode& node = et_.nodes[node_of_op_[ev.payload]];
+    inputs.clear();
+    auto note = [&](uint32_t index, bool output) {
       const EtTensor& tensor = et_.tensors[index];
-      if (tensor.storage_id == 0 || tensor.numel <= 0 || addr_of_.contains(tensor.storage_id))
-        return false;
-      if (et_.strings.Get(tensor.device) != device) return false;
-      const int64_t need = (tensor.offset + tensor.numel) * tensor.itemsize;
-      if (need > a.bytes || (need < a.bytes && fits != 0)) return false;
-      if (!FitsLifetimes(tensor.storage_id, lifetimes)) return false;
-      if (need == a.bytes) return true;
-      fits = tensor.storage_id;
-      return false;
+      if (tensor.storage_id == 0 || tensor.numel <= 0) return;
+      if (output && inputs.contains(tensor.storage_id)) return;
+      if (!output) inputs.insert(tensor.storage_id);
+      std::vector<uint32_t>& at = (output ? creations_ : reads_)[tensor.storage_id];
+      if (at.empty() || at.back() != time_pos_[e]) at.push_back(time_pos_[e]);
     };
-    // Scans the joined ops among events `from`: in op's subtree by index,
-    // or by time up to `end`.
-    const size_t n = t_.events.size();
-    const uint32_t first = op != kNone32 ? e + 1 : time_pos_[e] + 1;
-    const uint32_t last =
-        op != kNone32 ? end : (end != kNone32 ? time_pos_[end] : static_cast<uint32_t>(n));
-    const uint32_t scan_end = std::min(last, first + kScan - 1);
-    for (uint32_t p = first; p < scan_end; ++p) {
-      const Event& ev = t_.events[op != kNone32 ? p : by_time_[p]];
-      if (ev.kind != EventKind::kOp || node_of_op_[ev.payload] == kNone32) continue;
-      const EtNode& node = et_.nodes[node_of_op_[ev.payload]];
-      for (uint32_t i = node.args_begin; i < node.args_begin + node.args_count; ++i) {
-        const EtArg& arg = et_.args[i];
-        if (arg.kind == EtArgKind::kTensor && consider(arg.begin))
-          return et_.tensors[arg.begin].storage_id;
-        if (arg.kind != EtArgKind::kList) continue;
-        for (uint32_t j = arg.begin; j < arg.begin + arg.count; ++j)
-          if (et_.items[j] != kNone32 && consider(et_.items[j]))
-            return et_.tensors[et_.items[j]].storage_id;
-      }
+    for (uint32_t i = node.args_begin; i < node.args_begin + node.args_count; ++i) {
+      const EtArg& arg = et_.args[i];
+      if (arg.kind == EtArgKind::kTensor) note(arg.begin, false);
+      if (arg.kind != EtArgKind::kList) continue;
+      for (uint32_t j = arg.begin; j < arg.begin + arg.count; ++j)
+        if (et_.items[j] != kNone32) note(et_.items[j], false);
     }
-    if (op == kNone32) return 0;
-    if (!freed_inside) {
-      // An op allocates its outputs in their order (structured kernels'
-      // set_output), so an output that fits comes before a later read
-      // that fits (on CUDA, where blocks are rounded up to 512 bytes,
-      // every small tensor fits).
-      const uint64_t fits_scan = fits;
-      fits = 0;
-      const EtNode& node = et_.nodes[node_of_op_[t_.events[op].payload]];
-      for (uint32_t i = node.outs_begin; i < node.outs_begin + node.outs_count; ++i)
-        if (consider(et_.items[i])) return et_.tensors[et_.items[i]].storage_id;
-      if (fits == 0) fits = fits_scan;
-    }
-    return fits;
+    for (uint32_t i = node.outs_begin; i < node.outs_begin + node.outs_count; ++i)
+      if (et_.items[i] != kNone32) note(et_.items[i], true);
   }
+  std::unordered_set<AddrKey, AddrHash> mapped;
+  for (const uint32_t e : by_time_) {
+    const Event& ev = t_.events[e];
+    if (ev.kind != EventKind::kAlloc) continue;
+    const AllocInfo& a = t_.allocs[ev.payload];
+    const AddrKey key{t_.alloc_ptrs[ev.payload], a.device};
+    if (a.bytes <= 0 || IsPreProfile(e)) continue;  // no tensor's: PreProfile
+    ++out.allocations;
+    if (mapped.contains(key)) {  // the same data pointer: the same storage id
+      ++out.mapped_allocations;
+      continue;
+    }
+    uint32_t op_event = ev.parent;
+    while (op_event != kNone32 && t_.events[op_event].kind != EventKind::kOp)
+      op_event = t_.events[op_event].parent;
+    uint64_t storage = 0;
+    if (op_event == kNone32 || node_of_op_[t_.events[op_event].payload] == kNone32) {
+      // Outside any joined op (a python call that the nesting by time
+      // put around it): only a tensor read before it is freed, exactly.
+      storage = Candidate(e, kNone32, free_of[e] != kNone32 ? free_of[e] : kNone32, true);
+    } else {
+      // Freed inside the op (a workspace, a temporary): only what the
+      // ops before its free read can be in it.
+      const bool freed_inside =
+          free_of[e] != kNone32 && free_of[e] > e && free_of[e] < end[op_event];
+      storage = Candidate(e, op_event, freed_inside ? free_of[e] : end[op_event], freed_inside);
+    }
+    if (storage == 0) continue;
+    addr_of_.emplace(storage, key.addr);
+    mapped.insert(key);
+    ++out.mapped_allocations;
+  }
+  MapFreedBefore(frees_before);
+  for (const EtTensor& tensor : et_.tensors)
+    if (tensor.numel > 0) nonempty_.insert(tensor.storage_id);
+}
 
-  // Whether `storage` can be the data pointer of the blocks at the address
-  // with `lifetimes`: a storage id is one data pointer for the whole run,
-  // so every read of it is made while a block is allocated there (not
-  // before the first, not between a free and the next allocation: a
-  // buffer from before the profile is not the scalar that an op wraps
-  // from a Python number beside it), and an op that creates it (an output
-  // that is none of its inputs) starts while none is (a workspace is not
-  // the tensor that an op after its allocation creates).
-  bool FitsLifetimes(uint64_t storage, const std::vector<Lifetime>& lifetimes) const {
-    const auto reads = reads_.find(storage);
-    if (reads != reads_.end() && Inside(reads->second, lifetimes) != reads->second.size())
+void Join::MapFreedBefore(const std::vector<uint32_t>& frees) {
+  if (frees.empty()) return;
+  struct Need {
+    int64_t bytes = 0;
+    uint32_t device = 0;  // string id
+  };
+  std::unordered_map<uint64_t, Need> need;
+  for (const EtTensor& tensor : et_.tensors) {
+    if (tensor.storage_id == 0 || tensor.numel <= 0) continue;
+    Need& n = need[tensor.storage_id];
+    n.bytes = std::max(n.bytes, (tensor.offset + tensor.numel) * tensor.itemsize);
+    n.device = tensor.device;
+  }
+  // The candidates by (device name, bytes).
+  std::map<std::pair<std::string, int64_t>, std::vector<uint64_t>> by_size;
+  for (const auto& [storage, at] : reads_) {
+    if (addr_of_.contains(storage) || creations_.contains(storage)) continue;
+    const auto it = need.find(storage);
+    if (it == need.end()) continue;
+    const std::string& device = et_.strings.Get(it->second.device);
+    by_size[{device.empty() ? "cpu" : device, it->second.bytes}].push_back(storage);
+  }
+  for (const uint32_t f : frees) {
+    const AllocInfo& a = t_.allocs[t_.events[f].payload];
+    const auto bucket = by_size.find({t_.devices[a.device].name, -int64_t{a.bytes}});
+    if (bucket == by_size.end()) continue;
+    uint64_t found = 0;
+    int fits = 0;
+    for (const uint64_t storage : bucket->second) {
+      if (addr_of_.contains(storage) || reads_.at(storage).back() >= time_pos_[f]) continue;
+      found = storage;
+      ++fits;
+    }
+    if (fits == 1) addr_of_.emplace(found, t_.alloc_ptrs[t_.events[f].payload]);
+  }
+}
+
+void Join::PreProfile(JoinText& out) {
+  std::unordered_map<uint64_t, int64_t> bytes;  // by storage id
+  std::unordered_map<uint64_t, uint32_t> device;
+  for (uint32_t op = 0; op < t_.ops.size(); ++op) {
+    if (node_of_op_[op] == kNone32) continue;
+    const EtNode& node = et_.nodes[node_of_op_[op]];
+    auto observe = [&](uint32_t index) {
+      const EtTensor& tensor = et_.tensors[index];
+      if (!PreExisting(tensor)) return;
+      const int64_t* dims = et_.dims.data() + tensor.dims_begin;
+      const int64_t size =
+          SizeOfObservation(dims, tensor.num_sizes, dims + tensor.num_sizes, tensor.num_strides,
+                            ElementSize(DtypeOfItemsize(tensor.itemsize)));
+      int64_t& b = bytes[tensor.storage_id];
+      b = std::max(b, size);
+      device.emplace(tensor.storage_id, tensor.device);
+    };
+    for (uint32_t i = node.args_begin; i < node.args_begin + node.args_count; ++i) {
+      const EtArg& arg = et_.args[i];
+      if (arg.kind == EtArgKind::kTensor) observe(arg.begin);
+      if (arg.kind != EtArgKind::kList) continue;
+      for (uint32_t j = arg.begin; j < arg.begin + arg.count; ++j)
+        if (et_.items[j] != kNone32) observe(et_.items[j]);
+    }
+  }
+  std::vector<int64_t> in_tensors(t_.devices.size(), 0);
+  for (const auto& [storage, b] : bytes) {
+    const std::string& name = et_.strings.Get(device.at(storage));
+    for (size_t d = 0; d < t_.devices.size(); ++d)
+      if (t_.devices[d].name == (name.empty() ? "cpu" : name)) in_tensors[d] += b;
+  }
+  for (uint32_t e = 0; e < t_.events.size(); ++e) {
+    if (!IsPreProfile(e)) continue;
+    const AllocInfo& a = t_.allocs[t_.events[e].payload];
+    const int64_t rest = std::max<int64_t>(a.bytes - in_tensors[a.device], 0);
+    pre_profile_bytes_.emplace(e, rest);
+    out.pre_profile_in_tensors += a.bytes - rest;
+  }
+}
+
+uint64_t Join::Candidate(uint32_t e, uint32_t op, uint32_t end, bool freed_inside) const {
+  static constexpr uint32_t kScan = 1024;
+  const AllocInfo& a = t_.allocs[t_.events[e].payload];
+  const std::string& device = t_.devices[a.device].name;
+  const std::vector<Lifetime>& lifetimes =
+      lifetimes_.at(AddrKey{t_.alloc_ptrs[t_.events[e].payload], a.device});
+  uint64_t fits = 0;  // the first fitting storage of the scan, then of the outputs
+  auto consider = [&](uint32_t index) {
+    const EtTensor& tensor = et_.tensors[index];
+    if (tensor.storage_id == 0 || tensor.numel <= 0 || addr_of_.contains(tensor.storage_id))
       return false;
-    const auto creations = creations_.find(storage);
-    return creations == creations_.end() || Inside(creations->second, lifetimes) == 0;
-  }
-
-  // How many of the positions `at` (in order) are in one of `lifetimes`.
-  static size_t Inside(const std::vector<uint32_t>& at, const std::vector<Lifetime>& lifetimes) {
-    size_t inside = 0;
-    if (at.size() <= lifetimes.size()) {
-      for (const uint32_t p : at) {
-        const auto l = std::upper_bound(lifetimes.begin(), lifetimes.end(), p,
-                                        [](uint32_t x, const Lifetime& y) { return x < y.begin; });
-        if (l != lifetimes.begin() && p < std::prev(l)->end) ++inside;
-      }
-      return inside;
+    if (et_.strings.Get(tensor.device) != device) return false;
+    const int64_t need = (tensor.offset + tensor.numel) * tensor.itemsize;
+    if (need > a.bytes || (need < a.bytes && fits != 0)) return false;
+    if (!FitsLifetimes(tensor.storage_id, lifetimes)) return false;
+    if (need == a.bytes) return true;
+    fits = tensor.storage_id;
+    return false;
+  };
+  // Scans the joined ops among events `from`: in op's subtree by index,
+  // or by time up to `end`.
+  const size_t n = t_.events.size();
+  const uint32_t first = op != kNone32 ? e + 1 : time_pos_[e] + 1;
+  const uint32_t last =
+      op != kNone32 ? end : (end != kNone32 ? time_pos_[end] : static_cast<uint32_t>(n));
+  const uint32_t scan_end = std::min(last, first + kScan - 1);
+  for (uint32_t p = first; p < scan_end; ++p) {
+    const Event& ev = t_.events[op != kNone32 ? p : by_time_[p]];
+    if (ev.kind != EventKind::kOp || node_of_op_[ev.payload] == kNone32) continue;
+    const EtNode& node = et_.nodes[node_of_op_[ev.payload]];
+    for (uint32_t i = node.args_begin; i < node.args_begin + node.args_count; ++i) {
+      const EtArg& arg = et_.args[i];
+      if (arg.kind == EtArgKind::kTensor && consider(arg.begin))
+        return et_.tensors[arg.begin].storage_id;
+      if (arg.kind != EtArgKind::kList) continue;
+      for (uint32_t j = arg.begin; j < arg.begin + arg.count; ++j)
+        if (et_.items[j] != kNone32 && consider(et_.items[j]))
+          return et_.tensors[et_.items[j]].storage_id;
     }
-    for (const Lifetime& l : lifetimes)
-      inside += static_cast<size_t>(std::lower_bound(at.begin(), at.end(), l.end) -
-                                    std::lower_bound(at.begin(), at.end(), l.begin));
+  }
+  if (op == kNone32) return 0;
+  if (!freed_inside) {
+    // An op allocates its outputs in their order (structured kernels'
+    // set_output), so an output that fits comes before a later read
+    // that fits (on CUDA, where blocks are rounded up to 512 bytes,
+    // every small tensor fits).
+    const uint64_t fits_scan = fits;
+    fits = 0;
+    const EtNode& node = et_.nodes[node_of_op_[t_.events[op].payload]];
+    for (uint32_t i = node.outs_begin; i < node.outs_begin + node.outs_count; ++i)
+      if (consider(et_.items[i])) return et_.tensors[et_.items[i]].storage_id;
+    if (fits == 0) fits = fits_scan;
+  }
+  return fits;
+}
+
+bool Join::FitsLifetimes(uint64_t storage, const std::vector<Lifetime>& lifetimes) const {
+  const auto reads = reads_.find(storage);
+  if (reads != reads_.end() && Inside(reads->second, lifetimes) != reads->second.size())
+    return false;
+  const auto creations = creations_.find(storage);
+  return creations == creations_.end() || Inside(creations->second, lifetimes) == 0;
+}
+
+size_t Join::Inside(const std::vector<uint32_t>& at, const std::vector<Lifetime>& lifetimes) {
+  size_t inside = 0;
+  if (at.size() <= lifetimes.size()) {
+    for (const uint32_t p : at) {
+      const auto l = std::upper_bound(lifetimes.begin(), lifetimes.end(), p,
+                                      [](uint32_t x, const Lifetime& y) { return x < y.begin; });
+      if (l != lifetimes.begin() && p < std::prev(l)->end) ++inside;
+    }
     return inside;
   }
+  for (const Lifetime& l : lifetimes)
+    inside += static_cast<size_t>(std::lower_bound(at.begin(), at.end(), l.end) -
+                                  std::lower_bound(at.begin(), at.end(), l.begin));
+  return inside;
+}
 
-  uint64_t Pointer(const EtTensor& tensor) const {
-    if (tensor.storage_id == 0) return 0;
-    if (const auto it = addr_of_.find(tensor.storage_id); it != addr_of_.end()) return it->second;
-    if (!nonempty_.contains(tensor.storage_id)) return 0;  // the null data pointer
-    return kSyntheticStorage | tensor.storage_id;
-  }
+}  // namespace et_join_detail
 
-  // A storage from before the profile: an address of its own (Pointer).
-  bool PreExisting(const EtTensor& tensor) const {
-    return tensor.storage_id != 0 && !addr_of_.contains(tensor.storage_id) &&
-           nonempty_.contains(tensor.storage_id);
-  }
+namespace {
 
-  // The Kineto reader's allocation of memory from before the profile.
-  bool IsPreProfile(uint32_t e) const {
-    const Event& ev = t_.events[e];
-    if (ev.kind != EventKind::kAlloc || ev.parent != kNone32) return false;
-    const uint64_t ptr = t_.alloc_ptrs[ev.payload];
-    return ptr >= kPreProfileAddress && ptr - kPreProfileAddress < t_.devices.size();
-  }
-
-  void Tensor(std::string& s, uint32_t index) const {
-    const EtTensor& tensor = et_.tensors[index];
-    s += R"({"impl":)" + std::to_string(tensor.tensor_id) + R"(,"ptr":)" +
-         std::to_string(Pointer(tensor)) + R"(,"id":null,"aid":null,"dev":)";
-    AppendJsonString(
-        s, et_.strings.Get(tensor.device).empty() ? "cpu" : et_.strings.Get(tensor.device));
-    s += R"(,"dtype":")";
-    s += DtypeOfItemsize(tensor.itemsize);
-    s += R"(","layout":"strided","sizes":[)";
-    for (uint32_t d = 0; d < tensor.num_sizes; ++d) {
-      if (d > 0) s += ',';
-      s += std::to_string(et_.dims[tensor.dims_begin + d]);
-    }
-    s += R"(],"strides":[)";
-    for (uint32_t d = 0; d < tensor.num_strides; ++d) {
-      if (d > 0) s += ',';
-      s += std::to_string(et_.dims[tensor.dims_begin + tensor.num_sizes + d]);
-    }
-    s += "]}";
-  }
-
-  void Args(std::string& s, const EtNode& node) const {
-    for (uint32_t i = 0; i < node.args_count; ++i) {
-      if (i > 0) s += ',';
-      const EtArg& a = et_.args[node.args_begin + i];
-      switch (a.kind) {
-        case EtArgKind::kNone:
-          s += "null";
-          break;
-        case EtArgKind::kTensor:
-          Tensor(s, a.begin);
-          break;
-        case EtArgKind::kList:
-          if (const int list = tensor_lists_.At(node, i); list == 0 || (list < 0 && a.count == 0)) {
-            s += "null";  // an empty int list, Tensor?[]: not captured
-            break;
-          }
-          s += R"({"list":[)";
-          for (uint32_t j = 0; j < a.count; ++j) {
-            if (j > 0) s += ',';
-            const uint32_t item = et_.items[a.begin + j];
-            if (item == kNone32) {
-              s += "null";
-            } else {
-              Tensor(s, item);
-            }
-          }
-          s += "]}";
-          break;
-        case EtArgKind::kBool:
-          s += a.i != 0 ? R"({"bool":true})" : R"({"bool":false})";
-          break;
-        case EtArgKind::kInt:
-          s += R"({"int":)" + std::to_string(a.i) + "}";
-          break;
-        case EtArgKind::kFloat: {
-          s += R"({"float":)";
-          if (std::isnan(a.f)) {
-            s += R"("nan")";
-          } else if (std::isinf(a.f)) {
-            s += a.f > 0 ? R"("inf")" : R"("-inf")";
-          } else {
-            char buf[32];
-            std::snprintf(buf, sizeof buf, "%.17g", a.f);
-            s += buf;
-          }
-          s += '}';
-          break;
-        }
-        case EtArgKind::kString:
-          // PyTorch's profiler does not capture strings (an IValue neither
-          // tensor nor scalar is None), and its schema matcher takes a
-          // `str` argument only when it is None: a string here failed the
-          // match of every op with one (gelu's `approximate`, div's
-          // `rounding_mode`), which then was no node of the data-flow graph.
-          s += "null";
-          break;
-      }
-    }
-  }
-
-  const KinetoRead& k_;
-  const Trace& t_;
-  const ExecutionTrace& et_;
-  std::vector<uint32_t> node_of_op_;
-  std::unordered_map<uint64_t, uint64_t> addr_of_;
-  std::unordered_set<uint64_t> nonempty_;
-  // MapStorages' walk in time order: the events by time (ties in index
-  // order) and each event's position there.
-  std::vector<uint32_t> by_time_;
-  std::vector<uint32_t> time_pos_;
-  // Each storage's reads and creations by joined ops (positions) and each
-  // address's lifetimes.
-  std::unordered_map<uint64_t, std::vector<uint32_t>> reads_, creations_;
-  std::unordered_map<AddrKey, std::vector<Lifetime>, AddrHash> lifetimes_;
-  // The pre-profile allocations' bytes, less the pre-existing storages'
-  // (0: dropped), by event.
-  std::unordered_map<uint32_t, int64_t> pre_profile_bytes_;
-  mutable read::EtTensorLists tensor_lists_{et_};
-};
+using et_join_detail::Join;
+using read::ExecutionTrace;
 
 std::string Percent(uint64_t part, uint64_t whole) {
   char buf[32];
