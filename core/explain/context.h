@@ -17,6 +17,7 @@
 #include "core/categories/category.h"
 #include "core/graph/data_flow.h"
 #include "core/graph/op_tree.h"
+#include "core/infer/infer.h"
 #include "core/model/quote.h"  // JsonString, for the explaining outputs
 #include "core/timeline/timeline.h"
 
@@ -34,6 +35,10 @@ struct ExplainInput {
   // Analysis::key_shapes (ids into trace.shapes); null or empty when the
   // reader kept no shapes (ShapeOf then gives none).
   const std::vector<uint32_t>* key_shapes = nullptr;
+  // The categories inferred for a trace without tensors (Analysis::inferred,
+  // core/infer/); null when the passes categorized it. The outputs label
+  // every category "inferred" then.
+  const InferredCategories* inferred = nullptr;
 };
 
 // The shape and dtype of key slot `key` as the trace gave them

@@ -121,7 +121,7 @@ std::vector<uint32_t> ShapesOfKeys(const OpTree& tree, const KeyTable& keys) {
 }
 
 Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string& name,
-                                                 PhaseTimer timer, bool threaded) {
+                                                 PhaseTimer timer, bool threaded, bool infer) {
   auto a = std::make_unique<Analysis>();
   a->timer = std::move(timer);
   a->name = name;
@@ -195,6 +195,12 @@ Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string&
   auto untracked_live = UntrackedAllocationsLive(*a->tree, a->keys);
   if (!untracked_live.ok()) return Status::Error(name + ": " + untracked_live.status().message());
   a->untracked_live = std::move(untracked_live.value());
+  if (infer) {  // pairs allocations with frees by address, so before they go
+    auto inferred = InferCategories(*a->tree);
+    if (!inferred.ok()) return Status::Error(name + ": " + inferred.status().message());
+    a->inferred = std::move(inferred.value());
+    a->timer.Mark("inference");
+  }
   FreeArray(a->trace.alloc_ptrs);
   // The size map reads the tensor records for the last time (the graph and
   // every later stage read tensors through the key table and the size map),
@@ -249,6 +255,7 @@ void ReleaseAfterTimeline(Analysis& a) {
   a.trace.ReleaseRecords();
   FreeArray(a.untracked_live);
   FreeArray(a.key_shapes);
+  a.inferred = InferredCategories{};
   a.keys = KeyTable{};
   ReturnFreedPages();
 }
@@ -351,8 +358,9 @@ Status CategorizeRaw(Analysis& a, const PipelineOptions& options, Categorized& c
 
 }  // namespace
 
-Expected<std::unique_ptr<Analysis>> Analyze(Trace trace, const std::string& name, bool threaded) {
-  return AnalyzeTimed(std::move(trace), name, PhaseTimer(), threaded);
+Expected<std::unique_ptr<Analysis>> Analyze(Trace trace, const std::string& name, bool threaded,
+                                            bool infer) {
+  return AnalyzeTimed(std::move(trace), name, PhaseTimer(), threaded, infer);
 }
 
 Expected<DeviceIndex> ResolveDevice(const Trace& trace, const std::string& requested) {
@@ -406,8 +414,9 @@ Expected<std::unique_ptr<Categorized>> Categorize(std::unique_ptr<Analysis> anal
   const bool explain = options.explain_peak || options.report;
   if (release_after_passes && !explain) ReleaseAfterPasses(a);
   a.timer.Mark("passes");
+  c->inferred = !a.inferred.empty();
   auto timeline = BuildTimeline(*a.tree, a.keys, *a.graph, *a.sizes, a.untracked_live,
-                                c->categories, a.diagnostics);
+                                c->categories, a.diagnostics, a.inferred.category);
   if (!timeline.ok()) return Status::Error(a.name + ": " + timeline.status().message());
   c->timeline = std::move(timeline.value());
   // Live bytes past 2^63-1 would give negative totals: an error, not a number.
@@ -415,15 +424,16 @@ Expected<std::unique_ptr<Categorized>> Categorize(std::unique_ptr<Analysis> anal
       !s.ok())
     return Status::Error(a.name + ": " + s.message());
   a.timer.Mark("timeline");
+  const InferredCategories* inferred = c->inferred ? &a.inferred : nullptr;
   if (options.explain_peak) {
-    c->peak = ExplainPeak(
-        PeakInput{a.trace, a.keys, *a.tree, *a.graph, c->categories, c->timeline, c->device},
-        *options.explain_peak);
+    c->peak = ExplainPeak(PeakInput{a.trace, a.keys, *a.tree, *a.graph, c->categories,
+                                    c->timeline, c->device, nullptr, inferred},
+                          *options.explain_peak);
     a.timer.Mark("peak");
   }
   if (options.report) {
-    const ExplainInput in{a.trace,       a.keys,      *a.tree,  *a.graph,
-                          c->categories, c->timeline, c->device};
+    const ExplainInput in{a.trace,       a.keys,      *a.tree,  *a.graph, c->categories,
+                          c->timeline, c->device, nullptr, inferred};
     // The export device's peak is made once when both ask for it.
     const bool same_peak = options.explain_peak == kReportLargestTensors;
     c->report = MakeReport(in, kReportLargestTensors, same_peak ? &*c->peak : nullptr);
@@ -437,8 +447,9 @@ Expected<std::unique_ptr<Categorized>> Categorize(std::unique_ptr<Analysis> anal
 
 PeakReport ExplainPeak(const Categorized& c, size_t top) {
   const Analysis& a = *c.analysis;
-  return ExplainPeak(
-      PeakInput{a.trace, a.keys, *a.tree, *a.graph, c.categories, c.timeline, c.device}, top);
+  return ExplainPeak(PeakInput{a.trace, a.keys, *a.tree, *a.graph, c.categories, c.timeline,
+                               c.device, nullptr, c.inferred ? &a.inferred : nullptr},
+                     top);
 }
 
 Expected<std::unique_ptr<Categorized>> RunPipeline(const std::string& path,
@@ -474,6 +485,8 @@ Expected<std::unique_ptr<Analysis>> AnalyzeFile(const std::string& path,
   const InputFormat format = input.value().format;
   Diagnostics read_diagnostics;
   std::optional<Trace> trace;
+  // A Kineto trace alone records no tensors: its categories are inferred.
+  const bool infer = format == InputFormat::kKineto && options.et_path.empty();
   switch (format) {
     case InputFormat::kKineto: {
       auto k = ReadKinetoInput(std::move(input.value()), options);
@@ -511,7 +524,7 @@ Expected<std::unique_ptr<Analysis>> AnalyzeFile(const std::string& path,
   ReturnFreedPages();  // the reader's buffers and tables
   timer.Mark("read");
   if (options.progress != nullptr) options.progress->Set("analyzing");
-  auto a = AnalyzeTimed(std::move(*trace), path, std::move(timer), options.threaded);
+  auto a = AnalyzeTimed(std::move(*trace), path, std::move(timer), options.threaded, infer);
   if (a.ok()) {
     a.value()->read_info = info;
     a.value()->diagnostics.Merge(read_diagnostics);

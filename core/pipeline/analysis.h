@@ -20,6 +20,7 @@
 #include "core/graph/op_tree.h"
 #include "core/graph/size_map.h"
 #include "core/identity/identity.h"
+#include "core/infer/infer.h"
 #include "core/model/diagnostics.h"
 #include "core/read/raw_timeline.h"
 #include "core/read/trace_reader.h"
@@ -92,6 +93,10 @@ struct Analysis {
   std::vector<uint32_t> key_shapes;
   std::unique_ptr<DataFlowGraph> graph;
   PhaseTimer timer;
+  // The categories inferred for a trace without tensors (a Kineto trace
+  // read without an execution trace; core/infer/), per allocation record;
+  // empty when the passes categorize the trace. The timeline keeps them.
+  InferredCategories inferred;
   // A PyTorch raw timeline (AnalyzeFile): it is the categorized timeline
   // already, so Categorize turns its rows into the timeline and takes no
   // other stage. The trace then holds one device and a key per category,
@@ -102,9 +107,11 @@ struct Analysis {
 // Runs the core stages on a trace already read. Errors name `name`.
 // `threaded`: the allocation checks and the op tree's orders are built on a
 // second thread beside identity (the result is the same either way);
-// AnalyzeFile follows ReadOptions::threaded.
+// AnalyzeFile follows ReadOptions::threaded. `infer`: the categories of
+// the allocations are inferred (InferCategories), as AnalyzeFile asks for a
+// Kineto trace read without an execution trace.
 Expected<std::unique_ptr<Analysis>> Analyze(Trace trace, const std::string& name,
-                                            bool threaded = false);
+                                            bool threaded = false, bool infer = false);
 Expected<std::unique_ptr<Analysis>> AnalyzeFile(const std::string& path,
                                                 const ReadOptions& options = {});
 
@@ -132,6 +139,9 @@ struct Categorized {
   CategoryDict categories;
   std::vector<TimelineEvent> timeline;
   DeviceIndex device = 0;  // the export device (ResolveDevice)
+  // The categories are inferred (Analysis::inferred), not proven: the
+  // explaining outputs say so.
+  bool inferred = false;
   // Who holds the memory at the peak, when PipelineOptions::explain_peak
   // asked for it (made before the stages it reads may go).
   std::optional<PeakReport> peak;

@@ -24,6 +24,7 @@
 // and sets TraceHeader::pairs_in_time_order for the timeline.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -48,7 +49,7 @@ struct KinetoRead {
 // The address of the first allocation the reader adds for memory from
 // before the profile (one per device, at consecutive addresses), above any
 // real address and below the synthetic ones of traces without "Addr"; the
-// execution-trace join finds them by it.
+// execution-trace join and the inference (core/infer/) find them by it.
 inline constexpr uint64_t kPreProfileAddress = (uint64_t{1} << 63) - (uint64_t{1} << 32);
 
 // `input` must have been detected as kKineto (OpenInput).

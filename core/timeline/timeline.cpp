@@ -81,11 +81,17 @@ void SortNearlySorted(TimelineEvent* first, TimelineEvent* last) {
 Expected<std::vector<TimelineEvent>> BuildTimeline(const OpTree& tree, const KeyTable& keys,
                                                    const DataFlowGraph& graph, const SizeMap& sizes,
                                                    const std::vector<bool>& untracked_live,
-                                                   const CategoryDict& cats, Diagnostics& diag) {
+                                                   const CategoryDict& cats, Diagnostics& diag,
+                                                   const std::vector<uint8_t>& inferred) {
   const Trace& trace = tree.trace();
   if (untracked_live.size() != trace.allocs.size()) {
     return Status::Error("internal error: the untracked allocations' liveness has " +
                          std::to_string(untracked_live.size()) + " entries for " +
+                         std::to_string(trace.allocs.size()) + " allocation records");
+  }
+  if (!inferred.empty() && inferred.size() != trace.allocs.size()) {
+    return Status::Error("internal error: the inferred categories have " +
+                         std::to_string(inferred.size()) + " entries for " +
                          std::to_string(trace.allocs.size()) + " allocation records");
   }
   // Allocations with no tensor identity first, in their own array; the
@@ -111,6 +117,9 @@ Expected<std::vector<TimelineEvent>> BuildTimeline(const OpTree& tree, const Key
     TimelineEvent te;
     te.device = a.device;
     te.time = trace.event_t0[e];
+    // The inferred category, where there is one (TimelineEvent::inferred).
+    if (!inferred.empty() && inferred[ev.payload] < kNumCategories)
+      te.version = inferred[ev.payload] + 1;
     if (is_allocation) {
       te.action = untracked_live[ev.payload] ? Action::kIncrementVersion : Action::kCreate;
       te.bytes = a.bytes;
@@ -175,7 +184,7 @@ Expected<std::vector<TimelineEvent>> BuildTimeline(const OpTree& tree, const Key
 }
 
 int CategoryIndexOf(const CategoryDict& cats, const TimelineEvent& e, int32_t version) {
-  return e.has_key() ? ExportIndex(cats.Get(e.key, version)) : kUnknownIndex;
+  return e.has_key() ? ExportIndex(cats.Get(e.key, version)) : ExportIndex(e.inferred());
 }
 
 namespace {
@@ -417,6 +426,7 @@ std::string FormatTimeline(const Trace& trace, const KeyTable& keys,
                                         std::to_string(e.version) + ")"
                                   : std::string("[memory]");
     std::string cat(e.has_key() ? CategoryName(cats.Get(e.key, e.version)) : "unknown");
+    if (const auto inferred = e.inferred()) cat = std::string(CategoryName(inferred)) + " (inferred)";
     if (e.action == Action::kIncrementVersion && e.has_key()) {
       const std::string next(CategoryName(cats.Get(e.key, e.version + 1)));
       if (next != cat) cat += " -> " + next;

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,10 +34,19 @@ struct TimelineEvent {
   DeviceIndex device : 16 = 0;
   // Key slot (KeyTable); kNone32: an allocation with no tensor identity.
   uint32_t key = kNone32;
-  int32_t version : 29 = 0;  // at most kMaxVersion (DataFlowGraph::Build)
+  // A keyed event's version, at most kMaxVersion (DataFlowGraph::Build).
+  // An event with no key has no version: it keeps the category inferred
+  // for its allocation (core/infer/), as the Category's value plus one; 0
+  // when none was (unknown).
+  int32_t version : 29 = 0;
   Action action : 3 = Action::kCreate;
 
   bool has_key() const { return key != kNone32; }
+  // The inferred category of an event with no key (none for a keyed one).
+  std::optional<Category> inferred() const {
+    if (has_key() || version <= 0) return std::nullopt;
+    return static_cast<Category>(version - 1);
+  }
 };
 static_assert(sizeof(TimelineEvent) == 24);
 
@@ -50,11 +60,15 @@ std::vector<std::pair<uint32_t, int32_t>> AllTensorVersions(const DataFlowGraph&
 // `untracked_live` is UntrackedAllocationsLive's result for this trace (one
 // bit per allocation record), computed before the addresses went; a vector
 // of another size is an error (an internal one: the pipeline always passes
-// the right one), never recomputed here.
+// the right one), never recomputed here. `inferred`, when not empty, is the
+// inferred category per allocation record (InferredCategories::category,
+// core/infer/infer.h): the events of an allocation with no key keep it
+// (TimelineEvent::inferred); another size is an error too.
 Expected<std::vector<TimelineEvent>> BuildTimeline(const OpTree& tree, const KeyTable& keys,
                                                    const DataFlowGraph& graph, const SizeMap& sizes,
                                                    const std::vector<bool>& untracked_live,
-                                                   const CategoryDict& cats, Diagnostics& diag);
+                                                   const CategoryDict& cats, Diagnostics& diag,
+                                                   const std::vector<uint8_t>& inferred = {});
 
 // Whether every sum the exports form from `timeline` fits in 64 bits
 // (PyTorch's are Python integers and cannot overflow): per device, after
@@ -72,7 +86,8 @@ Status CheckTimelineSums(const Trace& trace, const KeyTable& keys,
 // differs). Exposed for tests.
 void SortNearlySorted(TimelineEvent* first, TimelineEvent* last);
 
-// Category export index (0..7) of a timeline entry at `version`.
+// Category export index (0..7) of a timeline entry at `version`; an entry
+// with no key has its inferred category's (unknown when none).
 int CategoryIndexOf(const CategoryDict& cats, const TimelineEvent& e, int32_t version);
 
 // PyTorch's `int(t / 1000)`: the quotient correctly rounded to a double, then
