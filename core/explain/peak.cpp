@@ -28,6 +28,76 @@ std::string SignedBytes(int64_t bytes) {
   return (bytes > 0 ? "+" : "-") + HumanBytes(bytes > 0 ? bytes : -bytes);
 }
 
+std::string CategoryLabel(std::optional<Category> c, bool inferred) {
+  std::string name(CategoryName(c));
+  return inferred && c ? name + " (inferred)" : name;
+}
+
+std::string ExportCategoryLabel(int index, bool inferred) {
+  std::string name(ExportCategoryName(index));
+  return inferred && index != kUnknownIndex ? name + " (inferred)" : name;
+}
+
+namespace {
+
+// A trace without tensors: the `top` largest allocations alive at the end
+// of the peak row (`r.time_us`), from the inference's pairing, with the op
+// that made each. A free of memory from before the profile stands for that
+// memory until it is freed.
+void LargestAllocations(const PeakInput& c, size_t top, PeakReport& r) {
+  const Trace& trace = c.trace;
+  const InferredCategories& inf = *c.inferred;
+  const size_t n = trace.allocs.size();
+  std::vector<uint32_t> event_of(n, kNone32), free_of(n, kNone32);
+  for (uint32_t e = 0; e < trace.events.size(); ++e)
+    if (trace.events[e].kind == EventKind::kAlloc) event_of[trace.events[e].payload] = e;
+  for (uint32_t a = 0; a < n; ++a)
+    if (trace.allocs[a].bytes < 0 && inf.pair[a] != kNone32) free_of[inf.pair[a]] = a;
+  auto us = [&](uint32_t a) { return PyTrueDivTrunc1000(trace.event_t0[event_of[a]]); };
+  std::vector<uint32_t> live;
+  for (uint32_t a = 0; a < n; ++a) {
+    const AllocInfo& info = trace.allocs[a];
+    if (info.device != c.device || event_of[a] == kNone32 || inf.pair[a] != kNone32) continue;
+    const bool alive = info.bytes > 0 ? us(a) <= r.time_us && (free_of[a] == kNone32 ||
+                                                                us(free_of[a]) > r.time_us)
+                                      : us(a) > r.time_us;  // memory from before the profile
+    if (alive) live.push_back(a);
+  }
+  r.live_tensors = live.size();
+  auto bytes = [&](uint32_t a) {
+    return trace.allocs[a].bytes > 0 ? trace.allocs[a].bytes : -trace.allocs[a].bytes;
+  };
+  std::stable_sort(live.begin(), live.end(),
+                   [&](uint32_t x, uint32_t y) { return bytes(x) > bytes(y); });
+  live.resize(std::min(live.size(), top));
+  const StepStarts steps = ProfilerSteps(trace);
+  for (const uint32_t a : live) {
+    LiveTensor t;
+    t.alloc = a;
+    t.bytes = bytes(a);
+    t.category = inf.Get(a);
+    const bool before = trace.allocs[a].bytes < 0 || inf.rule[a] == InferRule::kBeforeProfile;
+    // The op the allocation was made in: the innermost op around it.
+    for (uint32_t p = trace.events[event_of[a]].parent; p != kNone32 && !before;
+         p = trace.events[p].parent) {
+      if (trace.events[p].kind != EventKind::kOp) continue;
+      t.creator = p;
+      break;
+    }
+    t.creator_name = before ? "before the profile"
+                     : t.creator == kNone32 ? "[memory]"
+                                            : trace.Name(trace.events[t.creator]);
+    EventContext where = ContextOf(trace, c.tree, before ? kNone32 : event_of[a]);
+    t.module = std::move(where.module);
+    t.phase = std::move(where.phase);
+    t.call_site = std::move(where.call_site);
+    if (!before) t.step = StepAt(steps, trace.event_t0[event_of[a]]);
+    r.largest.push_back(std::move(t));
+  }
+}
+
+}  // namespace
+
 PeakReport FindPeak(const std::vector<TimelineEvent>& timeline, const CategoryDict& categories,
                     DeviceIndex device) {
   PeakReport r;
@@ -54,6 +124,9 @@ PeakReport ExplainPeak(const PeakInput& c, size_t top) {
   const Trace& trace = c.trace;
   PeakReport r = FindPeak(c.timeline, c.categories, c.device);
   r.device = c.device < trace.devices.size() ? trace.devices[c.device].name : "cpu";
+  r.inferred = c.inferred != nullptr;
+  if (r.inferred && c.device < trace.devices.size())
+    r.max_reserved = trace.devices[c.device].max_total_reserved;
   if (!r.any) return r;
 
   // Replay through the end of the peak row: per key, the version alive.
@@ -89,6 +162,10 @@ PeakReport ExplainPeak(const PeakInput& c, size_t top) {
     }
   }
 
+  if (r.inferred) {
+    LargestAllocations(c, top, r);
+    return r;
+  }
   const DataFlowGraph& g = c.graph;
   const std::vector<uint32_t> creator_of_value = CreatorOfValues(g);
   const StepStarts steps = ProfilerSteps(trace);
@@ -120,27 +197,42 @@ PeakReport ExplainPeak(const PeakInput& c, size_t top) {
   return r;
 }
 
+std::string LiveName(const LiveTensor& t) {
+  return t.alloc != kNone32 ? "A" + std::to_string(t.alloc)
+                            : "T" + std::to_string(t.tensor) + "(v" + std::to_string(t.version) +
+                                  ")";
+}
+
 std::string FormatPeak(const PeakReport& r) {
   if (!r.any) return "no memory events on " + r.device + "\n";
   char buf[512];
-  std::snprintf(buf, sizeof buf, "peak of %s: %s at %.3f ms (%zu tensors alive", r.device.c_str(),
+  std::snprintf(buf, sizeof buf, "peak of %s: %s at %.3f ms (%zu %s alive", r.device.c_str(),
                 HumanBytes(r.bytes).c_str(), static_cast<double>(r.since_start_us) / 1000.0,
-                r.live_tensors);
+                r.live_tensors, r.inferred ? "allocations" : "tensors");
   std::string out = buf;
-  out += r.untracked_bytes != 0
+  out += r.untracked_bytes != 0 && !r.inferred
              ? ", " + HumanBytes(r.untracked_bytes) + " in untracked allocations)\n"
              : ")\n";
+  if (r.max_reserved != 0)
+    out += "the allocator reserved at most " + HumanBytes(r.max_reserved) + " (Total Reserved)\n";
+  if (r.inferred) {
+    out +=
+        "\ncategories are inferred: the trace records no tensors, so each allocation's category "
+        "comes from the scopes around it and its lifetime (memtl explain TRACE A<n> says "
+        "which rule)\n";
+  }
   out += "\nby category:\n";
   for (int i = 0; i < 8; ++i) {
     if (r.by_category[i] == 0) continue;
-    std::snprintf(buf, sizeof buf, "  %-16s %12s  %5.1f%%\n",
-                  std::string(ExportCategoryName(i)).c_str(), HumanBytes(r.by_category[i]).c_str(),
+    std::snprintf(buf, sizeof buf, r.inferred ? "  %-27s %12s  %5.1f%%\n" : "  %-16s %12s  %5.1f%%\n",
+                  ExportCategoryLabel(i, r.inferred).c_str(), HumanBytes(r.by_category[i]).c_str(),
                   r.bytes > 0
                       ? 100.0 * static_cast<double>(r.by_category[i]) / static_cast<double>(r.bytes)
                       : 0.0);
     out += buf;
   }
-  out += "\nlargest tensors alive at the peak:\n";
+  out += r.inferred ? "\nlargest allocations alive at the peak:\n"
+                    : "\nlargest tensors alive at the peak:\n";
   // The step and call site columns only when some tensor has one; the
   // module column as wide as its longest cell (up to a bound), so the call
   // site after it lines up.
@@ -155,7 +247,7 @@ std::string FormatPeak(const PeakReport& r) {
   auto line = [&](const std::string& bytes, std::string_view category, const std::string& tensor,
                   const std::string& phase, const std::string& step, const std::string& op,
                   const std::string& module, const std::string& call_site) {
-    std::snprintf(buf, sizeof buf, "  %12s  %-16s %-12s %-10s ", bytes.c_str(),
+    std::snprintf(buf, sizeof buf, r.inferred ? "  %12s  %-27s %-12s %-10s " : "  %12s  %-16s %-12s %-10s ", bytes.c_str(),
                   std::string(category).c_str(), tensor.c_str(), phase.c_str());
     std::string l = buf;
     if (steps) {
@@ -172,10 +264,10 @@ std::string FormatPeak(const PeakReport& r) {
     while (!l.empty() && l.back() == ' ') l.pop_back();
     out += l + "\n";
   };
-  line("bytes", "category", "tensor", "phase", "step", "created by", "module", "call site");
+  line("bytes", "category", r.inferred ? "allocation" : "tensor", "phase", "step", "created by",
+       "module", "call site");
   for (const LiveTensor& t : r.largest) {
-    line(HumanBytes(t.bytes), CategoryName(t.category),
-         "T" + std::to_string(t.tensor) + "(v" + std::to_string(t.version) + ")", t.phase, t.step,
+    line(HumanBytes(t.bytes), CategoryLabel(t.category, r.inferred), LiveName(t), t.phase, t.step,
          t.creator_name, t.module, t.call_site);
   }
   return out;
@@ -187,7 +279,10 @@ std::string PeakJson(const PeakReport& r) {
   out += ",\"bytes\":" + std::to_string(r.bytes) + ",\"time_us\":" + std::to_string(r.time_us) +
          ",\"since_start_us\":" + std::to_string(r.since_start_us) +
          ",\"live_tensors\":" + std::to_string(r.live_tensors) +
-         ",\"untracked_bytes\":" + std::to_string(r.untracked_bytes) + ",\"by_category\":{";
+         ",\"untracked_bytes\":" + std::to_string(r.untracked_bytes) +
+         (r.inferred ? ",\"inferred\":true" : "") +
+         (r.max_reserved != 0 ? ",\"max_reserved\":" + std::to_string(r.max_reserved) : "") +
+         ",\"by_category\":{";
   for (int i = 0; i < 8; ++i) {
     out +=
         (i ? "," : "") + JsonString(ExportCategoryName(i)) + ":" + std::to_string(r.by_category[i]);
@@ -195,7 +290,9 @@ std::string PeakJson(const PeakReport& r) {
   out += "},\"largest\":[";
   for (size_t i = 0; i < r.largest.size(); ++i) {
     const LiveTensor& t = r.largest[i];
-    out += std::string(i ? "," : "") + "{\"tensor\":" + std::to_string(t.tensor) +
+    out += std::string(i ? "," : "") +
+           (t.alloc != kNone32 ? "{\"allocation\":" + std::to_string(t.alloc) + ",\"tensor\":null"
+                               : "{\"tensor\":" + std::to_string(t.tensor)) +
            ",\"version\":" + std::to_string(t.version) + ",\"bytes\":" + std::to_string(t.bytes) +
            ",\"category\":" + JsonString(CategoryName(t.category)) +
            ",\"created_by\":" + JsonString(t.creator_name) + ",\"module\":" + JsonString(t.module) +

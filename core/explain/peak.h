@@ -26,6 +26,9 @@ namespace memtl {
 
 struct LiveTensor {
   int64_t tensor = 0;   // tensor id (T<id> in the other outputs)
+  // In a trace without tensors (categories inferred): the allocation
+  // record alive (A<n>, memtl explain's name); kNone32 for a tensor.
+  uint32_t alloc = kNone32;
   int32_t version = 0;  // the version alive at the peak
   int64_t bytes = 0;
   std::optional<Category> category;
@@ -51,7 +54,18 @@ struct PeakReport {
   size_t live_tensors = 0;          // tensors alive at the peak
   int64_t untracked_bytes = 0;      // allocations with no tensor identity, alive then
   std::vector<LiveTensor> largest;  // the `top` largest live tensors, largest first
+  // The categories are inferred (a trace without tensors: `largest` lists
+  // allocations); the outputs say so.
+  bool inferred = false;
+  // The allocator's largest reserved total on the device, where the trace
+  // reports it (a Kineto trace's "Total Reserved"); 0 when not.
+  int64_t max_reserved = 0;
 };
+
+// A category's name as the explaining outputs print it: "ACTIVATION", or
+// "ACTIVATION (inferred)" when `inferred` (unknown stays "unknown").
+std::string CategoryLabel(std::optional<Category> c, bool inferred);
+std::string ExportCategoryLabel(int index, bool inferred);
 
 using PeakInput = ExplainInput;
 
@@ -63,6 +77,8 @@ PeakReport FindPeak(const std::vector<TimelineEvent>& timeline, const CategoryDi
 // The peak of `in.device` and the `top` largest tensors alive at it.
 PeakReport ExplainPeak(const PeakInput& in, size_t top);
 
+// A live entry's name: "T12(v0)" for a tensor, "A7" for an allocation.
+std::string LiveName(const LiveTensor& t);
 // For people: a summary, the categories and a table of the largest tensors
 // (the step and call site columns only when some tensor has one).
 std::string FormatPeak(const PeakReport& report);
