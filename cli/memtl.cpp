@@ -253,15 +253,23 @@ int RunEvents(const Args& args) {
 
 int RunExplain(const Args& args) {
   const auto ref = memtl::ParseTensorRef(args.tensor);
-  if (!ref) {
+  const auto alloc = memtl::ParseAllocationRef(args.tensor);
+  if (!ref && !alloc) {
     return Fail("not a tensor: " + memtl::Quote(args.tensor) +
-                " (write T12 for every version of tensor 12, T12:v1 for one)");
+                " (write T12 for every version of tensor 12, T12:v1 for one; in a Kineto trace, "
+                "A12 for allocation 12)");
   }
   auto c = Categorize(args, memtl::Retain::kAll);
   if (!c.ok()) return Fail(c.status().message());
   const memtl::Analysis& a = *c.value()->analysis;
   const memtl::ExplainInput in = ExplainInputOf(*c.value());
-  auto text = memtl::ExplainTensor({in, *a.sizes, &a.schemas}, *ref, args.format == "json");
+  if (!alloc && in.inferred != nullptr) {
+    return Fail(memtl::QuotePath(args.trace) +
+                ": the trace records no tensors (a Kineto trace); its categories are inferred "
+                "per allocation: name one as A12 (memtl peak lists the largest)");
+  }
+  auto text = alloc ? memtl::ExplainAllocation(in, *alloc, args.format == "json")
+                    : memtl::ExplainTensor({in, *a.sizes, &a.schemas}, *ref, args.format == "json");
   if (!text.ok()) return Fail(memtl::QuotePath(args.trace) + ": " + text.status().message());
   if (int rc = Emit(text.value()); rc != 0) return rc;
   PrintNotes(a.diagnostics);

@@ -38,4 +38,14 @@ struct ExplainTensorInput {
 // error when the trace has no such tensor or version.
 Expected<std::string> ExplainTensor(const ExplainTensorInput& in, const TensorRef& ref, bool json);
 
+// A trace without tensors (a Kineto trace: categories inferred, core/infer/)
+// names its allocation records A0, A1, ... (memtl peak lists them).
+// "A12" -> 12; nullopt when the text is not such a name.
+std::optional<uint32_t> ParseAllocationRef(std::string_view text);
+// Why allocation record `alloc` has its inferred category: the rule, the
+// op that made it and the one that freed it (explain_inferred.cpp). A free
+// is explained as its allocation. An error when the trace has categories
+// proven (in.inferred is null) or no such record.
+Expected<std::string> ExplainAllocation(const ExplainInput& in, uint32_t alloc, bool json);
+
 }  // namespace memtl
