@@ -92,6 +92,7 @@ std::vector<std::string> DiffDevices(const Summary& a, const Summary& b) {
 Summary Summarize(const ExplainInput& in, const std::string& trace_name, size_t top) {
   Summary s;
   s.trace = trace_name;
+  s.inferred = in.inferred != nullptr;
   const std::vector<MemoryTables> tables = ComputeTables(in);
   for (size_t index = 0; index < in.trace.devices.size(); ++index) {
     const auto d = static_cast<DeviceIndex>(index);  // devices fit DeviceIndex (the reader)
@@ -103,6 +104,7 @@ Summary Summarize(const ExplainInput& in, const std::string& trace_name, size_t 
     ds.peak_time_us = peak.time_us;
     ds.since_start_us = peak.since_start_us;
     ds.at_peak = peak.by_category;
+    if (s.inferred) ds.max_reserved = in.trace.devices[d].max_total_reserved;
     CoalescedSizes(in.timeline, in.categories, d, [&](const std::array<int64_t, 9>& row) {
       for (int c = 0; c < 8; ++c) ds.largest[c] = std::max(ds.largest[c], row[c + 1]);
     });
@@ -120,12 +122,21 @@ Summary Summarize(const ExplainInput& in, const std::string& trace_name, size_t 
 std::string FormatSummary(const Summary& s) {
   std::string out;
   if (s.devices.empty()) return "no memory events on any device\n";
+  if (s.inferred) {
+    out +=
+        "categories inferred: the trace records no tensors (memtl explain TRACE A<n> says "
+        "why)\n";
+  }
+  const size_t width = s.inferred ? 28 : 17;
   for (const DeviceSummary& d : s.devices) {
     out += d.device + ": peak " + HumanBytes(d.peak_bytes) + " at " + Ms(d.since_start_us) +
            " from the first row\n";
-    out += "  " + Pad("category", 17) + PadLeft("at the peak", 12) + PadLeft("largest", 12) + "\n";
+    if (d.max_reserved != 0)
+      out += "  the allocator reserved at most " + HumanBytes(d.max_reserved) + "\n";
+    out += "  " + Pad("category", width) + PadLeft("at the peak", 12) + PadLeft("largest", 12) +
+           "\n";
     for (int c = 0; c < 8; ++c) {
-      out += "  " + Pad(std::string(ExportCategoryName(c)), 17) +
+      out += "  " + Pad(ExportCategoryLabel(c, s.inferred), width) +
              PadLeft(HumanBytes(d.at_peak[c]), 12) + PadLeft(HumanBytes(d.largest[c]), 12) + "\n";
     }
     auto table = [&](const char* title, const std::vector<MemoryRow>& rows) {
@@ -142,7 +153,8 @@ std::string FormatSummary(const Summary& s) {
 }
 
 std::string SummaryJson(const Summary& s) {
-  std::string out = "{\"trace\":" + JsonString(s.trace) + ",\"devices\":[";
+  std::string out = "{\"trace\":" + JsonString(s.trace) +
+                    (s.inferred ? ",\"inferred\":true" : "") + ",\"devices\":[";
   for (size_t i = 0; i < s.devices.size(); ++i) {
     const DeviceSummary& d = s.devices[i];
     if (i > 0) out += ",";
@@ -152,7 +164,8 @@ std::string SummaryJson(const Summary& s) {
         ",\"since_start_us\":" + std::to_string(d.since_start_us) +
         ",\"at_peak\":" + ByCategoryJson(d.at_peak) + ",\"largest\":" + ByCategoryJson(d.largest) +
         ",\"top_ops\":" + RowsJson(d.top_ops) + ",\"top_modules\":" + RowsJson(d.top_modules) +
-        ",\"top_call_sites\":" + RowsJson(d.top_call_sites) + "}";
+        ",\"top_call_sites\":" + RowsJson(d.top_call_sites) +
+        (d.max_reserved != 0 ? ",\"max_reserved\":" + std::to_string(d.max_reserved) : "") + "}";
   }
   return out + "]}\n";
 }

@@ -30,11 +30,15 @@ struct DeviceSummary {
   std::vector<MemoryRow> top_ops, top_modules;  // by self bytes at the peak
   // Likewise; empty when the trace names no call site (HasCallSites).
   std::vector<MemoryRow> top_call_sites;
+  // The allocator's largest reserved total, in a trace without tensors that
+  // reports it (a Kineto trace's "Total Reserved"); 0 otherwise.
+  int64_t max_reserved = 0;
 };
 
 struct Summary {
   std::string trace;
   std::vector<DeviceSummary> devices;  // those with memory events, in device order
+  bool inferred = false;  // the categories are inferred (ExplainInput::inferred)
 };
 
 // Reads the stages up to the timeline (Retain::kAll); `top` rows of each table.
