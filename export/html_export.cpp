@@ -38,8 +38,11 @@ std::string Percent(int64_t part, int64_t whole) {
 // colours, and the largest live tensors with what created them.
 std::string PeakSection(const PeakReport& r) {
   std::string html = "<h2>Who holds the memory at the peak</h2>\n<p>";
-  if (!r.largest.empty()) html += std::to_string(r.live_tensors) + " tensors are alive at the peak";
-  if (r.untracked_bytes != 0) {
+  if (!r.largest.empty()) {
+    html += std::to_string(r.live_tensors) +
+            (r.inferred ? " allocations are alive at the peak" : " tensors are alive at the peak");
+  }
+  if (r.untracked_bytes != 0 && !r.inferred) {
     html += (r.largest.empty() ? "At the peak, " : ", and ") + HumanBytes(r.untracked_bytes) +
             " is in allocations with no tensor identity";
   }
@@ -51,7 +54,7 @@ std::string PeakSection(const PeakReport& r) {
   for (int i = 0; i < 8; ++i) {
     if (r.by_category[i] == 0) continue;
     html += std::string("<tr><td><span class=\"sw\" style=\"background:") + kCssColors[i] +
-            "\"></span>" + std::string(ExportCategoryName(i)) + "</td>" +
+            "\"></span>" + Escape(ExportCategoryLabel(i, r.inferred)) + "</td>" +
             Num(r.by_category[i], HumanBytes(r.by_category[i])) +
             Num(r.bytes > 0 ? r.by_category[i] * 1000 / r.bytes : 0,
                 Percent(r.by_category[i], r.bytes)) +
@@ -65,20 +68,23 @@ std::string PeakSection(const PeakReport& r) {
     steps |= !t.step.empty();
     sites |= !t.call_site.empty();
   }
-  html += std::string(
-              "<p>The largest tensors alive then, with the op that created each, the modules "
-              "around it, the phase") +
+  const char* what = r.inferred ? "allocations" : "tensors";
+  html += std::string("<p>The largest ") + what +
+          " alive then, with the op that created each, the modules around it, the phase" +
           (steps ? ", the step" : "") + (sites ? " and the line of Python that called it" : "") +
-          " (<code>memtl peak</code> lists more; <code>memtl explain TRACE T12</code> says why a "
-          "tensor has its category):</p>\n"
+          " (<code>memtl peak</code> lists more; <code>memtl explain TRACE " +
+          (r.inferred ? "A12</code> says which rule inferred an allocation's category"
+                      : "T12</code> says why a tensor has its category") +
+          "):</p>\n"
           "<table class=\"live sortable\">\n<thead><tr><th class=\"n\">bytes</th><th>category</th>"
-          "<th>tensor</th><th>phase</th>" +
+          "<th>" +
+          (r.inferred ? "allocation" : "tensor") + "</th><th>phase</th>" +
           (steps ? "<th>step</th>" : "") + "<th>created by</th><th>module</th>" +
           (sites ? "<th>call site</th>" : "") + "</tr></thead>\n<tbody>\n";
   for (const LiveTensor& t : r.largest) {
-    html += "<tr>" + Num(t.bytes, HumanBytes(t.bytes)) + "<td>" + Escape(CategoryName(t.category)) +
-            "</td><td>T" + std::to_string(t.tensor) + "(v" + std::to_string(t.version) +
-            ")</td><td>" + Escape(t.phase) + "</td>" +
+    html += "<tr>" + Num(t.bytes, HumanBytes(t.bytes)) + "<td>" +
+            Escape(CategoryLabel(t.category, r.inferred)) + "</td><td>" + LiveName(t) +
+            "</td><td>" + Escape(t.phase) + "</td>" +
             (steps ? "<td>" + Escape(t.step) + "</td>" : "") + "<td>" + Escape(t.creator_name) +
             "</td><td>" + Escape(t.module) + "</td>" +
             (sites ? "<td class=\"name\">" + Escape(t.call_site) + "</td>" : "") + "</tr>\n";
@@ -143,7 +149,7 @@ std::string TablesSection(const MemoryTables& t) {
 
 // One sentence on how the timeline's peak differs from the allocator's
 // counters, naming only the counters the trace has.
-std::string PeakNote(const DeviceInfo* info) {
+std::string PeakNote(const DeviceInfo* info, bool reserved_line) {
   std::string s =
       "<p class=\"note\">The peak is the timeline's: the bytes of every tensor alive at one "
       "time, including tensors allocated before profiling started";
@@ -154,8 +160,11 @@ std::string PeakNote(const DeviceInfo* info) {
   if (info->max_total_reserved != 0) s += ", max reserved " + HumanBytes(info->max_total_reserved);
   return s +
          "), is the allocator's running total: it counts memory no profiled tensor used and, "
-         "on the CPU, only what was allocated while profiling, so the two need not "
-         "agree.</p>\n";
+         "on the CPU, only what was allocated while profiling, so the two need not agree." +
+         (reserved_line ? " The chart's black line is the allocator's reserved total (Total "
+                          "Reserved: what its cache holds from the device), not a category."
+                        : "") +
+         "</p>\n";
 }
 
 // The chart's data for report.js: times as offsets from the first point
@@ -183,7 +192,17 @@ std::string DeviceJson(const DeviceReport& d) {
     j += std::string(i ? "," : "") + "[" + JsonString(o.op) + "," + JsonString(o.module) + "," +
          JsonString(o.phase) + "]";
   }
-  return j + "],\"peak\":{\"bytes\":" + std::to_string(d.peak.bytes) +
+  j += "]";
+  // The reserved line, in the chart's times (only where the trace has it).
+  if (!d.reserved.empty()) {
+    j += ",\"reserved\":[";
+    for (size_t i = 0; i < d.reserved.size(); ++i) {
+      j += std::string(i ? ",[" : "[") + std::to_string(d.reserved[i].first - first) + "," +
+           std::to_string(d.reserved[i].second) + "]";
+    }
+    j += "]";
+  }
+  return j + ",\"peak\":{\"bytes\":" + std::to_string(d.peak.bytes) +
          ",\"us\":" + std::to_string(d.peak.time_us - first) + "}}";
 }
 
@@ -191,7 +210,10 @@ std::string DataJson(const Report& report, const std::string& source, size_t sel
   std::string j = "{\"source\":" + JsonString(source) +
                   ",\"selected\":" + std::to_string(selected) + ",\"categories\":[";
   for (int c = 0; c < 8; ++c) j += (c ? "," : "") + JsonString(ExportCategoryName(c));
-  j += "],\"colors\":[";
+  j += "],";
+  // Only where the categories are inferred, so that other reports keep their bytes.
+  if (report.inferred) j += "\"inferred\":true,";
+  j += "\"colors\":[";
   for (int c = 0; c < 8; ++c) j += std::string(c ? ",\"" : "\"") + kCssColors[c] + "\"";
   j += "],\"steps\":[";
   for (size_t i = 0; i < report.steps.size(); ++i) {
@@ -213,7 +235,7 @@ std::string DataJson(const Report& report, const std::string& source, size_t sel
 
 // The device's section: its peak, chart, plot, peak tables and memory tables.
 Expected<std::string> DeviceSection(const ExportInput& in, const DeviceReport& d, size_t index,
-                                    bool shown) {
+                                    bool shown, bool inferred) {
   const PeakReport& peak = d.peak;
   const DeviceInfo* info =
       d.device < in.trace.devices.size() ? &in.trace.devices[d.device] : nullptr;
@@ -222,7 +244,7 @@ Expected<std::string> DeviceSection(const ExportInput& in, const DeviceReport& d
   html += "<p class=\"peak\">Peak of " + Escape(d.name) + ": <b>" + HumanBytes(peak.bytes) +
           "</b> at " + Ms(peak.since_start_us) + " after the first point (" +
           std::to_string(d.series.rows) + " points).</p>\n";
-  html += PeakNote(info);
+  html += PeakNote(info, !d.reserved.empty());
   if (report_assets::kChartMissing.empty()) {
     html +=
         "<div class=\"chart-box\"><div class=\"toggles\"></div><div class=\"chart-wrap\">"
@@ -241,7 +263,8 @@ Expected<std::string> DeviceSection(const ExportInput& in, const DeviceReport& d
   }
 
   PlotOptions options;
-  options.title = d.name + ": peak " + HumanBytes(peak.bytes) + " at " + Ms(peak.since_start_us);
+  options.title = d.name + ": peak " + HumanBytes(peak.bytes) + " at " + Ms(peak.since_start_us) +
+                  (inferred ? " (categories inferred)" : "");
   const PlotRows rows = [&](const std::function<void(int64_t, const std::array<int64_t, 9>&)>& fn) {
     CoalescedRows(in.timeline, in.categories, d.device, fn);
   };
@@ -306,13 +329,21 @@ Expected<std::string> HtmlReport(const ExportInput& in, DeviceIndex device) {
         "and the memory tables by op and module need the analysis.</p>\n";
   }
   if (!in.note.empty()) html += "<p><b>Note:</b> " + Escape(in.note) + ".</p>\n";
+  if (report.inferred) {
+    html +=
+        "<p class=\"note inferred\"><b>Categories are inferred</b>, not proven: the trace "
+        "records no tensors, so each allocation's category comes from the scopes around it "
+        "(backward functions, optimizer steps, nn.Module calls) and its lifetime; every "
+        "category is marked \"(inferred)\". <code>memtl explain TRACE A12</code> names the "
+        "rule; an execution trace of the same run (<code>--et</code>) proves them.</p>\n";
+  }
   if (report.devices.empty() || report.devices[selected].device != device) {
     html += device < in.trace.devices.size()
                 ? "<p>No memory events on " + Escape(wanted) + ".</p>\n"
                 : "<p>No memory events.</p>\n";
   }
   for (size_t i = 0; i < report.devices.size(); ++i) {
-    auto section = DeviceSection(in, report.devices[i], i, i == selected);
+    auto section = DeviceSection(in, report.devices[i], i, i == selected, report.inferred);
     if (!section.ok()) return section.status();
     html += section.value();
   }

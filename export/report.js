@@ -19,6 +19,20 @@
     return u === 0 ? v.toFixed(0) + ' B' : v.toFixed(1) + ' ' + UNITS[u];
   }
 
+  // A category's name as shown: "(inferred)" after it where the trace
+  // records no tensors (data.inferred), unknown aside.
+  function label(name) {
+    return data.inferred && name !== 'Unknown' ? name + ' (inferred)' : name;
+  }
+
+  // The allocator's reserved total at `us` (dev.reserved: [us, bytes] where
+  // it changes); null before its first point or where the trace has none.
+  function reservedAt(dev, us) {
+    var r = dev.reserved, v = null;
+    for (var i = 0; r && i < r.length && r[i][0] <= us; ++i) v = r[i][1];
+    return v;
+  }
+
   function esc(s) {
     return String(s).replace(/[&<>"']/g, function (c) {
       return {'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;'}[c];
@@ -76,12 +90,17 @@
       total += vis[i] ? b : 0;
       html += '<tr class="cat' + (vis[i] ? '' : ' off') + '" data-category="' +
               data.categories[i] + '" data-bytes="' + b + '"><td><span class="sw" style="background:' +
-              data.colors[i] + '"></span>' + data.categories[i] + '</td><td class="n">' +
-              human(b) + '</td></tr>';
+              data.colors[i] + '"></span>' + esc(label(data.categories[i])) +
+              '</td><td class="n">' + human(b) + '</td></tr>';
     }
     html += '<tr class="total" data-bytes="' + total + '"><td><b>shown</b></td><td class="n"><b>' +
-            human(total) + '</b></td></tr></table>';
-    return html;
+            human(total) + '</b></td></tr>';
+    var reserved = reservedAt(dev, dev.t[row]);
+    if (reserved !== null) {
+      html += '<tr class="reserved" data-bytes="' + reserved + '"><td>reserved (allocator)</td>' +
+              '<td class="n">' + human(reserved) + '</td></tr>';
+    }
+    return html + '</table>';
   }
 
   // The peak and step markers over the chart, placed after every redraw.
@@ -134,7 +153,37 @@
       var next = i + 1 < data.steps.length ? (data.steps[i + 1][1] - dev.first_us) / 1000 : Infinity;
       if (x <= last && next > 0) addMarker(wrap, 'step', Math.max(x, 0), s[0]);
     });
-    var g = new Dygraph(wrap.querySelector('.chart'), rows, {
+    // The allocator's reserved total is a line of its own over the stack,
+    // not a category: drawn under the areas as steps, and the y range
+    // made to hold it.
+    var options = {};
+    if (dev.reserved && dev.reserved.length) {
+      var top = 0;
+      dev.v.forEach(function (v) {
+        top = Math.max(top, v.reduce(function (a, b) { return a + b; }, 0));
+      });
+      dev.reserved.forEach(function (p) {
+        top = Math.max(top, p[1]);
+      });
+      options.valueRange = [0, top * 1.05];
+      options.underlayCallback = function (ctx, area, graph) {
+        var r = dev.reserved;
+        ctx.save();
+        ctx.strokeStyle = '#000';
+        ctx.lineWidth = 1.5;
+        ctx.beginPath();
+        for (var i = 0; i < r.length; ++i) {
+          var end = i + 1 < r.length ? r[i + 1][0] : Math.max(r[i][0], dev.t[dev.t.length - 1]);
+          var a = graph.toDomCoords(r[i][0] / 1000, r[i][1]);
+          var b = graph.toDomCoords(end / 1000, r[i][1]);
+          if (i === 0) ctx.moveTo(a[0], a[1]); else ctx.lineTo(a[0], a[1]);
+          ctx.lineTo(b[0], b[1]);
+        }
+        ctx.stroke();
+        ctx.restore();
+      };
+    }
+    var g = new Dygraph(wrap.querySelector('.chart'), rows, Object.assign(options, {
       labels: ['ms'].concat(data.categories.slice().reverse()),
       colors: data.colors.slice().reverse(),
       stackedGraph: true,
@@ -156,7 +205,7 @@
       drawCallback: function (graph) {
         placeMarkers(dev, wrap, graph);
       },
-    });
+    }));
     charts[index] = g;
     // A toggle per category: hiding one restacks the others.
     var toggles = box.querySelector('.toggles');
@@ -164,7 +213,7 @@
       var label = document.createElement('label');
       label.innerHTML = '<input type="checkbox" checked data-category="' + name +
                         '"> <span class="sw" style="background:' + data.colors[i] + '"></span>' +
-                        name;
+                        esc(label(name));
       label.querySelector('input').addEventListener('change', function (e) {
         g.setVisibility(n - 1 - i, e.target.checked);
       });

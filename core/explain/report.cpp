@@ -125,6 +125,7 @@ ChartSeries SampleRows(const std::vector<TimelineEvent>& timeline, const Categor
 Report MakeReport(const ExplainInput& in, size_t top, const PeakReport* known) {
   const Trace& trace = in.trace;
   Report report;
+  report.inferred = in.inferred != nullptr;
   const std::vector<MemoryTables> tables = ComputeTables(in);
 
   // Top-level ops by start time, for the op running at each point.

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "core/explain/peak.h"
@@ -66,6 +67,10 @@ struct DeviceReport {
   MemoryTables tables;
   bool has_tables = false;  // false: made from the timeline alone
   ChartSeries series;
+  // The allocator's reserved total where it changes (time in us, bytes),
+  // when the trace reports it (a Kineto trace's "Total Reserved"): the
+  // chart draws it as a line of its own, not a category.
+  std::vector<std::pair<int64_t, int64_t>> reserved;
 };
 
 struct ProfilerStep {
@@ -76,6 +81,7 @@ struct ProfilerStep {
 struct Report {
   std::vector<DeviceReport> devices;  // those with memory events, in device order
   std::vector<ProfilerStep> steps;    // by time
+  bool inferred = false;              // the categories are inferred (ExplainInput::inferred)
 };
 
 // The whole report; `top` largest tensors alive at each device's peak.

@@ -383,6 +383,20 @@ Expected<DeviceIndex> ResolveDevice(const Trace& trace, const std::string& reque
   return static_cast<DeviceIndex>(trace.devices.size());  // no such device: an empty export
 }
 
+namespace {
+
+// The reserved totals into the report's devices (DeviceReport::reserved),
+// in the chart's times (PyTorch's microseconds).
+void AddReserved(const std::vector<ReservedPoint>& reserved, Report& report) {
+  for (DeviceReport& d : report.devices) {
+    for (const ReservedPoint& p : reserved) {
+      if (p.device == d.device) d.reserved.emplace_back(PyTrueDivTrunc1000(p.time_ns), p.bytes);
+    }
+  }
+}
+
+}  // namespace
+
 Expected<std::unique_ptr<Categorized>> Categorize(std::unique_ptr<Analysis> analysis,
                                                   const PipelineOptions& options) {
   Analysis& a = *analysis;
@@ -437,6 +451,7 @@ Expected<std::unique_ptr<Categorized>> Categorize(std::unique_ptr<Analysis> anal
     // The export device's peak is made once when both ask for it.
     const bool same_peak = options.explain_peak == kReportLargestTensors;
     c->report = MakeReport(in, kReportLargestTensors, same_peak ? &*c->peak : nullptr);
+    AddReserved(a.reserved, *c->report);
     a.timer.Mark("report");
   }
   if (explain && release_after_passes) ReleaseAfterPasses(a);
@@ -484,6 +499,7 @@ Expected<std::unique_ptr<Analysis>> AnalyzeFile(const std::string& path,
   if (!input.ok()) return input.status();
   const InputFormat format = input.value().format;
   Diagnostics read_diagnostics;
+  std::vector<ReservedPoint> reserved;
   std::optional<Trace> trace;
   // A Kineto trace alone records no tensors: its categories are inferred.
   const bool infer = format == InputFormat::kKineto && options.et_path.empty();
@@ -494,6 +510,7 @@ Expected<std::unique_ptr<Analysis>> AnalyzeFile(const std::string& path,
       info = k.value().info;
       read_diagnostics = std::move(k.value().diagnostics);
       trace = std::move(k.value().trace);
+      reserved = std::move(k.value().reserved);
       break;
     }
     case InputFormat::kRawTimeline: {
@@ -528,6 +545,7 @@ Expected<std::unique_ptr<Analysis>> AnalyzeFile(const std::string& path,
   if (a.ok()) {
     a.value()->read_info = info;
     a.value()->diagnostics.Merge(read_diagnostics);
+    a.value()->reserved = std::move(reserved);
   }
   return a;
 }

@@ -22,6 +22,7 @@
 #include "core/identity/identity.h"
 #include "core/infer/infer.h"
 #include "core/model/diagnostics.h"
+#include "core/read/kineto_reader.h"
 #include "core/read/raw_timeline.h"
 #include "core/read/trace_reader.h"
 #include "core/schema/schema.h"
@@ -97,6 +98,9 @@ struct Analysis {
   // read without an execution trace; core/infer/), per allocation record;
   // empty when the passes categorize the trace. The timeline keeps them.
   InferredCategories inferred;
+  // A Kineto trace's "Total Reserved" where it changes, per device that
+  // reports one (KinetoRead::reserved): the HTML report's reserved line.
+  std::vector<ReservedPoint> reserved;
   // A PyTorch raw timeline (AnalyzeFile): it is the categorized timeline
   // already, so Categorize turns its rows into the timeline and takes no
   // other stage. The trace then holds one device and a key per category,

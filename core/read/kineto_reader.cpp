@@ -229,6 +229,26 @@ std::vector<int64_t> CheckTotals(const Trace& t, const std::vector<KinetoEvent>&
   return unseen;
 }
 
+// The reserved totals where they change, in time order, of the devices
+// that report one other than 0.
+std::vector<ReservedPoint> ReservedSeries(const std::vector<KinetoEvent>& ev,
+                                          const std::vector<KinetoMemory>& mem,
+                                          const std::vector<uint32_t>& by_time, int64_t base_ns,
+                                          size_t num_devices) {
+  std::vector<ReservedPoint> points;
+  std::vector<int64_t> last(num_devices, -1);
+  std::vector<bool> nonzero(num_devices, false);
+  for (const uint32_t i : by_time) {
+    const KinetoMemory& m = mem[ev[i].ref];
+    if (!m.has_reserved || m.total_reserved == last[m.device]) continue;
+    last[m.device] = m.total_reserved;
+    nonzero[m.device] = nonzero[m.device] || m.total_reserved != 0;
+    points.push_back({base_ns + ev[i].ts, m.total_reserved, m.device});
+  }
+  std::erase_if(points, [&](const ReservedPoint& p) { return !nonzero[p.device]; });
+  return points;
+}
+
 Expected<KinetoRead> Build(KinetoParser& p, KinetoRead r, const std::string& name) {
   Trace& t = r.trace;
   if (p.memory.empty()) {
@@ -261,6 +281,7 @@ Expected<KinetoRead> Build(KinetoParser& p, KinetoRead r, const std::string& nam
   }
   const std::vector<int64_t> unseen =
       CheckTotals(t, p.events, p.memory, by_time, replay, p.base_ns, r.diagnostics);
+  r.reserved = ReservedSeries(p.events, p.memory, by_time, p.base_ns, t.devices.size());
 
   // Memory from before the profile that the events never free: one
   // allocation per device at its first memory event, as a root.

@@ -36,10 +36,21 @@
 
 namespace memtl {
 
+// The allocator's "Total Reserved" after a memory event where it changed,
+// in time order (the HTML report draws it as a line per device).
+struct ReservedPoint {
+  int64_t time_ns = 0;
+  int64_t bytes = 0;
+  DeviceIndex device = 0;
+};
+
 struct KinetoRead {
   Trace trace;
   Diagnostics diagnostics;
   ReadInfo info;
+  // Per device that reports a reserved total other than 0, its changes;
+  // empty when none does (the CPU allocator reports 0).
+  std::vector<ReservedPoint> reserved;
   // With ReadOptions::et_path, per op record (Trace::ops), its "Record
   // function id" (0: none) and its end time in ns, for the join.
   std::vector<uint32_t> op_rf;
