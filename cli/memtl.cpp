@@ -233,9 +233,9 @@ int RunPeak(const Args& args) {
 // (shapes when the reader kept them).
 memtl::ExplainInput ExplainInputOf(const memtl::Categorized& c) {
   const memtl::Analysis& a = *c.analysis;
-  return memtl::ExplainInput{a.trace,      a.keys,     *a.tree,        *a.graph,
-                             c.categories, c.timeline, c.device,       &a.key_shapes,
-                             c.inferred ? &a.inferred : nullptr};
+  return memtl::ExplainInput{a.trace,  a.keys,        *a.tree,
+                             *a.graph, c.categories,  c.timeline,
+                             c.device, &a.key_shapes, c.inferred ? &a.inferred : nullptr};
 }
 
 int RunEvents(const Args& args) {

@@ -79,12 +79,14 @@ Expected<std::string> ExplainAllocation(const ExplainInput& in, uint32_t alloc, 
   const InferRule rule = inf.rule[a];
   const int64_t bytes = info.bytes > 0 ? info.bytes : -info.bytes;
   std::string text = name + (a != alloc ? " (pairs with A" + std::to_string(a) + ")" : "") + "\n";
-  std::string j = "{\"allocation\":" + std::to_string(alloc) + ",\"category\":" +
-                  JsonString(std::string(CategoryName(category))) + ",\"inferred\":true";
+  std::string j = "{\"allocation\":" + std::to_string(alloc) +
+                  ",\"category\":" + JsonString(std::string(CategoryName(category))) +
+                  ",\"inferred\":true";
   text += "  category: " + CategoryLabel(category, true) + "\n";
   text += "  size: " + HumanBytes(bytes) + " (" + std::to_string(bytes) + " bytes) on " +
           t.devices[info.device].name + "\n";
-  j += ",\"bytes\":" + std::to_string(bytes) + ",\"device\":" + JsonString(t.devices[info.device].name);
+  j += ",\"bytes\":" + std::to_string(bytes) +
+       ",\"device\":" + JsonString(t.devices[info.device].name);
   std::string where_json = "null", free_json = "null";
   if (info.bytes < 0) {
     text += "  allocated: before the profile\n";

@@ -58,9 +58,9 @@ void LargestAllocations(const PeakInput& c, size_t top, PeakReport& r) {
   for (uint32_t a = 0; a < n; ++a) {
     const AllocInfo& info = trace.allocs[a];
     if (info.device != c.device || event_of[a] == kNone32 || inf.pair[a] != kNone32) continue;
-    const bool alive = info.bytes > 0 ? us(a) <= r.time_us && (free_of[a] == kNone32 ||
-                                                                us(free_of[a]) > r.time_us)
-                                      : us(a) > r.time_us;  // memory from before the profile
+    const bool alive =
+        info.bytes > 0 ? us(a) <= r.time_us && (free_of[a] == kNone32 || us(free_of[a]) > r.time_us)
+                       : us(a) > r.time_us;  // memory from before the profile
     if (alive) live.push_back(a);
   }
   r.live_tensors = live.size();
@@ -84,7 +84,7 @@ void LargestAllocations(const PeakInput& c, size_t top, PeakReport& r) {
       t.creator = p;
       break;
     }
-    t.creator_name = before ? "before the profile"
+    t.creator_name = before                 ? "before the profile"
                      : t.creator == kNone32 ? "[memory]"
                                             : trace.Name(trace.events[t.creator]);
     EventContext where = ContextOf(trace, c.tree, before ? kNone32 : event_of[a]);
@@ -198,9 +198,9 @@ PeakReport ExplainPeak(const PeakInput& c, size_t top) {
 }
 
 std::string LiveName(const LiveTensor& t) {
-  return t.alloc != kNone32 ? "A" + std::to_string(t.alloc)
-                            : "T" + std::to_string(t.tensor) + "(v" + std::to_string(t.version) +
-                                  ")";
+  return t.alloc != kNone32
+             ? "A" + std::to_string(t.alloc)
+             : "T" + std::to_string(t.tensor) + "(v" + std::to_string(t.version) + ")";
 }
 
 std::string FormatPeak(const PeakReport& r) {
@@ -224,11 +224,11 @@ std::string FormatPeak(const PeakReport& r) {
   out += "\nby category:\n";
   for (int i = 0; i < 8; ++i) {
     if (r.by_category[i] == 0) continue;
-    std::snprintf(buf, sizeof buf, r.inferred ? "  %-27s %12s  %5.1f%%\n" : "  %-16s %12s  %5.1f%%\n",
-                  ExportCategoryLabel(i, r.inferred).c_str(), HumanBytes(r.by_category[i]).c_str(),
-                  r.bytes > 0
-                      ? 100.0 * static_cast<double>(r.by_category[i]) / static_cast<double>(r.bytes)
-                      : 0.0);
+    std::snprintf(
+        buf, sizeof buf, r.inferred ? "  %-27s %12s  %5.1f%%\n" : "  %-16s %12s  %5.1f%%\n",
+        ExportCategoryLabel(i, r.inferred).c_str(), HumanBytes(r.by_category[i]).c_str(),
+        r.bytes > 0 ? 100.0 * static_cast<double>(r.by_category[i]) / static_cast<double>(r.bytes)
+                    : 0.0);
     out += buf;
   }
   out += r.inferred ? "\nlargest allocations alive at the peak:\n"
@@ -247,8 +247,9 @@ std::string FormatPeak(const PeakReport& r) {
   auto line = [&](const std::string& bytes, std::string_view category, const std::string& tensor,
                   const std::string& phase, const std::string& step, const std::string& op,
                   const std::string& module, const std::string& call_site) {
-    std::snprintf(buf, sizeof buf, r.inferred ? "  %12s  %-27s %-12s %-10s " : "  %12s  %-16s %-12s %-10s ", bytes.c_str(),
-                  std::string(category).c_str(), tensor.c_str(), phase.c_str());
+    std::snprintf(buf, sizeof buf,
+                  r.inferred ? "  %12s  %-27s %-12s %-10s " : "  %12s  %-16s %-12s %-10s ",
+                  bytes.c_str(), std::string(category).c_str(), tensor.c_str(), phase.c_str());
     std::string l = buf;
     if (steps) {
       std::snprintf(buf, sizeof buf, "%-16s ", step.c_str());

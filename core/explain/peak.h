@@ -25,7 +25,7 @@
 namespace memtl {
 
 struct LiveTensor {
-  int64_t tensor = 0;   // tensor id (T<id> in the other outputs)
+  int64_t tensor = 0;  // tensor id (T<id> in the other outputs)
   // In a trace without tensors (categories inferred): the allocation
   // record alive (A<n>, memtl explain's name); kNone32 for a tensor.
   uint32_t alloc = kNone32;

@@ -133,8 +133,8 @@ std::string FormatSummary(const Summary& s) {
            " from the first row\n";
     if (d.max_reserved != 0)
       out += "  the allocator reserved at most " + HumanBytes(d.max_reserved) + "\n";
-    out += "  " + Pad("category", width) + PadLeft("at the peak", 12) + PadLeft("largest", 12) +
-           "\n";
+    out +=
+        "  " + Pad("category", width) + PadLeft("at the peak", 12) + PadLeft("largest", 12) + "\n";
     for (int c = 0; c < 8; ++c) {
       out += "  " + Pad(ExportCategoryLabel(c, s.inferred), width) +
              PadLeft(HumanBytes(d.at_peak[c]), 12) + PadLeft(HumanBytes(d.largest[c]), 12) + "\n";
@@ -153,8 +153,8 @@ std::string FormatSummary(const Summary& s) {
 }
 
 std::string SummaryJson(const Summary& s) {
-  std::string out = "{\"trace\":" + JsonString(s.trace) +
-                    (s.inferred ? ",\"inferred\":true" : "") + ",\"devices\":[";
+  std::string out = "{\"trace\":" + JsonString(s.trace) + (s.inferred ? ",\"inferred\":true" : "") +
+                    ",\"devices\":[";
   for (size_t i = 0; i < s.devices.size(); ++i) {
     const DeviceSummary& d = s.devices[i];
     if (i > 0) out += ",";

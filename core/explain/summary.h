@@ -38,7 +38,7 @@ struct DeviceSummary {
 struct Summary {
   std::string trace;
   std::vector<DeviceSummary> devices;  // those with memory events, in device order
-  bool inferred = false;  // the categories are inferred (ExplainInput::inferred)
+  bool inferred = false;               // the categories are inferred (ExplainInput::inferred)
 };
 
 // Reads the stages up to the timeline (Retain::kAll); `top` rows of each table.

@@ -26,9 +26,9 @@ std::string_view FrameFunction(std::string_view name) {
   return colon == std::string_view::npos ? std::string_view() : name.substr(colon + 3);
 }
 
-Own OwnScopeOfOp(std::string_view name, RecordScope scope) {
-  if (scope == RecordScope::kBackwardFunction || name.starts_with(kEvaluate))
-    return Own::kBackward;
+// By the name alone (a backward function's scope is the op's own, apart).
+Own OwnScopeOfOpName(std::string_view name) {
+  if (name.starts_with(kEvaluate)) return Own::kBackward;
   if (name.starts_with("Optimizer.step#")) return Own::kOptimizer;
   if (name.starts_with("Optimizer.zero_grad#")) return Own::kZeroGrad;
   return Own::kInherit;
@@ -120,17 +120,17 @@ Evidence GatherEvidence(const OpTree& tree) {
     if (x.kind == EventKind::kOp) {
       const OpInfo& op = t.ops[x.payload];
       if (op_own[op.name] == kUnseen)
-        op_own[op.name] = static_cast<uint8_t>(OwnScopeOfOp(t.strings.Get(op.name), op.scope));
+        op_own[op.name] = static_cast<uint8_t>(OwnScopeOfOpName(t.strings.Get(op.name)));
       own = static_cast<Own>(op_own[op.name]);
+      // autograd's evaluate_function wrapper is in backward but no node.
+      const bool wrapper = own == Own::kBackward;
+      if (op.scope == RecordScope::kBackwardFunction) own = Own::kBackward;
       // A backward function is a node of its own; other ops are the node
       // of everything under them unless an op around them is one already.
-      const bool wrapper = own == Own::kBackward && op.scope != RecordScope::kBackwardFunction;
       const bool annotation = op.scope == RecordScope::kUserScope;
-      if (op.scope == RecordScope::kBackwardFunction) {
-        node = e;
-      } else if (node == kNone32 && !wrapper && !annotation) {
-        node = e;
-      }
+      const bool own_node = op.scope == RecordScope::kBackwardFunction ||
+                            (node == kNone32 && !wrapper && !annotation);
+      if (own_node) node = e;
     } else if (x.kind == EventKind::kPy) {
       const uint32_t name = t.py_names[x.payload];
       if (py_own[name] == kUnseen) {

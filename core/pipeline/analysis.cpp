@@ -440,13 +440,13 @@ Expected<std::unique_ptr<Categorized>> Categorize(std::unique_ptr<Analysis> anal
   a.timer.Mark("timeline");
   const InferredCategories* inferred = c->inferred ? &a.inferred : nullptr;
   if (options.explain_peak) {
-    c->peak = ExplainPeak(PeakInput{a.trace, a.keys, *a.tree, *a.graph, c->categories,
-                                    c->timeline, c->device, nullptr, inferred},
+    c->peak = ExplainPeak(PeakInput{a.trace, a.keys, *a.tree, *a.graph, c->categories, c->timeline,
+                                    c->device, nullptr, inferred},
                           *options.explain_peak);
     a.timer.Mark("peak");
   }
   if (options.report) {
-    const ExplainInput in{a.trace,       a.keys,      *a.tree,  *a.graph, c->categories,
+    const ExplainInput in{a.trace,     a.keys,    *a.tree, *a.graph, c->categories,
                           c->timeline, c->device, nullptr, inferred};
     // The export device's peak is made once when both ask for it.
     const bool same_peak = options.explain_peak == kReportLargestTensors;

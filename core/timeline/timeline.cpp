@@ -426,7 +426,8 @@ std::string FormatTimeline(const Trace& trace, const KeyTable& keys,
                                         std::to_string(e.version) + ")"
                                   : std::string("[memory]");
     std::string cat(e.has_key() ? CategoryName(cats.Get(e.key, e.version)) : "unknown");
-    if (const auto inferred = e.inferred()) cat = std::string(CategoryName(inferred)) + " (inferred)";
+    if (const auto inferred = e.inferred())
+      cat = std::string(CategoryName(inferred)) + " (inferred)";
     if (e.action == Action::kIncrementVersion && e.has_key()) {
       const std::string next(CategoryName(cats.Get(e.key, e.version + 1)));
       if (next != cat) cat += " -> " + next;

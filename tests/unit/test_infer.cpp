@@ -40,33 +40,32 @@ std::string Doc(const std::vector<std::string>& events) {
 
 // One step with every rule's case; sizes name the cases.
 std::vector<std::string> StepEvents() {
-  return {
-      // The batch, before the forward, alive at its start: INPUT.
-      Ev("cpu_op", "aten::ones", "1", "2"), Mem("1.5", 16, 0x300),
-      // A tensor made before the forward and freed before it starts: unknown.
-      Ev("cpu_op", "aten::empty", "4", "1"), Mem("4.5", 24, 0x310), Mem("6", -24, 0x310),
-      // The forward: a module's output (freed in backward) and a temporary.
-      Ev("python_function", "nn.Module: Linear_0", "10", "20"),
-      Ev("cpu_op", "aten::linear", "11", "10"), Mem("12", 1000, 0x100), Mem("13", 32, 0x200),
-      Mem("14", -32, 0x200),
-      // A module output freed in the forward: still an activation.
-      Ev("cpu_op", "aten::relu", "22", "5"), Mem("23", 1100, 0x110), Mem("29", -1100, 0x110),
-      // The loss, between the forward and the backward.
-      Ev("cpu_op", "aten::mse_loss", "40", "5"), Mem("41", 40, 0x400),
-      // The backward: a gradient (kept), an autograd detail (freed within the
-      // backward pass, in the evaluate_function wrapper), the forward's output
-      // and the loss freed.
-      Ev("cpu_op", "autograd::engine::evaluate_function: MmBackward0", "50", "20"),
-      Ev("cpu_op", "MmBackward0", "51", "18"), Ev("cpu_op", "aten::mm", "52", "5"),
-      Mem("53", 2000, 0x500), Mem("54", 3000, 0x600), Mem("60", -1000, 0x100),
-      Mem("69.5", -3000, 0x600), Mem("71", -40, 0x400),
-      // The optimizer step: its state (kept) and a value made and freed in it.
-      Ev("user_annotation", "Optimizer.step#SGD.step", "80", "10"),
-      Ev("cpu_op", "aten::clone", "81", "2"), Mem("82", 4000, 0x700),
-      Ev("cpu_op", "aten::add", "84", "2"), Mem("85", 5000, 0x800), Mem("88", -5000, 0x800),
-      // zero_grad frees the gradient and one from before the profile.
-      Ev("user_annotation", "Optimizer.zero_grad#SGD.zero_grad", "95", "3"),
-      Mem("96", -2000, 0x500), Mem("97", -6000, 0x900)};
+  return {// The batch, before the forward, alive at its start: INPUT.
+          Ev("cpu_op", "aten::ones", "1", "2"), Mem("1.5", 16, 0x300),
+          // A tensor made before the forward and freed before it starts: unknown.
+          Ev("cpu_op", "aten::empty", "4", "1"), Mem("4.5", 24, 0x310), Mem("6", -24, 0x310),
+          // The forward: a module's output (freed in backward) and a temporary.
+          Ev("python_function", "nn.Module: Linear_0", "10", "20"),
+          Ev("cpu_op", "aten::linear", "11", "10"), Mem("12", 1000, 0x100), Mem("13", 32, 0x200),
+          Mem("14", -32, 0x200),
+          // A module output freed in the forward: still an activation.
+          Ev("cpu_op", "aten::relu", "22", "5"), Mem("23", 1100, 0x110), Mem("29", -1100, 0x110),
+          // The loss, between the forward and the backward.
+          Ev("cpu_op", "aten::mse_loss", "40", "5"), Mem("41", 40, 0x400),
+          // The backward: a gradient (kept), an autograd detail (freed within the
+          // backward pass, in the evaluate_function wrapper), the forward's output
+          // and the loss freed.
+          Ev("cpu_op", "autograd::engine::evaluate_function: MmBackward0", "50", "20"),
+          Ev("cpu_op", "MmBackward0", "51", "18"), Ev("cpu_op", "aten::mm", "52", "5"),
+          Mem("53", 2000, 0x500), Mem("54", 3000, 0x600), Mem("60", -1000, 0x100),
+          Mem("69.5", -3000, 0x600), Mem("71", -40, 0x400),
+          // The optimizer step: its state (kept) and a value made and freed in it.
+          Ev("user_annotation", "Optimizer.step#SGD.step", "80", "10"),
+          Ev("cpu_op", "aten::clone", "81", "2"), Mem("82", 4000, 0x700),
+          Ev("cpu_op", "aten::add", "84", "2"), Mem("85", 5000, 0x800), Mem("88", -5000, 0x800),
+          // zero_grad frees the gradient and one from before the profile.
+          Ev("user_annotation", "Optimizer.zero_grad#SGD.zero_grad", "95", "3"),
+          Mem("96", -2000, 0x500), Mem("97", -6000, 0x900)};
 }
 
 struct Inferred {
@@ -127,13 +126,13 @@ TEST_CASE("infer: the loss, kept past the backward") {
 }
 
 TEST_CASE("infer: parameters made by module construction, and memory from before the profile") {
-  const Inferred r = Run({
-      Ev("python_function", "torch/nn/modules/linear.py(99): __init__", "1", "5"),
-      Ev("cpu_op", "aten::empty", "2", "1"), Mem("2.5", 512, 0x10),  // kept: PARAMETER
-      Ev("cpu_op", "aten::empty", "4", "1"), Mem("4.5", 8, 0x20),   // freed in its op
-      Mem("4.8", -8, 0x20),
-      Ev("cpu_op", "aten::empty", "5.1", "0.5"), Mem("5.2", 128, 0x30),  // freed after it
-      Mem("5.9", -128, 0x30)});
+  const Inferred r =
+      Run({Ev("python_function", "torch/nn/modules/linear.py(99): __init__", "1", "5"),
+           Ev("cpu_op", "aten::empty", "2", "1"), Mem("2.5", 512, 0x10),  // kept: PARAMETER
+           Ev("cpu_op", "aten::empty", "4", "1"), Mem("4.5", 8, 0x20),    // freed in its op
+           Mem("4.8", -8, 0x20), Ev("cpu_op", "aten::empty", "5.1", "0.5"),
+           Mem("5.2", 128, 0x30),  // freed after it
+           Mem("5.9", -128, 0x30)});
   CHECK(r.rule.at(512) == InferRule::kParameter);
   CHECK(r.rule.at(8) == InferRule::kTemporary);
   CHECK(r.rule.at(128) == InferRule::kNone);  // a parameter is never freed
@@ -160,8 +159,8 @@ TEST_CASE("infer: the timeline and the outputs say inferred") {
   CHECK(most_state == 4000);
   CHECK(most_grad == 8000);  // with the one from before the profile that zero_grad frees
   CHECK(rows.sizes.back()[ExportIndex(Category::kGradient) + 1] == 0);  // zero_grad freed it
-  const std::string text = FormatTimeline(c.analysis->trace, c.analysis->keys, c.timeline,
-                                          c.categories);
+  const std::string text =
+      FormatTimeline(c.analysis->trace, c.analysis->keys, c.timeline, c.categories);
   CHECK(text.find("OPTIMIZER_STATE (inferred)") != std::string::npos);
   REQUIRE(c.peak.has_value());
   CHECK(c.peak->inferred);
@@ -172,8 +171,8 @@ TEST_CASE("infer: the timeline and the outputs say inferred") {
   REQUIRE(c.report.has_value());
   CHECK(c.report->inferred);
   const Analysis& a = *c.analysis;
-  const ExplainInput in{a.trace,      a.keys,   *a.tree, *a.graph, c.categories,
-                        c.timeline,   c.device, nullptr, &a.inferred};
+  const ExplainInput in{a.trace,    a.keys,   *a.tree, *a.graph,   c.categories,
+                        c.timeline, c.device, nullptr, &a.inferred};
   auto why = ExplainAllocation(in, r.record.at(2000), false);
   REQUIRE(why.ok());
   CHECK(why.value().find("GRADIENT (inferred)") != std::string::npos);
@@ -186,10 +185,10 @@ TEST_CASE("infer: the timeline and the outputs say inferred") {
 }
 
 TEST_CASE("infer: the reserved total is kept where it changes, per device that reports it") {
-  auto k = ReadKinetoString(Doc({Ev("cpu_op", "aten::empty", "1", "9"), Mem("2", 64, 0x10, 1024),
-                                 Mem("3", 64, 0x20, 1024), Mem("4", 4096, 0x30, 8192),
-                                 Mem("5", -4096, 0x30, 8192)}),
-                            "r.json");
+  auto k = ReadKinetoString(
+      Doc({Ev("cpu_op", "aten::empty", "1", "9"), Mem("2", 64, 0x10, 1024),
+           Mem("3", 64, 0x20, 1024), Mem("4", 4096, 0x30, 8192), Mem("5", -4096, 0x30, 8192)}),
+      "r.json");
   REQUIRE(k.ok());
   const std::vector<ReservedPoint>& r = k.value().reserved;
   REQUIRE(r.size() == 2);

@@ -45,7 +45,8 @@ std::vector<AllocKey> Keys(const Trace& t) {
   std::vector<AllocKey> keys(t.allocs.size());
   std::vector<std::pair<int64_t, uint32_t>> by_time;
   for (uint32_t e = 0; e < t.events.size(); ++e) {
-    if (t.events[e].kind == EventKind::kAlloc) by_time.emplace_back(t.event_t0[e], t.events[e].payload);
+    if (t.events[e].kind == EventKind::kAlloc)
+      by_time.emplace_back(t.event_t0[e], t.events[e].payload);
   }
   std::stable_sort(by_time.begin(), by_time.end(),
                    [](const auto& x, const auto& y) { return x.first < y.first; });
@@ -113,28 +114,29 @@ std::string Table(const Confusion& c) {
       inferred += c[j][k];
     }
     if (proven == 0 && inferred == 0) continue;
-    std::snprintf(buf, sizeof buf, "%-16s %11lld  %6.1f%%  %11lld  %8.1f%%  %6.1f%%\n",
-                  std::string(ExportCategoryName(k)).c_str(), static_cast<long long>(proven),
-                  proven ? 100.0 * static_cast<double>(c[k][k]) / static_cast<double>(proven) : 0.0,
-                  static_cast<long long>(inferred),
-                  inferred ? 100.0 * static_cast<double>(c[k][k]) / static_cast<double>(inferred)
-                           : 0.0,
-                  proven ? 100.0 * static_cast<double>(c[k][kUnknownIndex]) /
-                               static_cast<double>(proven)
-                         : 0.0);
+    std::snprintf(
+        buf, sizeof buf, "%-16s %11lld  %6.1f%%  %11lld  %8.1f%%  %6.1f%%\n",
+        std::string(ExportCategoryName(k)).c_str(), static_cast<long long>(proven),
+        proven ? 100.0 * static_cast<double>(c[k][k]) / static_cast<double>(proven) : 0.0,
+        static_cast<long long>(inferred),
+        inferred ? 100.0 * static_cast<double>(c[k][k]) / static_cast<double>(inferred) : 0.0,
+        proven ? 100.0 * static_cast<double>(c[k][kUnknownIndex]) / static_cast<double>(proven)
+               : 0.0);
     out += buf;
   }
   std::string unknown;
   for (int j = 0; j < 8; ++j) {
     if (j != kUnknownIndex && c[kUnknownIndex][j] != 0)
-      unknown += " " + std::string(ExportCategoryName(j)) + " " + std::to_string(c[kUnknownIndex][j]);
+      unknown +=
+          " " + std::string(ExportCategoryName(j)) + " " + std::to_string(c[kUnknownIndex][j]);
   }
   if (!unknown.empty()) out += "proven unknown, inferred as:" + unknown + "\n";
   std::string wrong;
   for (int k = 0; k < 8; ++k)
     for (int j = 0; j < 8; ++j)
       if (k != j && k != kUnknownIndex && j != kUnknownIndex && c[k][j] != 0)
-        wrong += " " + std::string(ExportCategoryName(k)) + "->" + std::string(ExportCategoryName(j)) + " " + std::to_string(c[k][j]);
+        wrong += " " + std::string(ExportCategoryName(k)) + "->" +
+                 std::string(ExportCategoryName(j)) + " " + std::to_string(c[k][j]);
   if (!wrong.empty()) out += "wrong:" + wrong + "\n";
   return out;
 }
@@ -142,9 +144,9 @@ std::string Table(const Confusion& c) {
 }  // namespace
 
 TEST_CASE("infer: agreement with memtl's own traces of the same runs") {
-  const char* runs[] = {"e2e_fwd_bwd_sgd",        "e2e_adam",
-                        "e2e_inference",          "convnet_channels_last",
-                        "cuda/mlp_sgd_momentum",  "cuda/sdpa_attention",
+  const char* runs[] = {"e2e_fwd_bwd_sgd",       "e2e_adam",
+                        "e2e_inference",         "convnet_channels_last",
+                        "cuda/mlp_sgd_momentum", "cuda/sdpa_attention",
                         "cuda/convnet_bn_sgd"};
   Confusion all{};
   for (const char* run : runs) {
