@@ -33,7 +33,8 @@ using Confusion = std::array<std::array<int64_t, 8>, 8>;
 
 struct Matched {
   Confusion bytes{};
-  int64_t unmatched = 0;  // bytes of Kineto allocations memtl's trace lacks
+  int64_t unmatched = 0;                  // bytes of Kineto allocations memtl's trace lacks
+  std::array<int64_t, 8> unmatched_as{};  // by inferred export index
 };
 
 using AllocKey = std::tuple<std::string, uint64_t, int64_t, int>;
@@ -96,6 +97,7 @@ Matched Match(const std::string& name) {
     const auto it = proven_of.find(kineto_keys[i]);
     if (it == proven_of.end()) {
       m.unmatched += bytes;
+      m.unmatched_as[got] += bytes;
       continue;
     }
     m.bytes[it->second][got] += bytes;
@@ -151,8 +153,14 @@ TEST_CASE("infer: agreement with memtl's own traces of the same runs") {
   Confusion all{};
   for (const char* run : runs) {
     const Matched m = Match(run);
-    const std::string text =
-        std::string(run) + " (unmatched " + std::to_string(m.unmatched) + " B)\n" + Table(m.bytes);
+    std::string unmatched;
+    for (int j = 0; j < 8; ++j) {
+      if (m.unmatched_as[j] != 0)
+        unmatched +=
+            " " + std::string(ExportCategoryName(j)) + " " + std::to_string(m.unmatched_as[j]);
+    }
+    const std::string text = std::string(run) + " (unmatched " + std::to_string(m.unmatched) +
+                             " B, inferred as:" + unmatched + ")\n" + Table(m.bytes);
     MESSAGE(text);
     for (int i = 0; i < 8; ++i)
       for (int j = 0; j < 8; ++j) all[i][j] += m.bytes[i][j];
