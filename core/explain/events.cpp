@@ -6,6 +6,8 @@
 #include <iterator>
 #include <string_view>
 
+#include "core/explain/peak.h"
+
 namespace memtl {
 
 namespace {
@@ -62,7 +64,7 @@ std::string FormatEvents(const ExplainInput& in, EventsFormat format) {
         e.has_key() ? std::to_string(in.keys.keys[e.key].id.value()) : std::string();
     const std::string_view shape = e.has_key() ? ShapeOf(in, e.key) : std::string_view();
     std::string category(e.has_key() ? CategoryName(in.categories.Get(e.key, e.version))
-                                     : "unknown");
+                                     : CategoryLabel(e.inferred(), true));
     if (e.action == Action::kIncrementVersion && e.has_key()) {
       const std::string next(CategoryName(in.categories.Get(e.key, e.version + 1)));
       if (next != category) category += " -> " + next;
