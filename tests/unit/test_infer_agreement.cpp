@@ -146,10 +146,10 @@ std::string Table(const Confusion& c) {
 }  // namespace
 
 TEST_CASE("infer: agreement with memtl's own traces of the same runs") {
-  const char* runs[] = {"e2e_fwd_bwd_sgd",       "e2e_adam",
-                        "e2e_inference",         "convnet_channels_last",
-                        "cuda/mlp_sgd_momentum", "cuda/sdpa_attention",
-                        "cuda/convnet_bn_sgd"};
+  const char* runs[] = {"e2e_fwd_bwd_sgd",     "e2e_adam",
+                        "e2e_inference",       "convnet_channels_last",
+                        "optimizers_indexing", "cuda/mlp_sgd_momentum",
+                        "cuda/sdpa_attention", "cuda/convnet_bn_sgd"};
   Confusion all{};
   for (const char* run : runs) {
     const Matched m = Match(run);
