@@ -136,14 +136,14 @@ void WriteRaw(const std::vector<TimelineEvent>& timeline, const CategoryDict& ca
     switch (e.action) {
       case Action::kPreexisting:
       case Action::kCreate:
-        row(e.time, e.action, e.bytes, CategoryIndexOf(cats, e, e.version));
+        row(e.time, e.action, e.bytes, CategoryIndexOf(cats, e, e.version()));
         break;
       case Action::kIncrementVersion:
-        row(e.time, e.action, -e.bytes, CategoryIndexOf(cats, e, e.version));
-        row(e.time, e.action, e.bytes, CategoryIndexOf(cats, e, e.version + 1));
+        row(e.time, e.action, -e.bytes, CategoryIndexOf(cats, e, e.version()));
+        row(e.time, e.action, e.bytes, CategoryIndexOf(cats, e, e.version().next()));
         break;
       case Action::kDestroy:
-        row(e.time, e.action, -e.bytes, CategoryIndexOf(cats, e, e.version));
+        row(e.time, e.action, -e.bytes, CategoryIndexOf(cats, e, e.version()));
         break;
     }
     out.MaybeFlush();

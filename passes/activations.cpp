@@ -18,7 +18,7 @@ void RunActivations(const PassInput& in, CategoryWriter& out) {
     bool disallowed = false;
     for (const FlowEdge* e = g.begin(node); e != g.end(node); ++e) {
       if (!e->is_input()) continue;
-      const auto c = out.Get(e->key, e->input_version);
+      const auto c = out.Get(e->key(), e->input());
       if (c == Category::kInput || c == Category::kActivation) {
         required = true;
       } else if (c != Category::kParameter && c != Category::kTemporary) {
@@ -28,7 +28,7 @@ void RunActivations(const PassInput& in, CategoryWriter& out) {
     if (!required || disallowed) continue;
     for (const FlowEdge* e = g.begin(node); e != g.end(node); ++e) {
       if (e->is_output())
-        out.SetDefaultByVersion(e->key, e->output_version(), Category::kActivation);
+        out.SetDefaultByVersion(e->key(), e->output_version(), Category::kActivation);
     }
   }
 }

@@ -15,10 +15,11 @@ void RunAutogradDetail(const PassInput& in, CategoryWriter& out) {
     if (!in.tree.in_backward(node.event)) continue;
     for (const FlowEdge* e = g.begin(node); e != g.end(node); ++e) {
       if (!e->is_output()) continue;
-      const int32_t v = e->output_version();
-      const auto prior = v == 0 ? std::nullopt : out.Get(e->key, v - 1);
-      if (v == 0 || !prior || prior == Category::kAutogradDetail) {
-        out.SetDefaultByVersion(e->key, v, Category::kAutogradDetail);
+      const Version v = e->output_version();
+      const bool first = v == Version(0);
+      const auto prior = first ? std::nullopt : out.Get(e->key(), Version(v.value() - 1));
+      if (first || !prior || prior == Category::kAutogradDetail) {
+        out.SetDefaultByVersion(e->key(), v, Category::kAutogradDetail);
       }
     }
   }

@@ -12,14 +12,14 @@ namespace memtl {
 
 void RunGradientsAndTemporaries(const PassInput& in, CategoryWriter& out) {
   for (uint32_t e : in.tree.preorder()) {
-    ForEachParameterAndGradient(in, e, [&](uint32_t, uint32_t grad) {
-      if (grad != kNone32) out.SetById(grad, Category::kGradient);
+    ForEachParameterAndGradient(in, e, [&](KeySlot, KeySlot grad) {
+      if (grad.valid()) out.SetById(grad, Category::kGradient);
     });
   }
   // A tensor allocated and freed inside one top-level op is a temporary.
   for (const auto& node : in.graph.nodes()) {
     for (const FlowEdge* e = in.graph.begin(node); e != in.graph.end(node); ++e) {
-      if (e->is_intermediate()) out.SetByKey(e->key, Category::kTemporary);
+      if (e->is_intermediate()) out.SetByKey(e->key(), Category::kTemporary);
     }
   }
 }

@@ -26,14 +26,14 @@ void RunInputs(const PassInput& in, CategoryWriter& out) {
     values.clear();
     for (const FlowEdge* e = g.begin(nodes[i]); e != g.end(nodes[i]); ++e) {
       if (e->is_input()) {
-        values.push_back(g.value(e->key, e->input_version));
-        const auto c = out.Get(e->key, e->input_version);
+        values.push_back(g.value(e->key(), e->input()));
+        const auto c = out.Get(e->key(), e->input());
         any |= c == Category::kGradient || c == Category::kParameter ||
                produces_gradient[values.back()];
       }
       if (e->is_output()) {
-        values.push_back(g.value(e->key, e->output_version()));
-        const auto c = out.Get(e->key, e->output_version());
+        values.push_back(g.value(e->key(), e->output_version()));
+        const auto c = out.Get(e->key(), e->output_version());
         any |= c == Category::kGradient || c == Category::kParameter ||
                produces_gradient[values.back()];
       }
@@ -46,15 +46,15 @@ void RunInputs(const PassInput& in, CategoryWriter& out) {
   for (const auto& node : nodes) {
     if (!in.tree.in_backward(node.event)) continue;
     for (const FlowEdge* e = g.begin(node); e != g.end(node); ++e) {
-      if (e->is_output()) produces_gradient[g.value(e->key, e->output_version())] = false;
+      if (e->is_output()) produces_gradient[g.value(e->key(), e->output_version())] = false;
     }
   }
-  const auto& id_slot = in.keys.id_slot;
-  for (uint32_t k = 0; k < id_slot.size(); ++k) {
-    if (depends_on_gradient[id_slot[k]]) continue;
-    for (uint32_t v = g.value_begin()[k]; v < g.value_begin()[k + 1]; ++v) {
+  for (const KeySlot k : in.keys.slots()) {
+    if (depends_on_gradient[in.keys.IdIndex(k)]) continue;
+    const uint32_t first = g.values_begin(k);
+    for (uint32_t v = first; v < g.values_end(k); ++v) {
       if (produces_gradient[v])
-        out.SetDefaultByVersion(k, static_cast<int32_t>(v - g.value_begin()[k]), Category::kInput);
+        out.SetDefaultByVersion(k, Version(static_cast<int32_t>(v - first)), Category::kInput);
     }
   }
 }

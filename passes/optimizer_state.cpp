@@ -10,7 +10,7 @@ namespace memtl {
 void RunOptimizerState(const PassInput& in, CategoryWriter& out) {
   const Trace& t = in.trace;
   auto mark = [&](uint32_t tensor) {
-    if (const uint32_t key = in.keys.SlotOfTensor(tensor); key != kNone32)
+    if (const KeySlot key = in.keys.SlotOfTensor(tensor); key.valid())
       out.SetById(key, Category::kOptimizerState);
   };
   for (uint32_t e : in.tree.preorder()) {

@@ -16,9 +16,8 @@ namespace memtl {
 void RunParametersFromDataFlow(const PassInput& in, CategoryWriter& out) {
   const DataFlowGraph& g = in.graph;
   const auto& nodes = g.nodes();
-  const auto& id_slot = in.keys.id_slot;
   const auto snapshot = AllTensorVersions(g, out.dict());
-  auto is_gradient = [&](uint32_t key, int32_t version) {
+  auto is_gradient = [&](KeySlot key, Version version) {
     return out.Get(key, version) == Category::kGradient;
   };
 
@@ -36,12 +35,12 @@ void RunParametersFromDataFlow(const PassInput& in, CategoryWriter& out) {
     bool touches_gradient = false;
     for (const FlowEdge* e = g.begin(node); e != g.end(node); ++e) {
       if (e->is_input()) {
-        inputs.push_back(g.value(e->key, e->input_version));
-        touches_gradient |= is_gradient(e->key, e->input_version);
+        inputs.push_back(g.value(e->key(), e->input()));
+        touches_gradient |= is_gradient(e->key(), e->input());
       }
       if (e->is_output()) {
-        outputs.push_back(g.value(e->key, e->output_version()));
-        touches_gradient |= is_gradient(e->key, e->output_version());
+        outputs.push_back(g.value(e->key(), e->output_version()));
+        touches_gradient |= is_gradient(e->key(), e->output_version());
       }
     }
     if (touches_gradient) continue;
@@ -60,25 +59,25 @@ void RunParametersFromDataFlow(const PassInput& in, CategoryWriter& out) {
     bool any = false;
     for (const FlowEdge* e = g.begin(nodes[i]); e != g.end(nodes[i]) && !any; ++e) {
       if (!e->is_output()) continue;
-      any = is_gradient(e->key, e->output_version()) ||
-            used_for_gradient[g.value(e->key, e->output_version())];
+      any = is_gradient(e->key(), e->output_version()) ||
+            used_for_gradient[g.value(e->key(), e->output_version())];
     }
     if (!any) continue;
     for (const FlowEdge* e = g.begin(nodes[i]); e != g.end(nodes[i]); ++e) {
-      if (e->is_input()) used_for_gradient[g.value(e->key, e->input_version)] = true;
+      if (e->is_input()) used_for_gradient[g.value(e->key(), e->input())] = true;
     }
   }
   // ...and depends on a gradient.
   const auto depends = AnyVersionDependsOnGradient(in, out);
   std::vector<bool> parameter_ids(in.keys.num_ids, false);
-  for (uint32_t k = 0; k < id_slot.size(); ++k) {
-    if (!depends[id_slot[k]]) continue;
-    for (uint32_t v = g.value_begin()[k]; v < g.value_begin()[k + 1]; ++v) {
-      if (candidate_parameters[v] && used_for_gradient[v]) parameter_ids[id_slot[k]] = true;
+  for (const KeySlot k : in.keys.slots()) {
+    if (!depends[in.keys.IdIndex(k)]) continue;
+    for (uint32_t v = g.values_begin(k); v < g.values_end(k); ++v) {
+      if (candidate_parameters[v] && used_for_gradient[v]) parameter_ids[in.keys.IdIndex(k)] = true;
     }
   }
   for (const auto& [key, version] : snapshot) {
-    if (parameter_ids[id_slot[key]]) out.SetById(key, Category::kParameter);
+    if (parameter_ids[in.keys.IdIndex(key)]) out.SetById(key, Category::kParameter);
   }
 }
 

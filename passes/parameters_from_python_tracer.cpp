@@ -8,8 +8,8 @@ namespace memtl {
 
 void RunParametersFromPythonTracer(const PassInput& in, CategoryWriter& out) {
   for (uint32_t e : in.tree.preorder()) {
-    ForEachParameterAndGradient(in, e, [&](uint32_t param, uint32_t) {
-      if (param != kNone32) out.SetById(param, Category::kParameter);
+    ForEachParameterAndGradient(in, e, [&](KeySlot param, KeySlot) {
+      if (param.valid()) out.SetById(param, Category::kParameter);
     });
   }
 }

@@ -34,8 +34,8 @@ void RunAllPasses(const PassInput& in, CategoryDict& categories);
 // What one pass decided: each (key slot, version) of the graph whose
 // category it changed.
 struct PassChange {
-  uint32_t key = 0;
-  int32_t version = 0;
+  KeySlot key;
+  Version version;
   std::optional<Category> before, after;
 };
 struct PassStep {
@@ -53,14 +53,14 @@ std::vector<PassStep> RunAllPassesTraced(const PassInput& in, CategoryDict& cate
 // ---- Queries shared by several passes (passes/queries.cpp) ----
 
 // (parameter, gradient) pairs that PyTorch's _extract_parameters_and_gradients
-// yields for one event, as key slots (kNone32: none): AccumulateGrad's new or
+// yields for one event, as key slots (invalid: none): AccumulateGrad's new or
 // accumulated gradient, and the python tracer's module and optimizer
 // parameters.
 // Most events can yield nothing (they are neither a backward op nor a
 // python call with a module or optimizer): those are turned away inline,
 // and only the rest reach ForEachParameterAndGradientSlow.
 void ForEachParameterAndGradientSlow(const PassInput& in, uint32_t event,
-                                     const std::function<void(uint32_t, uint32_t)>& fn);
+                                     const std::function<void(KeySlot, KeySlot)>& fn);
 template <typename Fn>
 void ForEachParameterAndGradient(const PassInput& in, uint32_t event, Fn&& fn) {
   const Event& e = in.trace.events[event];

@@ -4,7 +4,7 @@
 namespace memtl {
 
 void ForEachParameterAndGradientSlow(const PassInput& in, uint32_t event,
-                                     const std::function<void(uint32_t, uint32_t)>& fn) {
+                                     const std::function<void(KeySlot, KeySlot)>& fn) {
   const Trace& t = in.trace;
   const Event& e = t.events[event];
   if (e.kind == EventKind::kOp) {
@@ -23,7 +23,7 @@ void ForEachParameterAndGradientSlow(const PassInput& in, uint32_t event,
     if (args.empty()) return;
     const Arg first = *args.begin();
     if (first.kind != ArgKind::kTensor) return;
-    fn(kNone32, in.keys.SlotOfTensor(first.begin));
+    fn(KeySlot(), in.keys.SlotOfTensor(first.begin));
     return;
   }
   if (e.kind != EventKind::kPy) return;
@@ -42,19 +42,18 @@ void ForEachParameterAndGradientSlow(const PassInput& in, uint32_t event,
 std::vector<bool> AnyVersionDependsOnGradient(const PassInput& in, const CategoryWriter& cats) {
   const DataFlowGraph& g = in.graph;
   const auto& nodes = g.nodes();
-  const auto& id_slot = in.keys.id_slot;
   const uint32_t num_ids = in.keys.num_ids;
   // Which nodes read each tensor id, as CSR over id slots.
   std::vector<uint32_t> begin(static_cast<size_t>(num_ids) + 1, 0);
   for (const auto& e : g.edges()) {
-    if (e.is_input()) ++begin[id_slot[e.key] + 1];
+    if (e.is_input()) ++begin[in.keys.IdIndex(e.key()) + 1];
   }
   for (size_t i = 0; i < num_ids; ++i) begin[i + 1] += begin[i];
   std::vector<uint32_t> readers(begin.back());
   std::vector<uint32_t> fill(begin.begin(), begin.end() - 1);
   for (uint32_t n = 0; n < nodes.size(); ++n) {
     for (const FlowEdge* e = g.begin(nodes[n]); e != g.end(nodes[n]); ++e) {
-      if (e->is_input()) readers[fill[id_slot[e->key]]++] = n;
+      if (e->is_input()) readers[fill[in.keys.IdIndex(e->key())]++] = n;
     }
   }
 
@@ -69,8 +68,8 @@ std::vector<bool> AnyVersionDependsOnGradient(const PassInput& in, const Categor
   // Seeds: inputs that are gradients or parameters themselves.
   for (const auto& e : g.edges()) {
     if (!e.is_input()) continue;
-    const auto c = cats.Get(e.key, e.input_version);
-    if (c == Category::kGradient || c == Category::kParameter) add(id_slot[e.key]);
+    const auto c = cats.Get(e.key(), e.input());
+    if (c == Category::kGradient || c == Category::kParameter) add(in.keys.IdIndex(e.key()));
   }
   // A node that reads any id in the set adds all its outputs' ids.
   while (!work.empty()) {
@@ -81,7 +80,7 @@ std::vector<bool> AnyVersionDependsOnGradient(const PassInput& in, const Categor
       if (fired[n]) continue;
       fired[n] = true;
       for (const FlowEdge* e = g.begin(nodes[n]); e != g.end(nodes[n]); ++e) {
-        if (e->is_output()) add(id_slot[e->key]);
+        if (e->is_output()) add(in.keys.IdIndex(e->key()));
       }
     }
   }

@@ -23,8 +23,9 @@ std::vector<PassStep> RunAllPassesTraced(const PassInput& in, CategoryDict& cate
   auto snapshot = [&] {
     std::vector<uint8_t> s;
     s.reserve(vb.empty() ? 0 : vb.back());
-    for (uint32_t k = 0; k < kt.size(); ++k) {
-      for (int32_t v = 0; v < static_cast<int32_t>(vb[k + 1] - vb[k]); ++v) {
+    for (const KeySlot k : kt.slots()) {
+      const auto n = static_cast<int32_t>(in.graph.values_end(k) - in.graph.values_begin(k));
+      for (Version v(0); v.value() < n; v = v.next()) {
         const auto c = categories.Get(k, v);
         s.push_back(c ? static_cast<uint8_t>(*c) : static_cast<uint8_t>(kNumCategories));
       }
@@ -41,8 +42,9 @@ std::vector<PassStep> RunAllPassesTraced(const PassInput& in, CategoryDict& cate
     const auto after = snapshot();
     PassStep step{label, rule, {}};
     size_t i = 0;
-    for (uint32_t k = 0; k < kt.size(); ++k) {
-      for (int32_t v = 0; v < static_cast<int32_t>(vb[k + 1] - vb[k]); ++v, ++i) {
+    for (const KeySlot k : kt.slots()) {
+      const auto n = static_cast<int32_t>(in.graph.values_end(k) - in.graph.values_begin(k));
+      for (Version v(0); v.value() < n; v = v.next(), ++i) {
         if (before[i] != after[i])
           step.changes.push_back({k, v, category(before[i]), category(after[i])});
       }

@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/model/ids.h"
+
 namespace memtl {
 
 // Declaration order is PyTorch's Category enum order.
@@ -59,24 +61,26 @@ class CategoryDict {
   void Reset(const std::vector<uint32_t>& id_slot, uint32_t num_ids,
              const std::vector<uint32_t>& value_begin);
 
-  std::optional<Category> Get(uint32_t key, int32_t version) const {
-    if (key >= by_key_.size()) return std::nullopt;
-    if (uint8_t c = by_id_[id_slot_[key]]; c != kNone) return static_cast<Category>(c);
-    if (uint8_t c = by_key_[key]; c != kNone) return static_cast<Category>(c);
+  std::optional<Category> Get(KeySlot key, Version version) const {
+    if (!key.valid() || key.value() >= by_key_.size()) return std::nullopt;
+    if (uint8_t c = by_id_[id_slot_[key.value()]]; c != kNone) return static_cast<Category>(c);
+    if (uint8_t c = by_key_[key.value()]; c != kNone) return static_cast<Category>(c);
     const uint32_t v = Value(key, version);
     if (v != kNoValue && by_version_[v] != kNone) return static_cast<Category>(by_version_[v]);
     return std::nullopt;
   }
   // Whether a key was ever set by id (PyTorch's _by_id_keyset).
-  bool set_by_id(uint32_t key) const { return key < by_id_key_.size() && by_id_key_[key]; }
+  bool set_by_id(KeySlot key) const {
+    return key.value() < by_id_key_.size() && by_id_key_[key.value()];
+  }
 
  private:
   friend class CategoryWriter;
   static constexpr uint8_t kNone = 0xff;
   static constexpr uint32_t kNoValue = 0xffffffffu;
-  uint32_t Value(uint32_t key, int32_t version) const {
-    const uint32_t v = value_begin_[key] + static_cast<uint32_t>(version);
-    return version >= 0 && v < value_begin_[key + 1] ? v : kNoValue;
+  uint32_t Value(KeySlot key, Version version) const {
+    const uint32_t v = value_begin_[key.value()] + static_cast<uint32_t>(version.value());
+    return version.valid() && v < value_begin_[key.value() + 1] ? v : kNoValue;
   }
   std::vector<uint32_t> id_slot_;      // per key slot
   std::vector<uint32_t> value_begin_;  // per key slot, plus one
@@ -90,21 +94,21 @@ class CategoryDict {
 class CategoryWriter {
  public:
   explicit CategoryWriter(CategoryDict& dict) : d_(dict) {}
-  void SetById(uint32_t key, Category c) {
-    d_.by_id_[d_.id_slot_[key]] = static_cast<uint8_t>(c);
-    d_.by_id_key_[key] = true;
+  void SetById(KeySlot key, Category c) {
+    d_.by_id_[d_.id_slot_[key.value()]] = static_cast<uint8_t>(c);
+    d_.by_id_key_[key.value()] = true;
   }
-  void SetByKey(uint32_t key, Category c) { d_.by_key_[key] = static_cast<uint8_t>(c); }
-  void SetByVersion(uint32_t key, int32_t version, Category c) {
+  void SetByKey(KeySlot key, Category c) { d_.by_key_[key.value()] = static_cast<uint8_t>(c); }
+  void SetByVersion(KeySlot key, Version version, Category c) {
     if (const uint32_t v = d_.Value(key, version); v != CategoryDict::kNoValue)
       d_.by_version_[v] = static_cast<uint8_t>(c);
   }
-  void SetDefaultByVersion(uint32_t key, int32_t version, Category c) {
+  void SetDefaultByVersion(KeySlot key, Version version, Category c) {
     const uint32_t v = d_.Value(key, version);
     if (v != CategoryDict::kNoValue && d_.by_version_[v] == CategoryDict::kNone)
       d_.by_version_[v] = static_cast<uint8_t>(c);
   }
-  std::optional<Category> Get(uint32_t key, int32_t version) const { return d_.Get(key, version); }
+  std::optional<Category> Get(KeySlot key, Version version) const { return d_.Get(key, version); }
   const CategoryDict& dict() const { return d_; }
 
  private:

@@ -56,9 +56,9 @@ std::string StepAt(const StepStarts& steps, int64_t t_ns) {
 // over the step's ops (the "Optimizer.step#Adam.step" record_function is
 // their sibling in the event tree, and the python tracer's optimizer call
 // is an empty marker).
-std::string_view ShapeOf(const ExplainInput& in, uint32_t key) {
-  if (in.key_shapes == nullptr || key >= in.key_shapes->size()) return {};
-  const uint32_t shape = (*in.key_shapes)[key];
+std::string_view ShapeOf(const ExplainInput& in, KeySlot key) {
+  if (in.key_shapes == nullptr || !key.valid() || key.value() >= in.key_shapes->size()) return {};
+  const uint32_t shape = (*in.key_shapes)[key.value()];
   return shape == kNone32 ? std::string_view() : std::string_view(in.trace.shapes.Get(shape));
 }
 
@@ -93,7 +93,7 @@ std::vector<uint32_t> CreatorOfValues(const DataFlowGraph& g) {
     for (const FlowEdge* e = g.begin(n); e != g.end(n); ++e) {
       // An intermediate (allocated and freed inside the node) is made there too.
       if (e->is_output() || e->is_intermediate())
-        creator[g.value(e->key, e->output_version())] = n.event;
+        creator[g.value(e->key(), e->output_version())] = n.event;
     }
   }
   return creator;

@@ -43,8 +43,8 @@ struct ExplainInput {
 
 // The shape and dtype of key slot `key` as the trace gave them
 // ("[32, 64] float32"; Analysis::key_shapes says which observation); empty
-// when none was kept or `key` is kNone32.
-std::string_view ShapeOf(const ExplainInput& in, uint32_t key);
+// when none was kept or `key` is invalid.
+std::string_view ShapeOf(const ExplainInput& in, KeySlot key);
 
 struct EventContext {
   std::string module;  // "Sequential_0 > Linear_1"; empty when none

@@ -13,11 +13,11 @@ namespace memtl {
 namespace {
 
 // Per key slot, the event of the last node that freed it (kNone32: none).
-std::vector<uint32_t> FreerOfKeys(const DataFlowGraph& g, size_t num_keys) {
-  std::vector<uint32_t> freer(num_keys, kNone32);
+PerKey<uint32_t> FreerOfKeys(const DataFlowGraph& g, uint32_t num_keys) {
+  PerKey<uint32_t> freer(num_keys, kNone32);
   for (const FlowNode& n : g.nodes()) {
     for (const FlowEdge* e = g.begin(n); e != g.end(n); ++e) {
-      if (e->is_deletion()) freer[e->key] = n.event;
+      if (e->is_deletion()) freer[e->key()] = n.event;
     }
   }
   return freer;
@@ -29,7 +29,7 @@ std::string FormatEvents(const ExplainInput& in, EventsFormat format) {
   const Trace& trace = in.trace;
   const DataFlowGraph& g = in.graph;
   const std::vector<uint32_t> creator = CreatorOfValues(g);
-  const std::vector<uint32_t> freer = FreerOfKeys(g, in.keys.size());
+  const PerKey<uint32_t> freer = FreerOfKeys(g, in.keys.size());
   int64_t first = -1;
   for (const TimelineEvent& e : in.timeline) {
     if (e.time >= 0) first = first < 0 ? e.time : std::min(first, e.time);
@@ -41,18 +41,19 @@ std::string FormatEvents(const ExplainInput& in, EventsFormat format) {
   for (const TimelineEvent& e : in.timeline) {
     // The node behind this change, when the graph names one.
     uint32_t op = kNone32;
-    if (e.has_key() && g.last_version(e.key) >= 0) {
+    if (e.has_key() && g.last_version(e.key()).valid()) {
       switch (e.action) {
         case Action::kPreexisting:
           break;
         case Action::kCreate:
-          op = creator[g.value(e.key, 0)];
+          op = creator[g.value(e.key(), Version(0))];
           break;
         case Action::kIncrementVersion:
-          if (e.version + 1 <= g.last_version(e.key)) op = creator[g.value(e.key, e.version + 1)];
+          if (e.version().next() <= g.last_version(e.key()))
+            op = creator[g.value(e.key(), e.version().next())];
           break;
         case Action::kDestroy:
-          op = freer[e.key];
+          op = freer[e.key()];
           break;
       }
     }
@@ -61,12 +62,12 @@ std::string FormatEvents(const ExplainInput& in, EventsFormat format) {
                                                                    : "";
     const EventContext where = op != kNone32 ? ContextOf(trace, in.tree, op) : EventContext{};
     const std::string tensor =
-        e.has_key() ? std::to_string(in.keys.keys[e.key].id.value()) : std::string();
-    const std::string_view shape = e.has_key() ? ShapeOf(in, e.key) : std::string_view();
-    std::string category(e.has_key() ? CategoryName(in.categories.Get(e.key, e.version))
+        e.has_key() ? std::to_string(in.keys[e.key()].id.value()) : std::string();
+    const std::string_view shape = e.has_key() ? ShapeOf(in, e.key()) : std::string_view();
+    std::string category(e.has_key() ? CategoryName(in.categories.Get(e.key(), e.version()))
                                      : CategoryLabel(e.inferred(), true));
     if (e.action == Action::kIncrementVersion && e.has_key()) {
-      const std::string next(CategoryName(in.categories.Get(e.key, e.version + 1)));
+      const std::string next(CategoryName(in.categories.Get(e.key(), e.version().next())));
       if (next != category) category += " -> " + next;
     }
     const std::string& device = trace.devices[e.device].name;
@@ -81,7 +82,8 @@ std::string FormatEvents(const ExplainInput& in, EventsFormat format) {
     switch (format) {
       case EventsFormat::kText: {
         const std::string key =
-            e.has_key() ? "T" + tensor + "(v" + std::to_string(e.version) + ")" : "[memory]";
+            e.has_key() ? "T" + tensor + "(v" + std::to_string(e.version().value()) + ")"
+                        : "[memory]";
         std::snprintf(buf, sizeof buf, "%10s  %-18s %-16s %12lld B  ", time.c_str(), action.c_str(),
                       key.c_str(), static_cast<long long>(e.bytes));
         std::string line = buf;
@@ -96,7 +98,8 @@ std::string FormatEvents(const ExplainInput& in, EventsFormat format) {
         break;
       }
       case EventsFormat::kTsv: {
-        const std::string version = e.has_key() ? std::to_string(e.version) : std::string();
+        const std::string version =
+            e.has_key() ? std::to_string(e.version().value()) : std::string();
         const std::string bytes = std::to_string(e.bytes);
         const std::string_view fields[] = {time,    action,       tensor,     version,
                                            bytes,   shape,        category,   device,
@@ -111,8 +114,8 @@ std::string FormatEvents(const ExplainInput& in, EventsFormat format) {
       case EventsFormat::kJsonLines:
         out += "{\"time_ms\":" + (e.time < 0 ? std::string("null") : time) +
                ",\"action\":" + JsonString(action) +
-               ",\"tensor\":" + (e.has_key() ? tensor : std::string("null")) +
-               ",\"version\":" + (e.has_key() ? std::to_string(e.version) : std::string("null")) +
+               ",\"tensor\":" + (e.has_key() ? tensor : std::string("null")) + ",\"version\":" +
+               (e.has_key() ? std::to_string(e.version().value()) : std::string("null")) +
                ",\"bytes\":" + std::to_string(e.bytes) +
                ",\"shape\":" + (shape.empty() ? std::string("null") : JsonString(shape)) +
                ",\"category\":" + JsonString(category) + ",\"device\":" + JsonString(device) +

@@ -22,8 +22,8 @@ std::string Ms(int64_t ns, int64_t first) {
   return buf;
 }
 
-std::string Tv(const KeyTable& kt, uint32_t key, int32_t version) {
-  return "T" + std::to_string(kt.keys[key].id.value()) + "(v" + std::to_string(version) + ")";
+std::string Tv(const KeyTable& kt, KeySlot key, Version version) {
+  return "T" + std::to_string(kt[key].id.value()) + "(v" + std::to_string(version.value()) + ")";
 }
 
 // One line of text per fact; the JSON object gets the same facts.
@@ -71,9 +71,9 @@ Expected<std::string> ExplainTensor(const ExplainTensorInput& x, const TensorRef
   const Trace& trace = in.trace;
   const KeyTable& kt = in.keys;
   const DataFlowGraph& g = in.graph;
-  std::vector<uint32_t> keys;
-  for (uint32_t k = 0; k < kt.size(); ++k) {
-    if (kt.keys[k].id.value() == ref.id) keys.push_back(k);
+  std::vector<KeySlot> keys;
+  for (const KeySlot k : kt.slots()) {
+    if (kt[k].id.value() == ref.id) keys.push_back(k);
   }
   if (keys.empty()) return Status::Error("no tensor T" + std::to_string(ref.id) + " in the trace");
 
@@ -91,16 +91,16 @@ Expected<std::string> ExplainTensor(const ExplainTensorInput& x, const TensorRef
 
   std::string out;
   size_t explained = 0;
-  for (const uint32_t key : keys) {
-    const int32_t last = std::max(g.last_version(key), 0);
-    for (int32_t v = 0; v <= last; ++v) {
-      if (ref.version && *ref.version != v) continue;
+  for (const KeySlot key : keys) {
+    const Version last = std::max(g.last_version(key), Version(0));
+    for (Version v(0); v <= last; v = v.next()) {
+      if (ref.version && *ref.version != v.value()) continue;
       ++explained;
       const std::string name = Tv(kt, key, v);
       const auto category = in.categories.Get(key, v);
       Facts f;
       f.json = "{\"tensor\":" + JsonString(name);
-      const TensorKey& tk = kt.keys[key];
+      const TensorKey& tk = kt[key];
       f.Line("category", std::string(CategoryName(category)),
              JsonString(std::string(CategoryName(category))));
       f.Line("key",
@@ -152,15 +152,15 @@ Expected<std::string> ExplainTensor(const ExplainTensorInput& x, const TensorRef
       for (const FlowNode& n : g.nodes()) {
         bool makes = false, reads = false;
         for (const FlowEdge* e = g.begin(n); e != g.end(n); ++e) {
-          makes |=
-              e->key == key && (e->is_output() || e->is_intermediate()) && e->output_version() == v;
-          reads |= e->key == key && e->is_input() && e->input_version == v && e->mutated == 0;
+          makes |= e->key() == key && (e->is_output() || e->is_intermediate()) &&
+                   e->output_version() == v;
+          reads |= e->key() == key && e->is_input() && e->input() == v && e->mutated == 0;
         }
         if (makes) {
           for (const FlowEdge* e = g.begin(n); e != g.end(n); ++e) {
-            if (!e->is_input() || (e->key == key)) continue;
-            const std::string in_name = Tv(kt, e->key, e->input_version);
-            const std::string cat(CategoryName(in.categories.Get(e->key, e->input_version)));
+            if (!e->is_input() || (e->key() == key)) continue;
+            const std::string in_name = Tv(kt, e->key(), e->input());
+            const std::string cat(CategoryName(in.categories.Get(e->key(), e->input())));
             inputs += inputs.empty() ? "" : ", ";
             inputs.append(in_name).append(" ").append(cat);
             inputs_json += std::string(inputs_json.empty() ? "" : ",") +
@@ -183,18 +183,18 @@ Expected<std::string> ExplainTensor(const ExplainTensorInput& x, const TensorRef
       // The storage's lifetime, from the timeline.
       std::string life;
       for (const TimelineEvent& e : in.timeline) {
-        if (e.key != key) continue;
+        if (e.key() != key) continue;
         const char* what = e.action == Action::kPreexisting        ? "existed before profiling"
                            : e.action == Action::kCreate           ? "allocated"
                            : e.action == Action::kIncrementVersion ? "written"
                                                                    : "freed";
-        life +=
-            (life.empty() ? "" : ", ") + std::string(what) +
-            (e.time >= 0 ? " at " + Ms(e.time, first) : "") +
-            // An increment names the version it replaces (PyTorch's timeline).
-            (e.action == Action::kIncrementVersion
-                 ? " (v" + std::to_string(e.version) + " -> v" + std::to_string(e.version + 1) + ")"
-                 : "");
+        life += (life.empty() ? "" : ", ") + std::string(what) +
+                (e.time >= 0 ? " at " + Ms(e.time, first) : "") +
+                // An increment names the version it replaces (PyTorch's timeline).
+                (e.action == Action::kIncrementVersion
+                     ? " (v" + std::to_string(e.version().value()) + " -> v" +
+                           std::to_string(e.version().next().value()) + ")"
+                     : "");
       }
       if (life.find("freed") == std::string::npos)
         life += life.empty() ? "alive at the end" : ", alive at the end";

@@ -131,8 +131,8 @@ PeakReport ExplainPeak(const PeakInput& c, size_t top) {
 
   // Replay through the end of the peak row: per key, the version alive.
   constexpr int32_t kDead = -1;
-  std::vector<int32_t> alive(c.keys.size(), kDead);
-  std::vector<int64_t> bytes(c.keys.size(), 0);
+  PerKey<int32_t> alive(c.keys.size(), kDead);
+  PerKey<int64_t> bytes(c.keys.size(), 0);
   size_t row = 0;
   bool started = false;
   int64_t last = 0;
@@ -150,14 +150,14 @@ PeakReport ExplainPeak(const PeakInput& c, size_t top) {
     switch (e.action) {
       case Action::kPreexisting:
       case Action::kCreate:
-        alive[e.key] = e.version;
-        bytes[e.key] = e.bytes;
+        alive[e.key()] = e.version().value();
+        bytes[e.key()] = e.bytes;
         break;
       case Action::kIncrementVersion:
-        alive[e.key] = e.version + 1;
+        alive[e.key()] = e.version().next().value();
         break;
       case Action::kDestroy:
-        alive[e.key] = kDead;
+        alive[e.key()] = kDead;
         break;
     }
   }
@@ -170,21 +170,21 @@ PeakReport ExplainPeak(const PeakInput& c, size_t top) {
   const std::vector<uint32_t> creator_of_value = CreatorOfValues(g);
   const StepStarts steps = ProfilerSteps(trace);
 
-  std::vector<uint32_t> live;
-  for (uint32_t k = 0; k < alive.size(); ++k) {
+  std::vector<KeySlot> live;
+  for (const KeySlot k : c.keys.slots()) {
     if (alive[k] != kDead) live.push_back(k);
   }
   r.live_tensors = live.size();
   std::stable_sort(live.begin(), live.end(),
-                   [&](uint32_t x, uint32_t y) { return bytes[x] > bytes[y]; });
+                   [&](KeySlot x, KeySlot y) { return bytes[x] > bytes[y]; });
   live.resize(std::min(live.size(), top));
-  for (const uint32_t k : live) {
+  for (const KeySlot k : live) {
     LiveTensor t;
-    t.tensor = c.keys.keys[k].id.value();
+    t.tensor = c.keys[k].id.value();
     t.version = alive[k];
     t.bytes = bytes[k];
-    t.category = c.categories.Get(k, t.version);
-    if (g.last_version(k) >= 0) t.creator = creator_of_value[g.value(k, 0)];
+    t.category = c.categories.Get(k, Version(t.version));
+    if (g.last_version(k).valid()) t.creator = creator_of_value[g.value(k, Version(0))];
     t.creator_name =
         t.creator == kNone32 ? "before the profile" : trace.Name(trace.events[t.creator]);
     EventContext where = ContextOf(trace, c.tree, t.creator);

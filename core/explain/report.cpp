@@ -54,14 +54,14 @@ void WalkRows(const std::vector<TimelineEvent>& timeline, const CategoryDict& ca
     switch (e.action) {
       case Action::kPreexisting:
       case Action::kCreate:
-        r.sizes[CategoryIndexOf(cats, e, e.version) + 1] += e.bytes;
+        r.sizes[CategoryIndexOf(cats, e, e.version()) + 1] += e.bytes;
         break;
       case Action::kIncrementVersion:
-        r.sizes[CategoryIndexOf(cats, e, e.version) + 1] -= e.bytes;
-        r.sizes[CategoryIndexOf(cats, e, e.version + 1) + 1] += e.bytes;
+        r.sizes[CategoryIndexOf(cats, e, e.version()) + 1] -= e.bytes;
+        r.sizes[CategoryIndexOf(cats, e, e.version().next()) + 1] += e.bytes;
         break;
       case Action::kDestroy:
-        r.sizes[CategoryIndexOf(cats, e, e.version) + 1] -= e.bytes;
+        r.sizes[CategoryIndexOf(cats, e, e.version()) + 1] -= e.bytes;
         break;
     }
   }

@@ -112,8 +112,8 @@ std::vector<MemoryTables> ComputeTables(const ExplainInput& in) {
 
   // The walk: a stack of the events around the current one, each with its
   // place once an allocation below it asked (most ops allocate nothing).
-  std::vector<uint32_t> alloc_place(num_keys, kNone32), free_place(num_keys, kNone32);
-  std::vector<uint32_t> param_place(num_keys, kNone32);
+  PerKey<uint32_t> alloc_place(num_keys, kNone32), free_place(num_keys, kNone32);
+  PerKey<uint32_t> param_place(num_keys, kNone32);
   struct Frame {
     uint32_t event;
     uint32_t place;  // kNone32 until resolved
@@ -158,14 +158,14 @@ std::vector<MemoryTables> ComputeTables(const ExplainInput& in) {
       const uint32_t place = place_of_top();
       const ModuleInfo& m = trace.modules[module];
       for (uint32_t p = m.params_begin; p < m.params_begin + m.params_count; ++p) {
-        const uint32_t key = in.keys.SlotOfTensor(trace.params[p].tensor);
-        if (key != kNone32 && param_place[key] == kNone32) param_place[key] = place;
+        const KeySlot key = in.keys.SlotOfTensor(trace.params[p].tensor);
+        if (key.valid() && param_place[key] == kNone32) param_place[key] = place;
       }
       continue;
     }
     const AllocInfo& a = trace.allocs[ev.payload];
     const uint32_t place = place_of_top();
-    if (const uint32_t key = in.keys.SlotOfAlloc(ev.payload); key != kNone32) {
+    if (const KeySlot key = in.keys.SlotOfAlloc(ev.payload); key.valid()) {
       (a.bytes > 0 ? alloc_place : free_place)[key] = place;
       continue;
     }
@@ -207,7 +207,7 @@ std::vector<MemoryTables> ComputeTables(const ExplainInput& in) {
     // A tensor allocated in the window is counted where it was allocated;
     // one from before it as a parameter of its module or from before the
     // profile.
-    const uint32_t made = alloc_place[e.key];
+    const uint32_t made = alloc_place[e.key()];
     switch (e.action) {
       case Action::kCreate: {
         MemoryUse& m = u.At(made == kNone32 ? 0 : made, places.size());
@@ -216,7 +216,7 @@ std::vector<MemoryTables> ComputeTables(const ExplainInput& in) {
         break;
       }
       case Action::kDestroy: {
-        const uint32_t freed = free_place[e.key];
+        const uint32_t freed = free_place[e.key()];
         u.At(freed == kNone32 ? 0 : freed, places.size()).freed += e.bytes;
         break;
       }
@@ -228,7 +228,7 @@ std::vector<MemoryTables> ComputeTables(const ExplainInput& in) {
     if (made != kNone32)
       u.At(made, places.size()).at_peak += sign * e.bytes;
     else
-      u.before_profile[param_place[e.key]] += sign * e.bytes;
+      u.before_profile[param_place[e.key()]] += sign * e.bytes;
   }
 
   // The rows. A place's op names, call sites and module path are found once.

@@ -16,8 +16,8 @@ std::string Describe(const Trace& trace, uint32_t event) {
          ", t=" + std::to_string(trace.event_t0[event]) + ")";
 }
 
-std::string KeyText(const KeyTable& keys, uint32_t key, int32_t v) {
-  return "T" + std::to_string(keys.keys[key].id.value()) + "(v" + std::to_string(v) + ")";
+std::string KeyText(const KeyTable& keys, KeySlot key, Version v) {
+  return "T" + std::to_string(keys[key].id.value()) + "(v" + std::to_string(v.value()) + ")";
 }
 
 // Calls fn(event, first, last) for the topmost ops that match a schema or
@@ -56,20 +56,20 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree, const KeyTable&
   DataFlowGraph g;
   // The current version of every key slot (PyTorch's _active_version); -1
   // until a node mentions the key.
-  std::vector<int32_t> active(num_keys, -1);
-  auto lookup = [&active](uint32_t k) -> int32_t {
+  PerKey<int32_t> active(num_keys, -1);
+  auto lookup = [&active](KeySlot k) -> int32_t {
     if (active[k] < 0) active[k] = 0;
     return active[k];
   };
 
   // A node's edges, with each key's position among them (kNone32: absent).
   std::vector<Pending> pending;
-  std::vector<uint32_t> position(num_keys, kNone32);
-  auto slot = [&](uint32_t k) -> Pending& {
+  PerKey<uint32_t> position(num_keys, kNone32);
+  auto slot = [&](KeySlot k) -> Pending& {
     if (position[k] != kNone32) return pending[position[k]];
     position[k] = static_cast<uint32_t>(pending.size());
     pending.emplace_back();
-    pending.back().edge.key = k;
+    pending.back().edge.slot = k.value();
     return pending.back();
   };
 
@@ -93,7 +93,7 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree, const KeyTable&
   const EventOrder pre = tree.preorder();
   // Adds the node of one leaf, whose subtree is pre-order [first, last).
   auto add_node = [&](uint32_t leaf, uint32_t first, uint32_t last) -> Status {
-    for (const auto& p : pending) position[p.edge.key] = kNone32;
+    for (const auto& p : pending) position[p.edge.key()] = kNone32;
     pending.clear();
 
     // Inputs of every op in the subtree, with how each may be written.
@@ -105,8 +105,8 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree, const KeyTable&
       const auto [mut, mut_count] = tree.mutability(e);
       const size_t n = std::min<size_t>(mut_count, args.size());
       auto note = [&](uint32_t tensor, int8_t m) {
-        const uint32_t key = keys.SlotOfTensor(tensor);
-        if (key == kNone32) return;
+        const KeySlot key = keys.SlotOfTensor(tensor);
+        if (!key.valid()) return;
         Pending& s = slot(key);
         if (m == 1) s.has_true = true;
         if (m == 0) s.has_false = true;
@@ -122,7 +122,7 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree, const KeyTable&
       }
     }
     for (auto& s : pending) {
-      s.edge.input_version = lookup(s.edge.key);
+      s.edge.input_version = lookup(s.edge.key());
       // Written if any matching overload writes it, or if it was only ever
       // seen where no overload matched.
       s.edge.mutated = (s.has_true || (s.has_none && !s.has_false)) ? 1 : 0;
@@ -131,11 +131,11 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree, const KeyTable&
     for (uint32_t p = first; p < last; ++p) {
       const Event& ev = trace.events[pre[p]];
       if (ev.kind != EventKind::kAlloc || trace.allocs[ev.payload].bytes >= 0) continue;
-      const uint32_t key = keys.SlotOfAlloc(ev.payload);
-      if (key == kNone32) continue;
+      const KeySlot key = keys.SlotOfAlloc(ev.payload);
+      if (!key.valid()) continue;
       Pending& s = slot(key);
       if (s.edge.mutated == -1) {
-        return Status::Error("double free of T" + std::to_string(keys.keys[key].id.value()) +
+        return Status::Error("double free of T" + std::to_string(keys[key].id.value()) +
                              " inside " + Describe(trace, leaf));
       }
       s.edge.mutated = -1;
@@ -145,32 +145,33 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree, const KeyTable&
     for (uint32_t p = first; p < last; ++p) {
       const Event& ev = trace.events[pre[p]];
       if (ev.kind != EventKind::kAlloc || trace.allocs[ev.payload].bytes <= 0) continue;
-      const uint32_t key = keys.SlotOfAlloc(ev.payload);
-      if (key == kNone32) continue;
+      const KeySlot key = keys.SlotOfAlloc(ev.payload);
+      if (!key.valid()) continue;
       slot(key).edge.input_version = FlowEdge::kAllocated;
     }
     // Slot order is TensorKey order.
     std::sort(pending.begin(), pending.end(),
-              [](const Pending& a, const Pending& b) { return a.edge.key < b.edge.key; });
+              [](const Pending& a, const Pending& b) { return a.edge.slot < b.edge.slot; });
 
     FlowNode node;
     node.event = leaf;
     node.edges_begin = static_cast<uint32_t>(g.edges_.size());
     for (const auto& s : pending) {
-      if (s.edge.mutated == 1 && !s.edge.is_allocation()) ++active[s.edge.key];
+      if (s.edge.mutated == 1 && !s.edge.is_allocation()) ++active[s.edge.key()];
       g.edges_.push_back(s.edge);
     }
     for (const auto& s : pending) {
       if (!s.edge.is_output()) continue;
-      if (s.edge.output_version() > kMaxVersion) {
+      if (s.edge.output_version() > Version(kMaxVersion)) {
         return Status::Error("at " + Describe(trace, leaf) + ": " +
-                             KeyText(keys, s.edge.key, s.edge.output_version()) +
+                             KeyText(keys, s.edge.key(), s.edge.output_version()) +
                              " is past the most versions of one tensor memtl keeps (2^28-1)");
       }
-      const int32_t now = lookup(s.edge.key);
-      if (now != s.edge.output_version()) {
+      const int32_t now = lookup(s.edge.key());
+      if (Version(now) != s.edge.output_version()) {
         return Status::Error("data-flow invariant broken at " + Describe(trace, leaf) +
-                             ": it creates " + KeyText(keys, s.edge.key, s.edge.output_version()) +
+                             ": it creates " +
+                             KeyText(keys, s.edge.key(), s.edge.output_version()) +
                              " but the tensor is at v" + std::to_string(now));
       }
     }
@@ -196,44 +197,45 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree, const KeyTable&
   if (!built.ok()) return built;
 
   // What only the build read goes before validation adds its own array.
-  FreeArray(position);
+  position.clear();
   FreeArray(pending);
 
   // Validation, as PyTorch's DataFlowGraph.validate: each (tensor, version)
   // is created once, inputs read the latest version, versions never go
   // back. Versions of a key are created in increasing order, so the latest
   // version per key checks all three (no set of every pair).
-  std::vector<int32_t> latest(num_keys, -1);
+  PerKey<int32_t> latest(num_keys, -1);
   for (const auto& node : g.nodes_) {
     for (const FlowEdge* e = g.begin(node); e != g.end(node); ++e) {
       if (!e->is_input()) continue;
-      const int32_t expected = std::max(latest[e->key], 0);
+      const int32_t expected = std::max(latest[e->key()], 0);
       if (expected != e->input_version) {
         return Status::Error("data-flow invariant broken at " + Describe(trace, node.event) +
-                             ": it reads " + KeyText(keys, e->key, e->input_version) +
+                             ": it reads " + KeyText(keys, e->key(), e->input()) +
                              " but the latest version is v" + std::to_string(expected));
       }
     }
     for (const FlowEdge* e = g.begin(node); e != g.end(node); ++e) {
       if (!e->is_output()) continue;
-      int32_t& v = latest[e->key];
-      if (v >= 0 && e->output_version() <= v) {
+      int32_t& v = latest[e->key()];
+      if (v >= 0 && e->output_version() <= Version(v)) {
         return Status::Error("data-flow invariant broken at " + Describe(trace, node.event) + ": " +
-                             KeyText(keys, e->key, e->output_version()) +
-                             (e->output_version() == v ? " is created twice"
-                                                       : " comes after v" + std::to_string(v)));
+                             KeyText(keys, e->key(), e->output_version()) +
+                             (e->output_version() == Version(v)
+                                  ? " is created twice"
+                                  : " comes after v" + std::to_string(v)));
       }
-      v = e->output_version();
+      v = e->output_version().value();
     }
   }
 
-  FreeArray(latest);
+  latest.clear();
 
   // Number every (key, version): versions 0..max(last, 0) of each slot.
   g.value_begin_.resize(static_cast<size_t>(num_keys) + 1);
   uint64_t values = 0;
-  for (uint32_t k = 0; k < num_keys; ++k) {
-    g.value_begin_[k] = static_cast<uint32_t>(values);
+  for (const KeySlot k : keys.slots()) {
+    g.value_begin_[k.value()] = static_cast<uint32_t>(values);
     values += static_cast<uint64_t>(std::max(active[k], 0)) + 1;
     if (values > 0xfffffff0u) return Status::Error("more than 2^32 tensor versions");
   }
@@ -264,12 +266,12 @@ std::string FormatDataFlow(const Trace& trace, const KeyTable& keys, const DataF
     for (const FlowEdge* e = graph.begin(node); e != graph.end(node); ++e) {
       if (e->is_input()) {
         if (!inputs.empty()) inputs += ", ";
-        inputs += "T" + std::to_string(keys.keys[e->key].id.value()) + "(v" +
+        inputs += "T" + std::to_string(keys[e->key()].id.value()) + "(v" +
                   std::to_string(e->input_version) + (e->is_deletion() ? "*" : "") + ")";
       }
       if (e->is_output()) {
         if (!outputs.empty()) outputs += ", ";
-        outputs += KeyText(keys, e->key, e->output_version());
+        outputs += KeyText(keys, e->key(), e->output_version());
       }
     }
     if (inputs.empty() && outputs.empty()) continue;

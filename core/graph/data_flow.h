@@ -16,18 +16,23 @@ namespace memtl {
 // 8 bytes (a trace has about one edge per tensor argument and allocation).
 struct FlowEdge {
   static constexpr int32_t kAllocated = -1;  // input_version of an allocation
-  // Key slot (KeyTable; slot order is TensorKey order). Fewer than 2^30:
-  // every key belongs to a tensor observation or an allocation, and identity
-  // gives keys only to traces with fewer than 2^30 of them together.
-  uint32_t key : 30 = 0;
+  // The key slot's value (KeyTable; slot order is TensorKey order), read
+  // as key(). Fewer than 2^30: every key belongs to a tensor observation or
+  // an allocation, and identity gives keys only to traces with fewer than
+  // 2^30 of them together.
+  uint32_t slot : 30 = 0;
   int32_t mutated : 2 = 0;  // 1 written, 0 read, -1 deleted (PyTorch's None)
   int32_t input_version = kAllocated;
 
+  KeySlot key() const { return KeySlot(slot); }
   bool is_allocation() const { return input_version == kAllocated; }
   bool is_deletion() const { return mutated == -1; }
   bool is_input() const { return !is_allocation(); }
   bool is_output() const { return (is_allocation() && !is_deletion()) || mutated == 1; }
-  int32_t output_version() const { return is_allocation() ? 0 : input_version + 1; }
+  // The version read (an input), and the version made (an output): an
+  // allocation makes v0, a write the version after the one it read.
+  Version input() const { return Version(input_version); }
+  Version output_version() const { return is_allocation() ? Version(0) : input().next(); }
   bool is_intermediate() const { return is_allocation() && is_deletion(); }
 };
 static_assert(sizeof(FlowEdge) == 8);
@@ -62,21 +67,25 @@ class DataFlowGraph {
                                                  : edges_.data() + edges_.size();
   }
 
-  // The latest version of a key slot, -1 when no node mentions the key.
-  int32_t last_version(uint32_t key) const { return last_version_[key]; }
+  // The latest version of a key slot, Version::None() when no node
+  // mentions the key.
+  Version last_version(KeySlot key) const { return Version(last_version_[key]); }
   // Dense numbering of every (key, version): key k's versions 0..max(last, 0)
   // are values value_begin()[k] .. value_begin()[k + 1]. Stages that keep a
   // fact per tensor version index arrays by it.
   const std::vector<uint32_t>& value_begin() const { return value_begin_; }
   uint32_t num_values() const { return value_begin_.empty() ? 0 : value_begin_.back(); }
-  uint32_t value(uint32_t key, int32_t version) const {
-    return value_begin_[key] + static_cast<uint32_t>(version);
+  uint32_t value(KeySlot key, Version version) const {
+    return value_begin_[key.value()] + static_cast<uint32_t>(version.value());
   }
+  // Key `key`'s values, value_begin()[key] .. value_begin()[key + 1].
+  uint32_t values_begin(KeySlot key) const { return value_begin_[key.value()]; }
+  uint32_t values_end(KeySlot key) const { return value_begin_[key.value() + 1]; }
 
  private:
   std::vector<FlowNode> nodes_;
   std::vector<FlowEdge> edges_;
-  std::vector<int32_t> last_version_;
+  PerKey<int32_t> last_version_;
   std::vector<uint32_t> value_begin_;
 };
 

@@ -40,13 +40,13 @@ void ObservedArgs(const Trace& trace, const KeyTable& keys, uint32_t op,
         observed.push_back(Observed::kNone);
         break;
       case ArgKind::kTensor:
-        observed.push_back(keys.SlotOfTensor(arg.begin) != kNone32 ? Observed::kTensor
-                                                                   : Observed::kNone);
+        observed.push_back(keys.SlotOfTensor(arg.begin).valid() ? Observed::kTensor
+                                                                : Observed::kNone);
         break;
       case ArgKind::kTensorList: {
         bool all = true;
         for (uint32_t k = 0; k < arg.count; ++k)
-          all &= keys.SlotOfTensor(trace.list_items[arg.begin + k]) != kNone32;
+          all &= keys.SlotOfTensor(trace.list_items[arg.begin + k]).valid();
         observed.push_back(all ? Observed::kTensorList : Observed::kBadTensorList);
         break;
       }

@@ -10,8 +10,8 @@
 namespace memtl {
 
 void SizeMap::Observe(const Trace& trace, const KeyTable& keys, uint32_t tensor) {
-  const uint32_t key = keys.SlotOfTensor(tensor);
-  if (key == kNone32) return;
+  const KeySlot key = keys.SlotOfTensor(tensor);
+  if (!key.valid()) return;
   const int64_t bytes = trace.tensors[tensor].bytes();
   if (bytes == kUnsized) return;  // not strided
   values_[key] = std::max<int64_t>(values_[key], bytes);
@@ -55,12 +55,12 @@ SizeMap::SizeMap(const OpTree& tree, const KeyTable& keys) {
   }
   // The first allocation event's size wins; disagreements are counted by
   // CheckAllocations (core/checks), as PyTorch only logs them.
-  std::vector<bool> sized_by_allocation(keys.size(), false);
+  PerKey<bool> sized_by_allocation(keys.size(), false);
   for (uint32_t e : tree.sorted()) {
     const Event& ev = trace.events[e];
     if (ev.kind != EventKind::kAlloc) continue;
-    const uint32_t key = keys.SlotOfAlloc(ev.payload);
-    if (key == kNone32 || sized_by_allocation[key]) continue;
+    const KeySlot key = keys.SlotOfAlloc(ev.payload);
+    if (!key.valid() || sized_by_allocation[key]) continue;
     sized_by_allocation[key] = true;
     const AllocInfo& a = trace.allocs[ev.payload];
     values_[key] = a.bytes < 0 ? -a.bytes : a.bytes;
@@ -80,7 +80,7 @@ Expected<std::vector<bool>> UntrackedAllocationsLive(const OpTree& tree, const K
   const EventOrder order = trace.header.pairs_in_time_order ? tree.sorted() : tree.preorder();
   for (uint32_t e : order) {
     const Event& ev = trace.events[e];
-    if (ev.kind != EventKind::kAlloc || keys.SlotOfAlloc(ev.payload) != kNone32) continue;
+    if (ev.kind != EventKind::kAlloc || keys.SlotOfAlloc(ev.payload).valid()) continue;
     const AllocInfo& a = trace.allocs[ev.payload];
     const uint64_t ptr = trace.alloc_ptrs[ev.payload];
     live_before[ev.payload] =

@@ -19,12 +19,12 @@ class SizeMap {
   SizeMap(const OpTree& tree, const KeyTable& keys);
   // Bytes of a key slot; 0 for a key never sized (PyTorch would raise
   // KeyError; memtl counts it).
-  int64_t operator[](uint32_t key) const { return std::max<int64_t>(values_[key], 0); }
-  bool contains(uint32_t key) const { return values_[key] >= 0; }
+  int64_t operator[](KeySlot key) const { return std::max<int64_t>(values_[key], 0); }
+  bool contains(KeySlot key) const { return values_[key] >= 0; }
 
  private:
   void Observe(const Trace& trace, const KeyTable& keys, uint32_t tensor);
-  std::vector<int64_t> values_;  // by key slot; -1: never sized
+  PerKey<int64_t> values_;  // by key slot; -1: never sized
 };
 
 // Per allocation record, for those with no key (PyTorch keys them by

@@ -53,16 +53,38 @@ using AllocationId = StrongId<AllocationIdTag>;
 // not by this index (see trace.h).
 using DeviceIndex = uint16_t;
 
+// A version of a tensor key: v0 is its first value, each in-place write
+// makes the next. -1 (None()) is "no version": a key no graph node names.
 class Version {
  public:
   constexpr Version() = default;
   constexpr explicit Version(int32_t v) : value_(v) {}
+  static constexpr Version None() { return Version(-1); }
   constexpr int32_t value() const { return value_; }
+  constexpr bool valid() const { return value_ >= 0; }
   constexpr Version next() const { return Version(value_ + 1); }
   friend constexpr auto operator<=>(Version, Version) = default;
 
  private:
   int32_t value_ = 0;
+};
+
+// A slot of the key table (KeyTable, core/model/key_table.h): identity's
+// dense numbering of the TensorKeys, in TensorKey order, so comparing slots
+// compares keys. Every stage after identity names a tensor storage by its
+// slot and keeps per-key facts in arrays indexed by value(). A distinct
+// type, so that a slot is never taken for an event, tensor or value index.
+class KeySlot {
+ public:
+  static constexpr uint32_t kNone = 0xffffffffu;
+  constexpr KeySlot() = default;  // no key
+  constexpr explicit KeySlot(uint32_t v) : value_(v) {}
+  constexpr uint32_t value() const { return value_; }
+  constexpr bool valid() const { return value_ != kNone; }
+  friend constexpr auto operator<=>(KeySlot, KeySlot) = default;
+
+ private:
+  uint32_t value_ = kNone;
 };
 
 // One concrete storage of one logical tensor. `device_rank` orders keys the

@@ -17,24 +17,74 @@ namespace memtl {
 // Slots are numbered in TensorKey order (id, allocation id, device rank), so
 // comparing slots compares keys.
 struct KeyTable {
-  std::vector<TensorKey> keys;      // by slot, sorted, distinct
-  std::vector<uint32_t> of_tensor;  // per trace tensor: its slot, or kNone32
-  std::vector<uint32_t> of_alloc;   // per allocation event: its slot, or kNone32
-  std::vector<uint32_t> id_slot;    // per slot: dense index of keys[slot].id
+  std::vector<TensorKey> keys;  // by slot, sorted, distinct
+  // Per trace tensor and per allocation event: its slot's value, or
+  // KeySlot::kNone. Identity fills them in place from its own arrays; read
+  // them through SlotOfTensor and SlotOfAlloc.
+  std::vector<uint32_t> of_tensor;
+  std::vector<uint32_t> of_alloc;
+  std::vector<uint32_t> id_slot;  // per slot: dense index of keys[slot].id
   uint32_t num_ids = 0;
 
   uint32_t size() const { return static_cast<uint32_t>(keys.size()); }
+  const TensorKey& operator[](KeySlot s) const { return keys[s.value()]; }
+  // The dense index of slot `s`'s tensor id (0 .. num_ids - 1).
+  uint32_t IdIndex(KeySlot s) const { return id_slot[s.value()]; }
   // The slot of a tensor observation (kNone32 allowed: an absent tensor) or
-  // of an allocation event; kNone32 when identity gave it no key.
-  uint32_t SlotOfTensor(uint32_t tensor) const {
-    return tensor == kNone32 ? kNone32 : of_tensor[tensor];
+  // of an allocation event; invalid when identity gave it no key.
+  KeySlot SlotOfTensor(uint32_t tensor) const {
+    return tensor == kNone32 ? KeySlot() : KeySlot(of_tensor[tensor]);
   }
-  uint32_t SlotOfAlloc(uint32_t alloc) const { return of_alloc[alloc]; }
-  // The slot of `key`, or kNone32 (a binary search; for tests and tools).
-  uint32_t Find(const TensorKey& key) const {
+  KeySlot SlotOfAlloc(uint32_t alloc) const { return KeySlot(of_alloc[alloc]); }
+  // The slot of `key`, or an invalid one (a binary search; for tests and tools).
+  KeySlot Find(const TensorKey& key) const {
     const auto it = std::lower_bound(keys.begin(), keys.end(), key);
-    return it != keys.end() && *it == key ? static_cast<uint32_t>(it - keys.begin()) : kNone32;
+    return it != keys.end() && *it == key ? KeySlot(static_cast<uint32_t>(it - keys.begin()))
+                                          : KeySlot();
   }
+
+  // Every slot, in order: for (KeySlot k : table.slots()).
+  class SlotRange {
+   public:
+    class Iter {
+     public:
+      explicit Iter(uint32_t v) : v_(v) {}
+      KeySlot operator*() const { return KeySlot(v_); }
+      Iter& operator++() {
+        ++v_;
+        return *this;
+      }
+      bool operator!=(const Iter& o) const { return v_ != o.v_; }
+
+     private:
+      uint32_t v_;
+    };
+    explicit SlotRange(uint32_t n) : n_(n) {}
+    Iter begin() const { return Iter(0); }
+    Iter end() const { return Iter(n_); }
+
+   private:
+    uint32_t n_;
+  };
+  SlotRange slots() const { return SlotRange(size()); }
+};
+
+// An array with one element per key slot (the way stages after identity
+// keep a fact per tensor key), indexed by KeySlot only.
+template <typename T>
+class PerKey {
+ public:
+  PerKey() = default;
+  PerKey(uint32_t num_keys, const T& init) : v_(num_keys, init) {}
+  typename std::vector<T>::reference operator[](KeySlot k) { return v_[k.value()]; }
+  typename std::vector<T>::const_reference operator[](KeySlot k) const { return v_[k.value()]; }
+  uint32_t size() const { return static_cast<uint32_t>(v_.size()); }
+  bool empty() const { return v_.empty(); }
+  void assign(uint32_t num_keys, const T& init) { v_.assign(num_keys, init); }
+  void clear() { v_ = {}; }  // frees the memory
+
+ private:
+  std::vector<T> v_;
 };
 
 }  // namespace memtl

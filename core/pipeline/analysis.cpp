@@ -83,8 +83,9 @@ std::vector<uint32_t> ShapesOfKeys(const OpTree& tree, const KeyTable& keys) {
     return shapes;
   shapes.assign(keys.size(), kNone32);
   auto observe = [&](uint32_t tensor) {
-    const uint32_t key = keys.SlotOfTensor(tensor);
-    if (key != kNone32 && shapes[key] == kNone32) shapes[key] = trace.tensor_shapes[tensor];
+    const KeySlot key = keys.SlotOfTensor(tensor);
+    if (key.valid() && shapes[key.value()] == kNone32)
+      shapes[key.value()] = trace.tensor_shapes[tensor];
   };
   for (uint32_t e : tree.sorted()) {
     const Event& ev = trace.events[e];
@@ -315,15 +316,15 @@ Status CategorizeRaw(Analysis& a, const PipelineOptions& options, Categorized& c
   c.device = 0;
   c.categories.Reset(a.keys.id_slot, a.keys.num_ids, a.graph->value_begin());
   CategoryWriter w(c.categories);
-  for (uint32_t k = 0; k < kRawKeys; ++k) w.SetByKey(k, kRawCategories[k]);
+  for (uint32_t k = 0; k < kRawKeys; ++k) w.SetByKey(KeySlot(k), kRawCategories[k]);
   const std::vector<RawTimelineRow>& rows = a.raw_timeline->rows;
   auto event = [](const RawTimelineRow& r, Action action) {
     TimelineEvent e;
     e.time = r.time;
     e.bytes = r.bytes < 0 ? -r.bytes : r.bytes;
     e.device = 0;
-    e.key = r.category < kRawKeys ? r.category : kNone32;
-    e.version = 0;
+    e.slot = r.category < kRawKeys ? r.category : KeySlot::kNone;
+    e.ver = 0;
     e.action = action;
     return e;
   };

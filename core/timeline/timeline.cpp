@@ -28,24 +28,25 @@ namespace {
 
 // Whether PyTorch's category snapshot has the key: the graph mentions it, or
 // a pass categorized it by id.
-bool InSnapshot(const DataFlowGraph& graph, const CategoryDict& cats, uint32_t key) {
-  return graph.last_version(key) >= 0 || cats.set_by_id(key);
+bool InSnapshot(const DataFlowGraph& graph, const CategoryDict& cats, KeySlot key) {
+  return graph.last_version(key).valid() || cats.set_by_id(key);
 }
 
 }  // namespace
 
-std::vector<std::pair<uint32_t, int32_t>> AllTensorVersions(const DataFlowGraph& graph,
-                                                            const CategoryDict& cats) {
+std::vector<std::pair<KeySlot, Version>> AllTensorVersions(const DataFlowGraph& graph,
+                                                           const CategoryDict& cats) {
   // Versions of a key are contiguous from v0: every key starts at v0 and
   // each bump is an edge from v to v+1. So the set is, per key the graph
   // mentions, 0..its latest version, plus v0 of keys set by id.
-  std::vector<std::pair<uint32_t, int32_t>> all;
+  std::vector<std::pair<KeySlot, Version>> all;
   if (graph.value_begin().empty()) return all;
   const auto num_keys = static_cast<uint32_t>(graph.value_begin().size() - 1);
   all.reserve(graph.num_values());
-  for (uint32_t k = 0; k < num_keys; ++k) {
+  for (const KeySlot k : KeyTable::SlotRange(num_keys)) {
     if (!InSnapshot(graph, cats, k)) continue;
-    for (int32_t v = 0; v <= std::max(graph.last_version(k), 0); ++v) all.emplace_back(k, v);
+    const Version last = std::max(graph.last_version(k), Version(0));
+    for (Version v(0); v <= last; v = v.next()) all.emplace_back(k, v);
   }
   return all;
 }
@@ -104,13 +105,13 @@ Expected<std::vector<TimelineEvent>> BuildTimeline(const OpTree& tree, const Key
   // last one seen per key); untracked ones go straight to the timeline, as
   // (pointer, device) liveness made them (UntrackedAllocationsLive).
   constexpr int64_t kNever = INT64_MIN;
-  std::vector<int64_t> alloc_time(keys.size(), kNever), free_time(keys.size(), kNever);
+  PerKey<int64_t> alloc_time(keys.size(), kNever), free_time(keys.size(), kNever);
   for (uint32_t e : tree.preorder()) {
     const Event& ev = trace.events[e];
     if (ev.kind != EventKind::kAlloc) continue;
     const AllocInfo& a = trace.allocs[ev.payload];
     const bool is_allocation = a.bytes > 0;
-    if (const uint32_t key = keys.SlotOfAlloc(ev.payload); key != kNone32) {
+    if (const KeySlot key = keys.SlotOfAlloc(ev.payload); key.valid()) {
       (is_allocation ? alloc_time : free_time)[key] = trace.event_t0[e];
       continue;
     }
@@ -119,7 +120,7 @@ Expected<std::vector<TimelineEvent>> BuildTimeline(const OpTree& tree, const Key
     te.time = trace.event_t0[e];
     // The inferred category, where there is one (TimelineEvent::inferred).
     if (!inferred.empty() && inferred[ev.payload] < kNumCategories)
-      te.version = inferred[ev.payload] + 1;
+      te.ver = inferred[ev.payload] + 1;
     if (is_allocation) {
       te.action = untracked_live[ev.payload] ? Action::kIncrementVersion : Action::kCreate;
       te.bytes = a.bytes;
@@ -139,34 +140,36 @@ Expected<std::vector<TimelineEvent>> BuildTimeline(const OpTree& tree, const Key
   std::vector<TimelineEvent> out;
   out.reserve(unknown.size() + graph.edges().size() + graph.edges().size() / 4 + 16);
   out.resize(unknown.size());
-  auto push = [&](int64_t t, Action action, uint32_t key, int32_t version) {
+  auto push = [&](int64_t t, Action action, KeySlot key, Version version) {
     TimelineEvent te;
     te.time = t;
     te.action = action;
-    te.key = key;
-    te.device = keys.keys[key].device;
-    te.version = version;
+    te.slot = key.value();
+    te.device = keys[key].device;
+    te.ver = version.value();
     if (!sizes.contains(key)) {
       diag.Add("tensor with no known size",
-               "T" + std::to_string(keys.keys[key].id.value()) + " counted as 0 bytes");
+               "T" + std::to_string(keys[key].id.value()) + " counted as 0 bytes");
     }
     te.bytes = sizes[key];
     out.push_back(te);
   };
   // Keys in the snapshot (AllTensorVersions) with no allocation existed
   // before the trace began.
-  for (uint32_t k = 0; k < keys.size(); ++k) {
-    if (InSnapshot(graph, cats, k) && alloc_time[k] == kNever) push(-1, Action::kPreexisting, k, 0);
+  for (const KeySlot k : keys.slots()) {
+    if (InSnapshot(graph, cats, k) && alloc_time[k] == kNever)
+      push(-1, Action::kPreexisting, k, Version(0));
   }
   for (const auto& node : graph.nodes()) {
     for (const FlowEdge* e = graph.begin(node); e != graph.end(node); ++e) {
+      const KeySlot key = e->key();
       if (e->is_allocation()) {
-        push(alloc_time[e->key], Action::kCreate, e->key, 0);
+        push(alloc_time[key], Action::kCreate, key, Version(0));
       } else if (e->mutated == 1) {
-        push(trace.event_t0[node.event], Action::kIncrementVersion, e->key, e->input_version);
+        push(trace.event_t0[node.event], Action::kIncrementVersion, key, e->input());
       }
       if (e->is_deletion())
-        push(free_time[e->key], Action::kDestroy, e->key, std::max(graph.last_version(e->key), 0));
+        push(free_time[key], Action::kDestroy, key, std::max(graph.last_version(key), Version(0)));
     }
   }
   // PyTorch sorts stably by (time, action). Both runs are nearly in that
@@ -183,8 +186,8 @@ Expected<std::vector<TimelineEvent>> BuildTimeline(const OpTree& tree, const Key
   return out;
 }
 
-int CategoryIndexOf(const CategoryDict& cats, const TimelineEvent& e, int32_t version) {
-  return e.has_key() ? ExportIndex(cats.Get(e.key, version)) : ExportIndex(e.inferred());
+int CategoryIndexOf(const CategoryDict& cats, const TimelineEvent& e, Version version) {
+  return e.has_key() ? ExportIndex(cats.Get(e.key(), version)) : ExportIndex(e.inferred());
 }
 
 namespace {
@@ -266,7 +269,7 @@ void WalkRows(const std::vector<TimelineEvent>& timeline, const CategoryDict& ca
   std::array<int64_t, 9> sizes{};
   bool any = false;
   int64_t last = 0;
-  auto update = [&](const TimelineEvent& e, int32_t version, int64_t delta) {
+  auto update = [&](const TimelineEvent& e, Version version, int64_t delta) {
     sizes[CategoryIndexOf(cats, e, version) + 1] += delta;
   };
   for (const auto& e : timeline) {
@@ -278,14 +281,14 @@ void WalkRows(const std::vector<TimelineEvent>& timeline, const CategoryDict& ca
     switch (e.action) {
       case Action::kPreexisting:
       case Action::kCreate:
-        update(e, e.version, e.bytes);
+        update(e, e.version(), e.bytes);
         break;
       case Action::kIncrementVersion:
-        update(e, e.version, -e.bytes);
-        update(e, e.version + 1, e.bytes);
+        update(e, e.version(), -e.bytes);
+        update(e, e.version().next(), e.bytes);
         break;
       case Action::kDestroy:
-        update(e, e.version, -e.bytes);
+        update(e, e.version(), -e.bytes);
         break;
     }
   }
@@ -323,14 +326,14 @@ namespace {
 // the first event at its time (a version bump's op).
 std::string RecordOf(const Trace& trace, const KeyTable& keys, const TimelineEvent& e) {
   if (e.action == Action::kPreexisting && e.has_key()) {
-    return "T" + std::to_string(keys.keys[e.key].id.value()) +
+    return "T" + std::to_string(keys[e.key()].id.value()) +
            " (pre-existing, sized by its observations)";
   }
   uint32_t found = kNone32;
   for (uint32_t i = 0; i < trace.events.size() && found == kNone32; ++i) {
     const Event& ev = trace.events[i];
     if (ev.kind != EventKind::kAlloc || trace.allocs[ev.payload].device != e.device) continue;
-    if (trace.event_t0[i] == e.time && keys.SlotOfAlloc(ev.payload) == e.key) found = i;
+    if (trace.event_t0[i] == e.time && keys.SlotOfAlloc(ev.payload) == e.key()) found = i;
   }
   for (uint32_t i = 0; i < trace.events.size() && found == kNone32; ++i) {
     if (trace.event_t0[i] == e.time) found = i;
@@ -388,7 +391,7 @@ Status CheckTimelineSums(const Trace& trace, const KeyTable& keys,
       d.row_us = t;
       d.row_time = e.time;
     }
-    auto add = [&](int32_t version, int64_t delta) {
+    auto add = [&](Version version, int64_t delta) {
       int64_t& b = d.bytes[CategoryIndexOf(cats, e, version) + 1];
       const __int128 now = static_cast<__int128>(b) + delta;
       d.magnitude += (now < 0 ? -now : now) - (b < 0 ? -__int128{b} : __int128{b});
@@ -399,9 +402,9 @@ Status CheckTimelineSums(const Trace& trace, const KeyTable& keys,
     };
     const int64_t bytes = e.bytes;
     const bool ok = e.action == Action::kIncrementVersion
-                        ? add(e.version, -bytes) && add(e.version + 1, bytes)
-                    : e.action == Action::kDestroy ? add(e.version, -bytes)
-                                                   : add(e.version, bytes);
+                        ? add(e.version(), -bytes) && add(e.version().next(), bytes)
+                    : e.action == Action::kDestroy ? add(e.version(), -bytes)
+                                                   : add(e.version(), bytes);
     if (!ok) {
       const std::string device = di < num_devices ? trace.devices[di].name : "?";
       return Status::Error("the live bytes on " + device + " pass 2^63-1 at " +
@@ -422,14 +425,14 @@ std::string FormatTimeline(const Trace& trace, const KeyTable& keys,
   std::string out;
   char buf[256];
   for (const auto& e : timeline) {
-    std::string key = e.has_key() ? "T" + std::to_string(keys.keys[e.key].id.value()) + "(v" +
-                                        std::to_string(e.version) + ")"
+    std::string key = e.has_key() ? "T" + std::to_string(keys[e.key()].id.value()) + "(v" +
+                                        std::to_string(e.version().value()) + ")"
                                   : std::string("[memory]");
-    std::string cat(e.has_key() ? CategoryName(cats.Get(e.key, e.version)) : "unknown");
+    std::string cat(e.has_key() ? CategoryName(cats.Get(e.key(), e.version())) : "unknown");
     if (const auto inferred = e.inferred())
       cat = std::string(CategoryName(inferred)) + " (inferred)";
     if (e.action == Action::kIncrementVersion && e.has_key()) {
-      const std::string next(CategoryName(cats.Get(e.key, e.version + 1)));
+      const std::string next(CategoryName(cats.Get(e.key(), e.version().next())));
       if (next != cat) cat += " -> " + next;
     }
     std::snprintf(buf, sizeof buf, "%-18s %-16s %12lld B  %s",

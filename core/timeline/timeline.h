@@ -32,20 +32,23 @@ struct TimelineEvent {
   int64_t time = 0;        // ns; -1 for pre-existing
   int64_t bytes : 48 = 0;  // >= 0; at most kMaxAllocBytes
   DeviceIndex device : 16 = 0;
-  // Key slot (KeyTable); kNone32: an allocation with no tensor identity.
-  uint32_t key = kNone32;
-  // A keyed event's version, at most kMaxVersion (DataFlowGraph::Build).
-  // An event with no key has no version: it keeps the category inferred
-  // for its allocation (core/infer/), as the Category's value plus one; 0
-  // when none was (unknown).
-  int32_t version : 29 = 0;
+  // The key slot's value (KeyTable), read as key(); KeySlot::kNone: an
+  // allocation with no tensor identity.
+  uint32_t slot = KeySlot::kNone;
+  // A keyed event's version, read as version(); at most kMaxVersion
+  // (DataFlowGraph::Build). An event with no key has no version: it keeps
+  // the category inferred for its allocation (core/infer/), as the
+  // Category's value plus one, read as inferred(); 0 when none was (unknown).
+  int32_t ver : 29 = 0;
   Action action : 3 = Action::kCreate;
 
-  bool has_key() const { return key != kNone32; }
+  KeySlot key() const { return KeySlot(slot); }
+  Version version() const { return Version(ver); }
+  bool has_key() const { return slot != KeySlot::kNone; }
   // The inferred category of an event with no key (none for a keyed one).
   std::optional<Category> inferred() const {
-    if (has_key() || version <= 0) return std::nullopt;
-    return static_cast<Category>(version - 1);
+    if (has_key() || ver <= 0) return std::nullopt;
+    return static_cast<Category>(ver - 1);
   }
 };
 static_assert(sizeof(TimelineEvent) == 24);
@@ -54,8 +57,8 @@ static_assert(sizeof(TimelineEvent) == 24);
 // outputs) plus keys categorized by id, sorted (PyTorch's _category_snapshot
 // keys).
 // Keys are slots of the key table, so slot order is PyTorch's key order.
-std::vector<std::pair<uint32_t, int32_t>> AllTensorVersions(const DataFlowGraph& graph,
-                                                            const CategoryDict& cats);
+std::vector<std::pair<KeySlot, Version>> AllTensorVersions(const DataFlowGraph& graph,
+                                                           const CategoryDict& cats);
 
 // `untracked_live` is UntrackedAllocationsLive's result for this trace (one
 // bit per allocation record), computed before the addresses went; a vector
@@ -88,7 +91,7 @@ void SortNearlySorted(TimelineEvent* first, TimelineEvent* last);
 
 // Category export index (0..7) of a timeline entry at `version`; an entry
 // with no key has its inferred category's (unknown when none).
-int CategoryIndexOf(const CategoryDict& cats, const TimelineEvent& e, int32_t version);
+int CategoryIndexOf(const CategoryDict& cats, const TimelineEvent& e, Version version);
 
 // PyTorch's `int(t / 1000)`: the quotient correctly rounded to a double, then
 // truncated, which is not always t / 1000 in integers.

@@ -235,9 +235,9 @@ TEST_SUITE("golden") {
       for (const PassStep& step : RunAllPassesTraced(in, cats)) {
         text += std::string("== ") + step.label + "\n";
         for (const PassChange& c : step.changes) {
-          text += "T" + std::to_string(kt.keys[c.key].id.value()) + "(v" +
-                  std::to_string(c.version) + ")  " + std::string(CategoryName(c.before)) + " -> " +
-                  std::string(CategoryName(c.after)) + "\n";
+          text += "T" + std::to_string(kt[c.key].id.value()) + "(v" +
+                  std::to_string(c.version.value()) + ")  " + std::string(CategoryName(c.before)) +
+                  " -> " + std::string(CategoryName(c.after)) + "\n";
         }
         if (step.changes.empty()) text += "(no change)\n";
       }

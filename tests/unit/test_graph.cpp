@@ -81,7 +81,7 @@ TEST_CASE("graph: a second free of a pointer is a new, untracked allocation, not
                            Alloc(3, 1, 5, 100, -16);
   auto a = Run(text);
   REQUIRE(a.ok());
-  CHECK(a.value()->keys.SlotOfAlloc(1) == kNone32);
+  CHECK_FALSE(a.value()->keys.SlotOfAlloc(1).valid());
   CHECK(FormatDataFlow(a.value()->trace, a.value()->keys, *a.value()->graph) ==
         "aten::relu                T0(v0)           ->\n"
         "aten::relu                T0(v0*), T1(v0)  ->\n");
@@ -124,11 +124,11 @@ TEST_CASE(
   const auto key = [&](int64_t id, int64_t aid) {
     return an.keys.Find(an.trace.KeyOf(TensorId(id), AllocationId(aid), 0));
   };
-  CHECK(cats.Get(key(0, 1), 0) == Category::kParameter);
-  CHECK(cats.Get(key(0, 1), 1) == Category::kParameter);
-  CHECK(cats.Get(key(1, 2), 0) == Category::kGradient);
-  CHECK(cats.Get(key(3, 4), 1) == Category::kOptimizerState);
-  CHECK(cats.Get(key(2, 3), 0) != Category::kParameter);
+  CHECK(cats.Get(key(0, 1), Version(0)) == Category::kParameter);
+  CHECK(cats.Get(key(0, 1), Version(1)) == Category::kParameter);
+  CHECK(cats.Get(key(1, 2), Version(0)) == Category::kGradient);
+  CHECK(cats.Get(key(3, 4), Version(1)) == Category::kOptimizerState);
+  CHECK(cats.Get(key(2, 3), Version(0)) != Category::kParameter);
 }
 
 TEST_CASE("pipeline: checks beside identity on a second thread give the same analysis") {
@@ -211,8 +211,8 @@ TEST_CASE("op tree: a trace whose subtrees interleave gives the analysis of its 
     CategoryDict cats;
     RunAllPasses(PassInput{an.trace, an.keys, *an.tree, *an.graph, *an.sizes}, cats);
     std::vector<int> out;
-    for (uint32_t k = 0; k < an.keys.size(); ++k)
-      out.push_back(cats.Get(k, 0) ? static_cast<int>(*cats.Get(k, 0)) : -1);
+    for (const KeySlot k : an.keys.slots())
+      out.push_back(cats.Get(k, Version(0)) ? static_cast<int>(*cats.Get(k, Version(0))) : -1);
     return out;
   };
   const auto ca = categories(*a.value());

@@ -78,8 +78,8 @@ TEST_CASE("identity: an allocation never seen with a tensor gets no tensor id") 
   const Identified t =
       Identify(Header() + Alloc(0, -1, 1, 500, 16) + Op(1, -1, "aten::relu", 2, 3, T(1, 100)) +
                Alloc(2, -1, 4, 500, -16));
-  CHECK(t.keys.SlotOfAlloc(0) == kNone32);
-  CHECK(t.keys.SlotOfAlloc(1) == kNone32);
+  CHECK_FALSE(t.keys.SlotOfAlloc(0).valid());
+  CHECK_FALSE(t.keys.SlotOfAlloc(1).valid());
   CHECK(Id(t, 0) == 0);
 }
 
@@ -132,7 +132,7 @@ TEST_CASE("identity: 1.13 python-tracer storage addresses resolve to the nearest
   CHECK(t.tensors[w.tensor].impl != t.tensors[0].impl);
   CHECK(Id(t, w.tensor) >= 0);
   CHECK(Id(t, w.tensor) == Id(t, 1));
-  CHECK(t.keys.SlotOfTensor(t.params[1].tensor) == kNone32);  // never an op input: dropped
+  CHECK_FALSE(t.keys.SlotOfTensor(t.params[1].tensor).valid());  // never an op input: dropped
 
   // The reader resolves them, as the last step of reading (identity only
   // reads the trace), and counts what it did.
@@ -176,11 +176,11 @@ TEST_CASE("key table: slots follow TensorKey order, also for sparse and shared p
   CHECK(kt.keys[2].allocation.value() == 900000000000);
   // Every observation maps to the slot of its own key.
   for (uint32_t i = 0; i < t.tensors.size(); ++i) {
-    const uint32_t s = kt.of_tensor[i];
-    REQUIRE(s != kNone32);
-    CHECK(kt.keys[s].id == t.tensor_ids[i].id);
-    CHECK(kt.keys[s].allocation == t.tensor_ids[i].allocation);
-    CHECK(kt.Find(kt.keys[s]) == s);
+    const KeySlot s = kt.SlotOfTensor(i);
+    REQUIRE(s.valid());
+    CHECK(kt[s].id == t.tensor_ids[i].id);
+    CHECK(kt[s].allocation == t.tensor_ids[i].allocation);
+    CHECK(kt.Find(kt[s]) == s);
   }
   CHECK(kt.of_alloc[0] == 0);  // the allocation carries T3 / aid 7
   // Tensor-id slots: dense, in id order.
@@ -200,8 +200,8 @@ TEST_CASE("identity: a trace that says ids:true but lacks the id tables gets no 
   Diagnostics diag;
   const KeyTable kt = AssignIdentity(t, t.tensor_ptrs, SchemaRegistry::Builtin(), diag).keys;
   CHECK(kt.size() == 0);
-  CHECK(kt.SlotOfTensor(0) == kNone32);
-  CHECK(kt.SlotOfAlloc(0) == kNone32);
+  CHECK_FALSE(kt.SlotOfTensor(0).valid());
+  CHECK_FALSE(kt.SlotOfAlloc(0).valid());
 }
 
 TEST_CASE("dense numbering: keys numbered from 1 in order of first sighting, through growth") {

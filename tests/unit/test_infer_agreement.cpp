@@ -76,9 +76,9 @@ Matched Match(const std::string& name) {
   std::map<AllocKey, int> proven_of;
   for (size_t i = 0; i < proven_keys.size(); ++i) {
     if (pa.trace.allocs[i].bytes <= 0) continue;
-    const uint32_t key = pa.keys.SlotOfAlloc(static_cast<uint32_t>(i));
+    const KeySlot key = pa.keys.SlotOfAlloc(static_cast<uint32_t>(i));
     proven_of[proven_keys[i]] =
-        key == kNone32 ? kUnknownIndex : ExportIndex(proven.value()->categories.Get(key, 0));
+        key.valid() ? ExportIndex(proven.value()->categories.Get(key, Version(0))) : kUnknownIndex;
   }
   // Inferred: the Kineto trace, likewise.
   auto opened = OpenInput(kineto_path);
