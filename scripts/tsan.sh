@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Builds memtl with ThreadSanitizer in build-tsan/ and runs it with two
 # threads (the default) on every fixture, to every export format and the
-# graph and categories dumps, and on the bad-input corpus. memtl's second
-# thread inflates, runs the allocation checks and the op tree's shape beside
-# identity, and writes the output: any data race among them is a report.
+# graph and categories dumps, on the bad-input corpus, and on a generated
+# trace large enough for the reader's parse workers. memtl's second thread
+# inflates, runs the allocation checks and the op tree's shape beside
+# identity, and writes the output; parse workers parse a large trace's
+# blocks while the caller appends them: any data race among them is a
+# report.
 # Exits non-zero on the first report (printing it); a bad input failing with
 # its one-line error is expected and not a report.
 #   scripts/tsan.sh
@@ -47,4 +50,15 @@ for f in fixtures/*.trace.jsonl.gz; do
   check categories "$f"
 done
 for f in fixtures/bad/*.trace*; do check export "$f" -o "$out/bad.json"; done
+# The reader's parse workers start at 64 MiB of decoded trace (the fixtures
+# are smaller): a generated trace above that, whole, with an error in a
+# later block, and cut off (with and without --partial).
+python3 tests/bench/gen_trace.py --events 300000 --out "$out/big.trace.jsonl.gz" >/dev/null
+check export "$out/big.trace.jsonl.gz" -o "$out/big.json"
+gzip -dc "$out/big.trace.jsonl.gz" >"$out/big.jsonl"
+awk 'NR == 200000 { sub(/"i":/, "\"i\":1") } { print }' "$out/big.jsonl" >"$out/bad.jsonl"
+check export "$out/bad.jsonl" -o "$out/bad.json"
+head -c 70000000 "$out/big.jsonl" >"$out/cut.jsonl"
+check export "$out/cut.jsonl" -o "$out/cut.json"
+check export "$out/cut.jsonl" --partial -o "$out/cut.json"
 echo "tsan: $runs runs, no report"

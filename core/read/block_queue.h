@@ -1,9 +1,11 @@
 // Blocks of whole lines: a reader thread inflates the trace and cuts it
-// into blocks while the calling thread parses them, in order, so the result
-// does not depend on the thread count (trace_reader.cpp).
+// into blocks, which the calling thread or the parse workers take in order
+// (trace_reader.cpp, parse_pool.h).
 #pragma once
 
+#include <algorithm>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <exception>
 #include <mutex>
@@ -15,17 +17,40 @@
 
 namespace memtl::read {
 
-// Bytes of whole lines per block. Three blocks are alive at a time (one
-// parsed, one queued, one being filled), so this sets the read's buffer
+// Bytes of whole lines per block. Reading on one thread, three blocks are
+// alive at a time (one parsed, one queued, one being filled); the parse
+// workers hold a few more (ParsePool). So this sets the read's buffer
 // memory; blocks of 512 KiB, four queued, were 3.4 MB of a 10^5-event
 // read's 12 MB peak, and 128 KiB blocks read as fast (docs/performance.md).
 inline constexpr size_t kBlock = 128 << 10;
+// Parse workers (ParsePool) read a trace whose decoded size is expected to
+// be at least this, or is not known (a pipe): below it the read takes a
+// tenth of a second or less, and the blocks and records the workers hold
+// at once would be memory that shows (at 10^5 events, 24 MB, 0.4 MiB of a
+// 9 MiB peak).
+inline constexpr uint64_t kWorkersFrom = uint64_t{64} << 20;
+inline bool WorkersFor(uint64_t expected_bytes) {
+  return expected_bytes == 0 || expected_bytes >= kWorkersFrom;
+}
+// Bytes per block where workers take them, by the trace's expected decoded
+// size: each block costs a hand-over between threads (three wakeups), so
+// large traces take large blocks, but more blocks are alive at once, each
+// with the records parsed from it. A 1/1024 of the trace, from 64 to 256
+// KiB (docs/performance.md, issue 19 item 6, has the figures).
+inline constexpr size_t kWorkerBlockMax = 256 << 10;
+inline size_t WorkerBlock(uint64_t expected_bytes) {
+  return static_cast<size_t>(
+      std::clamp<uint64_t>(expected_bytes / 1024, 64 << 10, kWorkerBlockMax));
+}
 // A block's buffer is reserved once for a block plus a long last line
 // (LineSource decodes a few KiB past kBlock), so that it is not regrown by
 // doubling, and is at least malloc's mmap threshold (cli/memtl.cpp) so that
 // it is unmapped when freed instead of staying in the reader thread's
 // arena. Only what is written is resident.
 inline constexpr size_t kBlockCapacity = kBlock + (128 << 10);
+inline size_t BlockCapacity(size_t block_bytes) {
+  return std::max(kBlockCapacity, block_bytes + (128 << 10));
+}
 
 // Blocks of whole lines, produced by a reader thread (inflate + cut) and
 // consumed in order by the parsing thread.
@@ -37,6 +62,12 @@ struct Block {
 class BlockQueue {
  public:
   explicit BlockQueue(bool bounded) : bounded_(bounded) {}
+  // How many buffers of consumed blocks to keep for the producer: one for
+  // each block that can be alive at once, beyond those of the queue.
+  void set_spares(size_t n) {
+    std::lock_guard<std::mutex> lock(mu_);
+    max_spares_ = n;
+  }
   void Push(Block b) {
     std::unique_lock<std::mutex> lock(mu_);
     not_full_.wait(lock, [&] { return !bounded_ || q_.size() < kMax || cancelled_; });
@@ -85,9 +116,9 @@ class BlockQueue {
   void Recycle(std::string text) {
     // A buffer that held a long line is freed: kept, it would stay resident
     // for the rest of the read.
-    if (text.capacity() > 2 * kBlockCapacity) return;
+    if (text.capacity() > 2 * BlockCapacity(kWorkerBlockMax)) return;
     std::lock_guard<std::mutex> lock(mu_);
-    if (spare_.size() < kMax + 2) spare_.push_back(std::move(text));
+    if (spare_.size() < max_spares_) spare_.push_back(std::move(text));
   }
   std::string Spare() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -109,14 +140,19 @@ class BlockQueue {
   std::condition_variable not_empty_, not_full_;
   std::deque<Block> q_;
   std::vector<std::string> spare_;
+  size_t max_spares_ = kMax + 2;
   bool closed_ = false;
   bool cancelled_ = false;
   Status status_;
   std::exception_ptr error_;
 };
 
-// The reader thread's loop: blocks from `src` into `queue` until the input
-// ends, fails or the queue is cancelled.
-void Produce(LineSource& src, BlockQueue& queue);
+// The reader thread's loop: blocks of at least `block_bytes` (the last one
+// maybe less) from `src` into `queue` until the input ends, fails or the
+// queue is cancelled. With `worker_blocks`, blocks after the first are of
+// WorkerBlock(the input's estimated size) where workers will read them
+// (WorkersFor).
+void Produce(LineSource& src, BlockQueue& queue, size_t block_bytes = kBlock,
+             bool worker_blocks = false);
 
 }  // namespace memtl::read

@@ -10,12 +10,14 @@ void Builder::Params(JsonCursor& c, bool module, uint32_t* begin, uint32_t* coun
   while (c.NextItem()) {
     if (c.Peek() != JsonCursor::Kind::kObject) Fail("expected a parameter object");
     ParamInfo info;
+    // A block read on its own tells state absent (0) from state at 0.
+    if (chunk_ != nullptr) info.state_begin = kNoState;
     bool has_t = false, has_name = false;
     c.BeginObject();
     std::string_view key;
     while (c.NextKey(&key)) {
       if (Is(key, "name")) {
-        info.name = t_->strings.Intern(String(c, "name"));
+        info.name = Name(c, "name");
         has_name = true;
       } else if (Is(key, "t")) {
         info.tensor = ParseTensor(c, true);
@@ -50,7 +52,7 @@ void Builder::States(JsonCursor& c, uint32_t* begin, uint32_t* count) {
     c.BeginArray();
     if (!c.NextItem()) Fail("expected [name, tensor] in \"state\"");
     StateEntry s;
-    s.name = t_->strings.Intern(String(c, "state"));
+    s.name = Name(c, "state");
     if (!c.NextItem()) Fail("expected [name, tensor] in \"state\"");
     s.tensor = ParseTensor(c, true);
     if (c.NextItem()) Fail("expected [name, tensor] in \"state\"");
@@ -71,7 +73,7 @@ uint32_t Builder::Module(JsonCursor& c) {
     if (Is(key, "self")) {
       mod.has_self = OptAddress(c, "self", &mod.self);
     } else if (Is(key, "cls")) {
-      mod.cls = t_->strings.Intern(String(c, "cls"));
+      mod.cls = Name(c, "cls");
       has_cls = true;
     } else if (Is(key, "params")) {
       Params(c, true, &mod.params_begin, &mod.params_count);
@@ -90,6 +92,7 @@ uint32_t Builder::Module(JsonCursor& c) {
 uint32_t Builder::Optimizer(JsonCursor& c) {
   if (c.Peek() != JsonCursor::Kind::kObject) Fail("expected an object for \"optimizer\"");
   OptimizerInfo opt;
+  if (chunk_ != nullptr) opt.state_begin = kNoState;
   bool has_params = false;
   c.BeginObject();
   std::string_view key;

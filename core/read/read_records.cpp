@@ -24,7 +24,14 @@ void Builder::Record(JsonCursor& c) {
   if (f.kind == Kind::kSchema) return Schema(f);
   if (!f.has_i) Fail("missing field \"i\"");
   if (!f.has_p) Fail("missing field \"p\"");
-  if (f.i != static_cast<int64_t>(t_->events.size())) {
+  // A block parsed on its own takes its first event's index as given; the
+  // merge checks it against the events before the block.
+  if (chunk_ != nullptr && chunk_->base < 0) {
+    if (f.i < 0) Fail("record index out of order");  // the reading in order says how
+    chunk_->base = f.i;
+  }
+  const int64_t base = chunk_ != nullptr ? chunk_->base : 0;
+  if (f.i != base + static_cast<int64_t>(t_->events.size())) {
     Fail("record index " + std::to_string(f.i) + " out of order (expected " +
          std::to_string(t_->events.size()) + ")");
   }
@@ -55,13 +62,24 @@ void Builder::Record(JsonCursor& c) {
     case Kind::kSchema:
       break;
   }
-  if (e.parent != kNone32 && e.kind != EventKind::kAlloc && t0 < t_->event_t0[e.parent]) {
-    // PyTorch's tree builder nests events inside their parent's span; a
-    // child that starts first is suspect, but the tree is still usable.
-    ++t_->events_before_parent;
+  // PyTorch's tree builder nests events inside their parent's span; a
+  // child that starts first is suspect, but the tree is still usable.
+  if (chunk_ == nullptr) {
+    if (e.parent != kNone32 && e.kind != EventKind::kAlloc && t0 < t_->event_t0[e.parent])
+      ++t_->events_before_parent;
+    t_->events.push_back(e);
+    t_->event_t0.push_back(t0);
+    return;
+  }
+  if (e.parent != kNone32 && e.kind != EventKind::kAlloc) {
+    if (e.parent < base) {
+      chunk_->outer.emplace_back(e.parent, t0);
+    } else if (t0 < chunk_->t0[static_cast<size_t>(e.parent - base)]) {
+      ++t_->events_before_parent;
+    }
   }
   t_->events.push_back(e);
-  t_->event_t0.push_back(t0);
+  chunk_->t0.push_back(t0);
 }
 
 void Builder::Field(JsonCursor& c, std::string_view key, Fields& f) {
@@ -127,7 +145,7 @@ void Builder::Field(JsonCursor& c, std::string_view key, Fields& f) {
       break;
   }
   if (Is(key, "name")) {
-    f.name = t_->strings.Intern(String(c, "name"));
+    f.name = Name(c, "name");
     f.has_name = true;
   } else if (Is(key, "tid")) {
     f.tid = OptInt(c, "tid", 0);

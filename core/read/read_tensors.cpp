@@ -17,6 +17,7 @@ uint32_t Builder::ParseTensor(JsonCursor& c, bool allow_partial) {
 // The rest of a tensor object whose first key is `key` (its value next).
 uint32_t Builder::TensorBody(JsonCursor& c, std::string_view key, bool allow_partial) {
   Tensor t;
+  if (chunk_ != nullptr) t.device = kNoTensorDevice;
   uint32_t element_size = 0;
   Layout layout = Layout::kStrided;
   ProducerIds ids;
@@ -28,12 +29,14 @@ uint32_t Builder::TensorBody(JsonCursor& c, std::string_view key, bool allow_par
     if (Is(key, "impl")) {
       if (impl != 0) {
         // A repeated "impl": the earlier address is numbered now, in its
-        // turn, as each parsed address always has been.
+        // turn, as each parsed address always has been. Rare enough that a
+        // block parsed on its own leaves it to the reading in file order.
+        if (chunk_ != nullptr) Fail("a repeated \"impl\"");
         NumberPendingImpl();
         impls_.Number(impl);
       }
       impl = Address(c, "impl");
-      if (impl != 0) impls_.PrefetchSlot(impl);
+      if (impl != 0 && chunk_ == nullptr) impls_.PrefetchSlot(impl);
       has_impl = true;
     } else if (Is(key, "ptr")) {
       ptr = Address(c, "ptr");
@@ -95,7 +98,9 @@ uint32_t Builder::TensorBody(JsonCursor& c, std::string_view key, bool allow_par
   if (t_->header.has_ids) t_->tensor_ids.push_back(ids);
   if (keep_shapes_) t_->tensor_shapes.push_back(t.partial ? kNone32 : InternShape());
   const auto index = static_cast<uint32_t>(t_->tensors.size() - 1);
-  if (impl != 0) {
+  if (chunk_ != nullptr) {
+    chunk_->impls.push_back(impl);  // numbered by the merge, in this order
+  } else if (impl != 0) {
     impls_.PrefetchKey(impl);
     pending_tensor_ = index;
     pending_impl_ = impl;

@@ -10,11 +10,15 @@
 // below are inline: every record calls them several times.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <deque>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/model/flat_map.h"
@@ -56,10 +60,72 @@ inline JsonCursor::Kind NextKind(JsonCursor& c) {
 // Tensor indices and impl numbers are 32-bit (kNone32 means none).
 inline constexpr size_t kMaxTensors = size_t{1} << 31;
 
+// The strings one block names (chunk mode), numbered in the order it first
+// names them. They are views into the block's text, which lives until the
+// block is appended, or into copies kept here for the few with escapes; so
+// a block costs no allocation per string, where a StringTable of its own
+// costs one or two each (a tenth of the workers' extra time).
+class BlockNames {
+ public:
+  // `s`'s id; `stable`: `s` views the block's text (no copy needed).
+  uint32_t Intern(std::string_view s, bool stable) {
+    if (views_.size() * 2 >= slots_.size()) Grow();
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = std::hash<std::string_view>()(s) & mask;; i = (i + 1) & mask) {
+      const uint32_t id = slots_[i];
+      if (id == 0) {
+        if (!stable) s = copies_.emplace_back(s);
+        views_.push_back(s);
+        slots_[i] = static_cast<uint32_t>(views_.size());
+        return slots_[i] - 1;
+      }
+      if (views_[id - 1] == s) return id - 1;
+    }
+  }
+  const std::vector<std::string_view>& views() const { return views_; }
+  void Clear() {
+    views_.clear();
+    std::fill(slots_.begin(), slots_.end(), 0);
+    copies_.clear();
+  }
+
+ private:
+  void Grow() {
+    std::vector<uint32_t>(std::max<size_t>(slots_.size() * 2, 256), 0).swap(slots_);
+    const size_t mask = slots_.size() - 1;
+    for (uint32_t id = 1; id <= views_.size(); ++id) {
+      size_t i = std::hash<std::string_view>()(views_[id - 1]) & mask;
+      while (slots_[i] != 0) i = (i + 1) & mask;
+      slots_[i] = id;
+    }
+  }
+  std::vector<std::string_view> views_;  // by id
+  std::vector<uint32_t> slots_;          // open addressing: id + 1, 0 empty
+  std::deque<std::string> copies_;       // stable addresses
+};
+
+// What a block parsed on its own gives besides its records (Builder, chunk
+// mode): what the merge needs to put them where the block's lines are.
+struct ChunkExtras {
+  BlockNames names;  // the string ids of its records (not its Trace's strings)
+  // The "i" of the block's first event, assumed by the block's parse (the
+  // events before it are not known yet) and checked by the merge; -1: the
+  // block has no event.
+  int64_t base = -1;
+  std::vector<int64_t> t0;      // per event, its start time
+  std::vector<uint64_t> impls;  // per tensor, its TensorImpl address (0: none)
+  // Events whose parent is in an earlier block: (parent, start time), which
+  // the merge compares for Trace::events_before_parent.
+  std::vector<std::pair<uint32_t, int64_t>> outer;
+};
+
 class Builder {
  public:
   // `keep_shapes`: ReadOptions::keep_shapes.
   explicit Builder(Trace* trace, bool keep_shapes = false) : t_(trace), keep_shapes_(keep_shapes) {}
+  // A builder of one block's records (the class comment), into `trace`
+  // (empty but for its header) and `extras`. Without shapes.
+  Builder(Trace* trace, ChunkExtras* extras) : t_(trace), chunk_(extras) {}
 
   // Keeps each event array reserved for `factor` times what it holds now
   // (the whole file, at the rate read so far); read_header.cpp says why.
@@ -71,6 +137,10 @@ class Builder {
   void FinishImpls();
   // Every later line.
   void Record(JsonCursor& c);
+  // Puts the records a chunk-mode builder read from the next block of lines
+  // after those read so far, exactly as reading its lines here would have;
+  // false, changing nothing, when it cannot be sure to (read_merge.cpp).
+  bool Append(Trace& part, const ChunkExtras& extras);
 
  private:
   enum class Kind : uint8_t { kOp, kAlloc, kPy, kOther, kSchema };
@@ -144,6 +214,15 @@ class Builder {
     return c.ReadBool();
   }
 
+  // A string field's id: in the trace's strings, or in chunk mode the
+  // block's (BlockNames).
+  uint32_t Name(JsonCursor& c, const char* key) {
+    const std::string_view s = String(c, key);
+    if (chunk_ == nullptr) return t_->strings.Intern(s);
+    // An escaped string is unescaped into scratch_, which the next reuses.
+    return chunk_->names.Intern(s, s.data() != scratch_.data());
+  }
+
   std::string_view String(JsonCursor& c, const char* key) {
     if (NextKind(c) != JsonCursor::Kind::kString)
       Fail(std::string("expected a string for \"") + key + "\"");
@@ -184,6 +263,14 @@ class Builder {
   void Py(const Fields& f, Event* e);
 
   Trace* t_;
+  // Chunk mode's other output; null when reading in file order.
+  ChunkExtras* chunk_ = nullptr;
+  // Device of a chunk-mode tensor that names none (a partial tensor), for
+  // the merge to tell from a local device index.
+  static constexpr DeviceIndex kNoTensorDevice = 0xffff;
+  // state_begin of a chunk-mode parameter or optimizer with no "state" (in
+  // order: 0, where a "state" at the start of the states also begins).
+  static constexpr uint32_t kNoState = kNone32;
   // TensorImpl address -> dense number (Tensor::impl); gone with the reader.
   DenseNumbering impls_;
   // A tensor's impl is numbered when the next tensor has been read, or

@@ -3,10 +3,20 @@
 // over-long lines, the input's own status, memory that runs out.
 //
 // Inflating and parsing overlap: a reader thread decompresses and cuts the
-// input into blocks of whole lines while the calling thread parses them, in
-// order, so the result does not depend on the thread count.
+// input into blocks of whole lines. The calling thread parses the header's
+// block; then parse workers (parse_pool.h) parse the following blocks at
+// once, each on its own with ids local to it, and the calling thread
+// appends them in file order (Builder::Append, read_merge.cpp), renumbering
+// strings, devices, indices and TensorImpls as reading in order does. A
+// block whose parse failed, or whose append depends on what its worker
+// could not know (the index of its first record, a limit on a total), is
+// parsed again here, in order, before any later block: so the trace, the
+// error that wins (the first in the file) and its line are the same for
+// any number of threads, and `--threads 1` reads every block here.
 #include "core/read/trace_reader.h"
 
+#include <algorithm>
+#include <memory>
 #include <new>
 #include <stdexcept>
 #include <string_view>
@@ -18,6 +28,7 @@
 #include "core/read/format.h"
 #include "core/read/json_cursor.h"
 #include "core/read/line_source.h"
+#include "core/read/parse_pool.h"
 #include "core/read/partial_tensors.h"
 #include "core/read/record_builder.h"
 
@@ -28,8 +39,10 @@ namespace {
 using read::Block;
 using read::BlockQueue;
 using read::Builder;
+using read::Chunk;
 using read::kBlock;
 using read::kBlockCapacity;
+using read::ParsePool;
 using read::Produce;
 using read::RecordError;
 
@@ -55,8 +68,75 @@ Status LongLine(std::string_view line, const std::string& where) {
   return Status::Error(where + "line longer than 64 MiB");
 }
 
+// The state of one read that parsing a block in file order advances.
+struct InOrder {
+  LineSource& src;
+  const ReadOptions& options;
+  Builder& builder;
+  size_t& line_no;
+  ReadInfo& info;
+  bool saw_header = false;
+  bool stopped = false;  // --partial dropped the cut-off last record
+};
+
+// Parses the lines of `text` (whole lines, the last maybe unterminated) on
+// this thread, in order: the header, then records. An error ends the read.
+Status ParseInOrder(std::string_view text, InOrder& r) {
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    const bool unterminated = nl == std::string::npos;
+    if (unterminated) nl = text.size();
+    const std::string_view line(text.data() + pos, nl - pos);
+    pos = nl + 1;
+    ++r.line_no;
+    // Built only for an error message.
+    auto where = [&] {
+      return QuotePath(r.src.name()) + ": line " + std::to_string(r.line_no) + ": ";
+    };
+    if (line.size() > kMaxLineBytes) return LongLine(line, where());
+    JsonCursor cursor(line);
+    try {
+      if (!r.saw_header) {
+        r.builder.Header(cursor);
+        r.saw_header = true;
+      } else {
+        r.builder.Record(cursor);
+      }
+      cursor.ExpectEnd();
+    } catch (const JsonError& e) {
+      if (unterminated && r.saw_header) {
+        if (r.options.partial) {
+          r.info.stopped_early = true;
+          r.info.stopped_at_line = r.line_no;
+          r.stopped = true;
+          return Status();
+        }
+        return Status::Error(
+            where() +
+            "the last record is cut off (the trace was truncated; use --partial to analyze up to "
+            "the last complete record)");
+      }
+      return Status::Error(where() + "not valid JSON (column " + std::to_string(e.column) + ": " +
+                           e.what + ")");
+    } catch (const RecordError& e) {
+      return Status::Error(where() + e.what());
+    }
+  }
+  return Status();
+}
+
+// Parse workers for a threaded read: ReadOptions::parse_threads, or by the
+// machine's cores.
+size_t ParseWorkers(const ReadOptions& options) {
+  if (options.parse_threads > 0) return options.parse_threads;
+  return std::clamp<size_t>(std::thread::hardware_concurrency(), 2, 4);
+}
+
 // `threaded`: inflate on a reader thread while this one parses (files); an
-// in-memory input is read here, a block at a time (tests, fuzzers).
+// in-memory input is read here, a block at a time (tests, fuzzers). Once
+// the header is read, a threaded read without shapes parses on workers
+// (parse_pool.h) and appends their blocks here in order.
 // `head`: whole lines already read from `src` (format detection), parsed
 // first. `*line_no_out` counts the lines parsed, for ReadFrom's message
 // when memory runs out.
@@ -64,11 +144,15 @@ Expected<Trace> ReadBlocks(LineSource& src, std::string head, const ReadOptions&
                            ReadInfo* info, bool threaded, size_t* line_no_out) {
   Trace trace;
   Builder builder(&trace, options.keep_shapes);
+  // Blocks for workers are sized by the trace (WorkerBlock).
+  const bool want_pool = threaded && !options.keep_shapes;
+  const size_t block_bytes = options.block_bytes > 0 ? options.block_bytes : kBlock;
+  const bool worker_blocks = want_pool && options.block_bytes == 0;
   BlockQueue queue(threaded);
   std::thread producer;
   if (threaded) {
     try {
-      producer = std::thread([&] { Produce(src, queue); });
+      producer = std::thread([&] { Produce(src, queue, block_bytes, worker_blocks); });
     } catch (const std::system_error&) {
       threaded = false;  // no thread to be had (a memory limit): read here
     }
@@ -85,7 +169,7 @@ Expected<Trace> ReadBlocks(LineSource& src, std::string head, const ReadOptions&
     try {
       b->text.clear();
       b->text.reserve(kBlockCapacity);
-      if (!src.ReadLines(&b->text, kBlock)) return false;
+      if (!src.ReadLines(&b->text, block_bytes)) return false;
     } catch (...) {
       ++*line_no_out;  // as below: decoding the lines after those parsed
       throw;
@@ -102,57 +186,13 @@ Expected<Trace> ReadBlocks(LineSource& src, std::string head, const ReadOptions&
     }
   } joiner{producer, queue};
 
-  bool saw_header = false;
-  size_t& line_no = *line_no_out;
   ReadInfo local;
-  Block block;
-  bool stopped = false;
+  InOrder in_order{src, options, builder, *line_no_out, local};
   bool reserved = false;
   uint64_t consumed = 0, estimate = 0;
-  while (!stopped && next_block(&block)) {
-    size_t pos = 0;
-    while (pos < block.text.size()) {
-      size_t nl = block.text.find('\n', pos);
-      const bool unterminated = nl == std::string::npos;
-      if (unterminated) nl = block.text.size();
-      const std::string_view line(block.text.data() + pos, nl - pos);
-      pos = nl + 1;
-      ++line_no;
-      // Built only for an error message.
-      auto where = [&] {
-        return QuotePath(src.name()) + ": line " + std::to_string(line_no) + ": ";
-      };
-      if (line.size() > kMaxLineBytes) return LongLine(line, where());
-      JsonCursor cursor(line);
-      try {
-        if (!saw_header) {
-          builder.Header(cursor);
-          saw_header = true;
-        } else {
-          builder.Record(cursor);
-        }
-        cursor.ExpectEnd();
-      } catch (const JsonError& e) {
-        if (unterminated && saw_header) {
-          if (options.partial) {
-            local.stopped_early = true;
-            local.stopped_at_line = line_no;
-            stopped = true;
-            break;
-          }
-          return Status::Error(
-              where() +
-              "the last record is cut off (the trace was truncated; use --partial to analyze up to "
-              "the last complete record)");
-        }
-        return Status::Error(where() + "not valid JSON (column " + std::to_string(e.column) + ": " +
-                             e.what + ")");
-      } catch (const RecordError& e) {
-        return Status::Error(where() + e.what());
-      }
-    }
-    consumed += block.text.size();
-    // After each block, keep the arrays sized for the whole file.
+  // After each block, keep the arrays sized for the whole file.
+  auto after_block = [&](size_t bytes) {
+    consumed += bytes;
     if (!reserved) {
       reserved = true;
       estimate = src.EstimatedSize();
@@ -163,8 +203,45 @@ Expected<Trace> ReadBlocks(LineSource& src, std::string head, const ReadOptions&
       options.progress->done.store(consumed, std::memory_order_relaxed);
       options.progress->total.store(estimate, std::memory_order_relaxed);
     }
+  };
+  // The header's block here, and every block where there are no workers.
+  std::unique_ptr<ParsePool> pool;
+  bool pool_next = want_pool;
+  Block block;
+  while (!in_order.stopped && pool == nullptr && next_block(&block)) {
+    if (Status s = ParseInOrder(block.text, in_order); !s.ok()) return s;
+    after_block(block.text.size());
     if (threaded) queue.Recycle(std::move(block.text));
+    if (pool_next && in_order.saw_header) {
+      pool_next = false;
+      // A small trace is read here (WorkersFor); tests ask for workers.
+      if (options.parse_threads == 0 && !read::WorkersFor(estimate)) continue;
+      const size_t workers = ParseWorkers(options);
+      try {
+        pool = std::make_unique<ParsePool>(queue, workers, trace.header.has_ids);
+        queue.set_spares(ParsePool::Window(workers) + 2);
+      } catch (const std::system_error&) {
+        // no threads to be had: read on here
+      }
+    }
   }
+  if (pool != nullptr) {
+    std::unique_ptr<Chunk> chunk;
+    while (!in_order.stopped && pool->Next(&chunk)) {
+      if (chunk->ok && builder.Append(chunk->part, chunk->extras)) {
+        *line_no_out += chunk->lines;
+      } else if (Status s = ParseInOrder(chunk->block.text, in_order); !s.ok()) {
+        return s;
+      }
+      after_block(chunk->block.text.size());
+      queue.Recycle(std::move(chunk->block.text));
+      pool->Done(std::move(chunk));  // its records are the trace's now
+    }
+    pool.reset();
+  }
+  size_t& line_no = *line_no_out;
+  const bool stopped = in_order.stopped;
+  const bool saw_header = in_order.saw_header;
   queue.Cancel();
   if (producer.joinable()) producer.join();
   if (queue.error()) {
@@ -227,7 +304,7 @@ Expected<Trace> ReadTraceInput(OpenedInput input, const ReadOptions& options, Re
 Expected<Trace> ReadTraceString(std::string data, const std::string& name,
                                 const ReadOptions& options, ReadInfo* info) {
   auto src = LineSource::FromMemory(std::move(data), name);
-  return ReadFrom(*src, "", options, info, false);
+  return ReadFrom(*src, "", options, info, options.parse_threads > 0);
 }
 
 }  // namespace memtl

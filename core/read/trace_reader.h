@@ -5,6 +5,7 @@
 // recorder was killed) is read up to the last complete record.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 #include "core/model/progress.h"
@@ -15,9 +16,16 @@ namespace memtl {
 
 struct ReadOptions {
   bool partial = false;
-  // Inflate on a second thread while this one parses. The output is the same
-  // either way (one thread parses, in file order); false is for checking so.
+  // Inflate on a second thread and parse on workers while this one joins
+  // their blocks in file order (trace_reader.cpp). The output is the same
+  // either way; false reads and parses here, on one thread.
   bool threaded = true;
+  // Parse workers of a threaded read; 0: by the machine's cores (2 to 4).
+  // Set, ReadTraceString reads threaded too (tests).
+  size_t parse_threads = 0;
+  // Bytes per block of lines; 0: read::kBlock. Tests make blocks small so
+  // that a small trace is many blocks.
+  size_t block_bytes = 0;
   // Where the read says how far it is (bytes of decoded trace read, and
   // the size expected), for a progress line; none when null.
   Progress* progress = nullptr;
