@@ -117,8 +117,14 @@ std::string DiffHtml(const Summary& a, const Summary& b) {
       html::Escape(a.trace) + " and " + html::Escape(b.trace) + "</title>\n<style>\n";
   out += report_assets::kReportCss;
   out += "svg.bars text{font-size:13px;fill:#222}\nh3{font-size:14px;margin:14px 0 4px}\n";
+  // A trace without tensors (a Kineto trace read alone) has inferred categories.
+  auto inferred = [](const Summary& s) {
+    return s.inferred ? std::string(" (categories inferred: the trace records no tensors)")
+                      : std::string();
+  };
   out += "</style>\n</head>\n<body>\n<h1>memtl diff</h1>\n<p>A: <b>" + html::Escape(a.trace) +
-         "</b><br>B: <b>" + html::Escape(b.trace) + "</b></p>\n";
+         "</b>" + inferred(a) + "<br>B: <b>" + html::Escape(b.trace) + "</b>" + inferred(b) +
+         "</p>\n";
   out +=
       "<p class=\"how\">Each run's memory at its own peak, by category (the bars; hover for "
       "bytes), each category's largest over the run, and the ops and modules whose bytes at "

@@ -48,21 +48,10 @@ void LargestAllocations(const PeakInput& c, size_t top, PeakReport& r) {
   const Trace& trace = c.trace;
   const InferredCategories& inf = *c.inferred;
   const size_t n = trace.allocs.size();
-  std::vector<uint32_t> event_of(n, kNone32), free_of(n, kNone32);
+  std::vector<uint32_t> event_of(n, kNone32);
   for (uint32_t e = 0; e < trace.events.size(); ++e)
     if (trace.events[e].kind == EventKind::kAlloc) event_of[trace.events[e].payload] = e;
-  for (uint32_t a = 0; a < n; ++a)
-    if (trace.allocs[a].bytes < 0 && inf.pair[a] != kNone32) free_of[inf.pair[a]] = a;
-  auto us = [&](uint32_t a) { return PyTrueDivTrunc1000(trace.event_t0[event_of[a]]); };
-  std::vector<uint32_t> live;
-  for (uint32_t a = 0; a < n; ++a) {
-    const AllocInfo& info = trace.allocs[a];
-    if (info.device != c.device || event_of[a] == kNone32 || inf.pair[a] != kNone32) continue;
-    const bool alive =
-        info.bytes > 0 ? us(a) <= r.time_us && (free_of[a] == kNone32 || us(free_of[a]) > r.time_us)
-                       : us(a) > r.time_us;  // memory from before the profile
-    if (alive) live.push_back(a);
-  }
+  std::vector<uint32_t> live = AllocationsAliveAt(trace, inf, c.device, r.time_us);
   r.live_tensors = live.size();
   auto bytes = [&](uint32_t a) {
     return trace.allocs[a].bytes > 0 ? trace.allocs[a].bytes : -trace.allocs[a].bytes;
@@ -97,6 +86,27 @@ void LargestAllocations(const PeakInput& c, size_t top, PeakReport& r) {
 }
 
 }  // namespace
+
+std::vector<uint32_t> AllocationsAliveAt(const Trace& trace, const InferredCategories& inferred,
+                                         DeviceIndex device, int64_t time_us) {
+  const size_t n = trace.allocs.size();
+  std::vector<uint32_t> event_of(n, kNone32), free_of(n, kNone32);
+  for (uint32_t e = 0; e < trace.events.size(); ++e)
+    if (trace.events[e].kind == EventKind::kAlloc) event_of[trace.events[e].payload] = e;
+  for (uint32_t a = 0; a < n; ++a)
+    if (trace.allocs[a].bytes < 0 && inferred.pair[a] != kNone32) free_of[inferred.pair[a]] = a;
+  auto us = [&](uint32_t a) { return PyTrueDivTrunc1000(trace.event_t0[event_of[a]]); };
+  std::vector<uint32_t> live;
+  for (uint32_t a = 0; a < n; ++a) {
+    const AllocInfo& info = trace.allocs[a];
+    if (info.device != device || event_of[a] == kNone32 || inferred.pair[a] != kNone32) continue;
+    const bool alive = info.bytes > 0
+                           ? us(a) <= time_us && (free_of[a] == kNone32 || us(free_of[a]) > time_us)
+                           : us(a) > time_us;  // memory from before the profile
+    if (alive) live.push_back(a);
+  }
+  return live;
+}
 
 PeakReport FindPeak(const std::vector<TimelineEvent>& timeline, const CategoryDict& categories,
                     DeviceIndex device) {

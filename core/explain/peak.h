@@ -77,6 +77,14 @@ PeakReport FindPeak(const std::vector<TimelineEvent>& timeline, const CategoryDi
 // The peak of `in.device` and the `top` largest tensors alive at it.
 PeakReport ExplainPeak(const PeakInput& in, size_t top);
 
+// A trace without tensors (`inferred`, the inference's pairing): the
+// allocation records of `device` alive at the end of the row at `time_us`
+// (the timeline's rows, in PyTorch's microseconds), in record order. A free
+// of memory from before the profile stands for that memory until it is
+// freed. The peak's table of allocations and the memory tables read it.
+std::vector<uint32_t> AllocationsAliveAt(const Trace& trace, const InferredCategories& inferred,
+                                         DeviceIndex device, int64_t time_us);
+
 // A live entry's name: "T12(v0)" for a tensor, "A7" for an allocation.
 std::string LiveName(const LiveTensor& t);
 // For people: a summary, the categories and a table of the largest tensors

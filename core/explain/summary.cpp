@@ -229,7 +229,12 @@ std::vector<std::string> CheckBudgets(const Summary& s, const std::vector<Budget
 }
 
 std::string FormatDiff(const Summary& a, const Summary& b) {
-  std::string out = "A: " + a.trace + "\nB: " + b.trace + "\n";
+  // A trace without tensors (a Kineto trace read alone) has inferred categories.
+  auto inferred = [](const Summary& s) {
+    return s.inferred ? std::string("  (categories inferred: the trace records no tensors)")
+                      : std::string();
+  };
+  std::string out = "A: " + a.trace + inferred(a) + "\nB: " + b.trace + inferred(b) + "\n";
   for (const std::string& name : DiffDevices(a, b)) {
     const DeviceSummary* da = FindDevice(a, name);
     const DeviceSummary* db = FindDevice(b, name);

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <unordered_map>
 #include <utility>
@@ -114,6 +115,9 @@ std::vector<MemoryTables> ComputeTables(const ExplainInput& in) {
   // place once an allocation below it asked (most ops allocate nothing).
   PerKey<uint32_t> alloc_place(num_keys, kNone32), free_place(num_keys, kNone32);
   PerKey<uint32_t> param_place(num_keys, kNone32);
+  // A trace without tensors: per allocation record, its place, so that the
+  // inference's pairing can put what is alive at the peak there.
+  std::vector<uint32_t> place_of_alloc(in.inferred != nullptr ? trace.allocs.size() : 0, kNone32);
   struct Frame {
     uint32_t event;
     uint32_t place;  // kNone32 until resolved
@@ -169,6 +173,7 @@ std::vector<MemoryTables> ComputeTables(const ExplainInput& in) {
       (a.bytes > 0 ? alloc_place : free_place)[key] = place;
       continue;
     }
+    if (!place_of_alloc.empty()) place_of_alloc[ev.payload] = place;
     // As the timeline counts untracked allocations (BuildTimeline): more
     // than 0 bytes allocates (a re-allocation of a live address too).
     MemoryUse& u = use[a.device].At(place, places.size());
@@ -229,6 +234,30 @@ std::vector<MemoryTables> ComputeTables(const ExplainInput& in) {
       u.At(made, places.size()).at_peak += sign * e.bytes;
     else
       u.before_profile[param_place[e.key()]] += sign * e.bytes;
+  }
+
+  // A trace without tensors: the untracked bytes alive at the peak go to the
+  // places that allocated them, as the inference pairs allocations with
+  // frees; memory from before the profile to "(before the profile)". Only
+  // where the pairing accounts for the timeline's own untracked bytes at
+  // the peak exactly: otherwise they stay "(no tensor identity)".
+  for (size_t d = 0; d < num_devices && in.inferred != nullptr; ++d) {
+    if (!peaks[d].any) continue;
+    const std::vector<uint32_t> alive =
+        AllocationsAliveAt(trace, *in.inferred, static_cast<DeviceIndex>(d), peaks[d].time_us);
+    int64_t sum = 0;
+    for (const uint32_t a : alive) sum += std::abs(int64_t{trace.allocs[a].bytes});
+    DeviceUse& u = use[d];
+    if (sum != u.no_identity) continue;
+    for (const uint32_t a : alive) {
+      const AllocInfo& info = trace.allocs[a];
+      const bool before = info.bytes < 0 || in.inferred->rule[a] == InferRule::kBeforeProfile;
+      if (before)
+        u.before_profile[kNone32] += std::abs(int64_t{info.bytes});
+      else
+        u.At(place_of_alloc[a], places.size()).at_peak += info.bytes;
+    }
+    u.no_identity = 0;
   }
 
   // The rows. A place's op names, call sites and module path are found once.

@@ -27,7 +27,9 @@
 // profile to "(before the profile)" (in the call-site table, parameters
 // too: where a module was made is not in the trace); allocations with no tensor identity
 // alive then, which the trace's addresses (gone by now) would have to pair
-// with their frees, to "(no tensor identity)".
+// with their frees, to "(no tensor identity)"; but in a trace without
+// tensors (`in.inferred`), whose inference paired them, to the places that
+// made them (memory from before the profile to "(before the profile)").
 #pragma once
 
 #include <cstdint>

@@ -264,6 +264,21 @@ else
   fail=$((fail + 1))
   echo "FAIL diff-html: $(cat "$tmp/diff.err")"
 fi
+# A Kineto trace beside memtl's own trace of the same run: the diff says
+# which side's categories are inferred (text and page), and the Kineto
+# side's ops hold its bytes at the peak (the inference pairs its frees).
+kin="$root/fixtures/kineto/e2e_adam.kineto.json.gz"
+own="$root/fixtures/et/e2e_adam.trace.jsonl.gz"
+if "$bin" diff "$kin" "$own" >"$tmp/kdiff.txt" 2>&1 &&
+  grep -q '^A: .*(categories inferred' "$tmp/kdiff.txt" && ! grep -q '^B: .*inferred' "$tmp/kdiff.txt" &&
+  ! grep -q 'no tensor identity' "$tmp/kdiff.txt" &&
+  "$bin" diff "$kin" "$own" --format html | grep -q 'categories inferred' &&
+  "$bin" summary "$kin" | grep -q '^ *96.0 KiB  aten::mm$'; then
+  pass=$((pass + 1))
+else
+  fail=$((fail + 1))
+  echo "FAIL diff-kineto: $(head -20 "$tmp/kdiff.txt")"
+fi
 cp "$ex2" "$tmp/b.trace.jsonl.gz"
 check diff-over-trace 2 "is a trace being read" -- "$bin" diff "$ex" "$tmp/b.trace.jsonl.gz" -o "$tmp/b.trace.jsonl.gz"
 # A Kineto trace alone records no tensors: its categories are inferred

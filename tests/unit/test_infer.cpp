@@ -10,6 +10,7 @@
 #include "core/explain/explain.h"
 #include "core/explain/peak.h"
 #include "core/explain/summary.h"
+#include "core/explain/tables.h"
 #include "core/pipeline/analysis.h"
 #include "core/read/kineto_reader.h"
 
@@ -199,4 +200,46 @@ TEST_CASE("infer: the reserved total is kept where it changes, per device that r
   auto zeros = ReadKinetoString(Doc({Mem("2", 64, 0x10)}), "z.json");
   REQUIRE(zeros.ok());
   CHECK(zeros.value().reserved.empty());
+}
+
+TEST_CASE("infer: the memory tables put the allocations alive at the peak where they were made") {
+  PipelineOptions options;
+  const Inferred r = Run(StepEvents(), options);
+  const Categorized& c = *r.c;
+  const Analysis& a = *c.analysis;
+  const ExplainInput in{a.trace,    a.keys,   *a.tree, *a.graph,   c.categories,
+                        c.timeline, c.device, nullptr, &a.inferred};
+  const MemoryTables t = ComputeTables(in)[c.device];
+  const PeakReport peak = FindPeak(c.timeline, c.categories, c.device);
+  REQUIRE(peak.any);
+  // Every byte alive at the peak has a row, none of them "(no tensor identity)".
+  CHECK(t.device.at_peak == peak.bytes);
+  int64_t by_op = 0;
+  for (const MemoryRow& row : t.by_op) {
+    CHECK(row.name != kNoIdentity);
+    by_op += row.self.at_peak;
+  }
+  CHECK(by_op == peak.bytes);
+  // The allocations alive then are those AllocationsAliveAt lists, each
+  // under the op that made it.
+  int64_t alive = 0;
+  for (const uint32_t rec : AllocationsAliveAt(a.trace, a.inferred, c.device, peak.time_us)) {
+    const int64_t b = a.trace.allocs[rec].bytes;
+    alive += b > 0 ? b : -b;
+  }
+  CHECK(alive == peak.bytes);
+  auto row_of = [&](std::string_view name) -> const MemoryRow* {
+    for (const MemoryRow& row : t.by_op)
+      if (row.name == name) return &row;
+    return nullptr;
+  };
+  // The step's peak is in the optimizer step: its state (4000 bytes, made
+  // in aten::clone) is alive, with the gradient made in the backward.
+  const MemoryRow* clone = row_of("aten::clone");
+  REQUIRE(clone != nullptr);
+  CHECK(clone->self.at_peak == 4000);
+  // Memory from before the profile that zero_grad frees later.
+  const MemoryRow* before = row_of(kBeforeProfile);
+  REQUIRE(before != nullptr);
+  CHECK(before->self.at_peak == 6000);
 }
