@@ -18,7 +18,8 @@ void AddReadOptions(CLI::App* cmd, Args& args) {
                 "resident after it on stderr");
   cmd->add_option("--threads", args.threads,
                   "1: read and write on the calling thread only; 2: inflate and write on a "
-                  "second thread (same output bytes)")
+                  "second thread, and parse traces of 64 MiB or more on parse workers (one "
+                  "per core, 2 to 4); the output bytes are the same")
       ->check(CLI::Range(1, 2))
       ->default_val(2);
 }
