@@ -139,10 +139,24 @@ void KinetoParser::Member(std::string_view key, std::string_view value) {
   }
 }
 
+namespace {
+
+// A pid or tid's raw JSON text as a key: a string without escapes keys as
+// its contents, so that "25738" and 25738 name one thread (Kineto of 2021
+// wrote the ops' tid as a string and the memory events' as a number).
+std::string_view IdKey(std::string_view raw) {
+  if (raw.size() >= 2 && raw.front() == '"' && raw.back() == '"' &&
+      raw.find('\\') == std::string_view::npos)
+    return raw.substr(1, raw.size() - 2);
+  return raw;
+}
+
+}  // namespace
+
 uint32_t KinetoParser::Thread(std::string_view pid, std::string_view tid) {
-  thread_key_.assign(pid);
+  thread_key_.assign(IdKey(pid));
   thread_key_ += '\x1f';
-  thread_key_.append(tid);
+  thread_key_.append(IdKey(tid));
   if (!threads_.empty() && thread_key_ == last_thread_key_) return last_thread_;
   const auto [it, fresh] = threads_.emplace(thread_key_, static_cast<uint32_t>(threads_.size()));
   last_thread_key_ = thread_key_;

@@ -93,6 +93,20 @@ TEST_CASE("kineto: ops, python calls and allocations nested by time per thread")
   CHECK(t.devices[t.allocs[t.events[5].payload].device].name == "cuda:1");
 }
 
+TEST_CASE("kineto: a thread named by a string and by a number is one thread") {
+  // Kineto of 2021 wrote an op's tid as a string and a memory event's as a
+  // number (the ResNet-50 peer trace): the allocation is still the op's.
+  std::string op = Op("cpu_op", "aten::empty", "10.000", "5.000");
+  op.replace(op.find("\"tid\": 1"), 8, "\"tid\": \"1\"");
+  auto r = ReadKinetoString(Doc({op, Mem("11", 64, 4096, 64)}), "t.json");
+  REQUIRE(r.ok());
+  const Trace& t = r.value().trace;
+  REQUIRE(t.events.size() == 2);
+  CHECK(NameOf(t, 0) == "aten::empty");
+  CHECK(t.events[1].kind == EventKind::kAlloc);
+  CHECK(t.events[1].parent == 0);
+}
+
 TEST_CASE("kineto: the allocated total is checked against Total Allocated") {
   SUBCASE("memory from before the profile becomes one allocation") {
     auto r = ReadKinetoString(Doc({Mem("1", 64, 10, 1064), Mem("2", 32, 20, 1096)}), "t.json");
