@@ -132,6 +132,11 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
       "and modules whose bytes at the peak differ most");
   AddReadOptions(diff, args);
   diff->add_option("B", args.trace_b, "the second trace")->required();
+  AddEtOption(diff, args);
+  diff->add_option("--et-b", args.et_b,
+                   "an execution trace of the run of a Kineto trace B, joined to it as --et is "
+                   "to TRACE")
+      ->option_text("FILE");
   diff->add_option("--format", args.format,
                    "text (the default), json, or html (one self-contained page: bars of both "
                    "peaks by category, sortable tables)")

@@ -26,6 +26,7 @@ struct Args {
   std::string tensor;                // explain: "T12" or "T12:v1"
   std::string trace_b;               // diff: the second trace
   std::string et;                    // an execution trace to join to a Kineto TRACE
+  std::string et_b;                  // diff: one to join to a Kineto B
   std::vector<std::string> budgets;  // summary: CATEGORY=SIZE
   bool partial = false;
   bool strict = false;

@@ -313,6 +313,7 @@ int RunDiff(const Args& args) {
   if (!a.ok()) return Fail(a.status().message());
   Args second = args;
   second.trace = args.trace_b;
+  second.et = args.et_b;
   auto b = SummaryOf(second, kDiffTop);
   if (!b.ok()) return Fail(b.status().message());
   std::string format = args.format;

@@ -279,6 +279,20 @@ else
   fail=$((fail + 1))
   echo "FAIL diff-kineto: $(head -20 "$tmp/kdiff.txt")"
 fi
+# The same Kineto trace joined to its execution trace (--et for A, --et-b
+# for B): proven categories, equal to memtl's own trace's but the
+# optimizer state the python tracer alone names.
+if "$bin" diff "$root/fixtures/et/e2e_adam.kineto.json.gz" --et "$root/fixtures/et/e2e_adam.et.json.gz" \
+  "$own" >"$tmp/ediff.txt" 2>"$tmp/ediff.err" &&
+  ! grep -q 'inferred' "$tmp/ediff.txt" && grep -q '^  peak .* 0 B$' "$tmp/ediff.txt" &&
+  grep -q '^  GRADIENT .* 0 B$' "$tmp/ediff.txt" && grep -q 'joined 233 of 233 ops' "$tmp/ediff.err" &&
+  "$bin" diff "$own" "$root/fixtures/et/e2e_adam.kineto.json.gz" \
+    --et-b "$root/fixtures/et/e2e_adam.et.json.gz" 2>/dev/null | grep -q '^  peak .* 0 B$'; then
+  pass=$((pass + 1))
+else
+  fail=$((fail + 1))
+  echo "FAIL diff-et: $(head -12 "$tmp/ediff.txt") $(cat "$tmp/ediff.err")"
+fi
 cp "$ex2" "$tmp/b.trace.jsonl.gz"
 check diff-over-trace 2 "is a trace being read" -- "$bin" diff "$ex" "$tmp/b.trace.jsonl.gz" -o "$tmp/b.trace.jsonl.gz"
 # A Kineto trace alone records no tensors: its categories are inferred
