@@ -82,19 +82,27 @@ def gzip_to(src, dst):
             shutil.copyfileobj(fin, fout)
 
 
-def record(name, out):
+def profile_with_et(name, tmp, with_stack):
+    """Runs scenario `name` once under the profiler with an execution trace
+    observer; returns the profile and the paths of the execution trace and
+    the Kineto trace, both written into `tmp`."""
     torch.manual_seed(0)
     inputs, step = SCENARIOS[name].setup()
+    et_path = os.path.join(tmp, "et.json")
+    et = ExecutionTraceObserver().register_callback(et_path)
+    with torch.profiler.profile(record_shapes=True, profile_memory=True, with_stack=with_stack,
+                                execution_trace_observer=et) as prof:
+        outputs = step(**inputs)
+        del outputs
+    et.unregister_callback()
+    kineto = os.path.join(tmp, "kineto.json")
+    prof.export_chrome_trace(kineto)
+    return prof, et_path, kineto
+
+
+def record(name, out):
     with tempfile.TemporaryDirectory() as tmp:
-        et_path = os.path.join(tmp, "et.json")
-        et = ExecutionTraceObserver().register_callback(et_path)
-        with torch.profiler.profile(record_shapes=True, profile_memory=True, with_stack=True,
-                                    execution_trace_observer=et) as prof:
-            outputs = step(**inputs)
-            del outputs
-        et.unregister_callback()
-        kineto = os.path.join(tmp, "kineto.json")
-        prof.export_chrome_trace(kineto)
+        prof, et_path, kineto = profile_with_et(name, tmp, with_stack=True)
         gzip_to(kineto, os.path.join(out, name + ".kineto.json.gz"))
         gzip_to(et_path, os.path.join(out, name + ".et.json.gz"))
     memtl.save(prof, os.path.join(out, name + ".trace.jsonl.gz"))

@@ -2,6 +2,7 @@
 #include "core/explain/context.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <iterator>
 
 namespace memtl {
@@ -97,6 +98,12 @@ std::vector<uint32_t> CreatorOfValues(const DataFlowGraph& g) {
     }
   }
   return creator;
+}
+
+std::string MsAfter(int64_t ns, int64_t first) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f ms", static_cast<double>(ns - first) / 1e6);
+  return buf;
 }
 
 }  // namespace memtl

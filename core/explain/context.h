@@ -74,6 +74,9 @@ StepStarts ProfilerSteps(const Trace& trace);
 // or before it; empty when none did (or the trace has none).
 std::string StepAt(const StepStarts& steps, int64_t t_ns);
 
+// A time `ns` after `first`, as explain prints it: "1.234 ms".
+std::string MsAfter(int64_t ns, int64_t first);
+
 // Per (key, version) of the graph's value numbering, the event of the node
 // that made it (allocated version 0, an intermediate included, or wrote the
 // version); kNone32 when no node did (a tensor from before the profile).

@@ -4,7 +4,6 @@
 #include "core/explain/explain.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <iterator>
 #include <utility>
 #include <vector>
@@ -15,12 +14,6 @@
 namespace memtl {
 
 namespace {
-
-std::string Ms(int64_t ns, int64_t first) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f ms", static_cast<double>(ns - first) / 1e6);
-  return buf;
-}
 
 std::string Tv(const KeyTable& kt, KeySlot key, Version version) {
   return "T" + std::to_string(kt[key].id.value()) + "(v" + std::to_string(version.value()) + ")";
@@ -87,7 +80,7 @@ Expected<std::string> ExplainTensor(const ExplainTensorInput& x, const TensorRef
     if (e.time >= 0) first = first < 0 ? e.time : std::min(first, e.time);
   }
   const StepStarts steps_at = ProfilerSteps(trace);
-  auto when = [&](uint32_t event) { return Ms(trace.event_t0[event], first < 0 ? 0 : first); };
+  auto when = [&](uint32_t event) { return MsAfter(trace.event_t0[event], first < 0 ? 0 : first); };
 
   std::string out;
   size_t explained = 0;
@@ -189,7 +182,7 @@ Expected<std::string> ExplainTensor(const ExplainTensorInput& x, const TensorRef
                            : e.action == Action::kIncrementVersion ? "written"
                                                                    : "freed";
         life += (life.empty() ? "" : ", ") + std::string(what) +
-                (e.time >= 0 ? " at " + Ms(e.time, first) : "") +
+                (e.time >= 0 ? " at " + MsAfter(e.time, first) : "") +
                 // An increment names the version it replaces (PyTorch's timeline).
                 (e.action == Action::kIncrementVersion
                      ? " (v" + std::to_string(e.version().value()) + " -> v" +

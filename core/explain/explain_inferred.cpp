@@ -1,7 +1,6 @@
 // memtl explain of an allocation in a trace without tensors (explain.h):
 // its inferred category and the rule that gave it (core/infer/), the op
 // that made it with its modules, phase and call site, and its free.
-#include <cstdio>
 #include <string>
 
 #include "core/explain/explain.h"
@@ -10,12 +9,6 @@
 namespace memtl {
 
 namespace {
-
-std::string Ms(int64_t ns, int64_t first) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f ms", static_cast<double>(ns - first) / 1e6);
-  return buf;
-}
 
 // "aten::mm at 1.234 ms; modules ...; phase ...; called from ..." for the
 // allocation or free at `event`, with its innermost op.
@@ -31,7 +24,7 @@ std::string Where(const ExplainInput& in, uint32_t event, int64_t first, std::st
   *json = "{\"op\":" + JsonString(op) + ",\"module\":" + JsonString(c.module) +
           ",\"phase\":" + JsonString(c.phase) + ",\"call_site\":" + JsonString(c.call_site) +
           ",\"ms\":" + std::to_string(static_cast<double>(t.event_t0[event] - first) / 1e6) + "}";
-  return op + " at " + Ms(t.event_t0[event], first) +
+  return op + " at " + MsAfter(t.event_t0[event], first) +
          (c.module.empty() ? "" : "; modules " + c.module) + "; phase " + c.phase +
          (c.call_site.empty() ? "" : "; called from " + c.call_site);
 }

@@ -35,7 +35,6 @@ if int(torch.__version__.split(".")[0]) < 2 or not hasattr(torch.profiler, "Exec
 if importlib.util.find_spec("torch.profiler._memory_profiler") is None:
     raise unittest.SkipTest("this torch (%s) has no torch.profiler._memory_profiler" % torch.__version__)
 
-from torch.profiler import ExecutionTraceObserver  # noqa: E402
 from torch.profiler import _memory_profiler  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -61,18 +60,8 @@ def memtl_bin():
 
 @pytest.mark.parametrize("name", SCENARIOS)
 def test_join_equals_pytorch_without_the_python_tracer(name):
-    torch.manual_seed(0)
-    inputs, step = record_et_fixtures.SCENARIOS[name].setup()
     with tempfile.TemporaryDirectory() as tmp:
-        et_path = os.path.join(tmp, "et.json")
-        et = ExecutionTraceObserver().register_callback(et_path)
-        with torch.profiler.profile(record_shapes=True, profile_memory=True, with_stack=False,
-                                    execution_trace_observer=et) as prof:
-            outputs = step(**inputs)
-            del outputs
-        et.unregister_callback()
-        kineto = os.path.join(tmp, "kineto.json")
-        prof.export_chrome_trace(kineto)
+        prof, et_path, kineto = record_et_fixtures.profile_with_et(name, tmp, with_stack=False)
         # export_memory_timeline asks for with_stack; the profile itself
         # does not need it.
         timeline = _memory_profiler.MemoryProfileTimeline(
