@@ -60,8 +60,8 @@
     });
     var ticks = [];
     for (var v = Math.ceil(min / scale / step) * step; v <= max / scale + 1e-9; v += step) {
-      var label = Number(v.toPrecision(6)) + ' ' + UNITS[u];
-      ticks.push({v: v * scale, label: label});
+      var text = Number(v.toPrecision(6)) + ' ' + UNITS[u];
+      ticks.push({v: v * scale, label: text});
     }
     return ticks;
   }
@@ -210,14 +210,14 @@
     // A toggle per category: hiding one restacks the others.
     var toggles = box.querySelector('.toggles');
     data.categories.forEach(function (name, i) {
-      var label = document.createElement('label');
-      label.innerHTML = '<input type="checkbox" checked data-category="' + name +
-                        '"> <span class="sw" style="background:' + data.colors[i] + '"></span>' +
-                        esc(label(name));
-      label.querySelector('input').addEventListener('change', function (e) {
+      var toggle = document.createElement('label');
+      toggle.innerHTML = '<input type="checkbox" checked data-category="' + name +
+                         '"> <span class="sw" style="background:' + data.colors[i] + '"></span>' +
+                         esc(label(name));
+      toggle.querySelector('input').addEventListener('change', function (e) {
         g.setVisibility(n - 1 - i, e.target.checked);
       });
-      toggles.appendChild(label);
+      toggles.appendChild(toggle);
     });
     var reset = document.createElement('button');
     reset.type = 'button';
