@@ -183,6 +183,7 @@ class Parser {
     Skip();
     if (Peek() == '(') {  // tuple type: (T1, T2)
       ++pos_;
+      if (!Nest()) return false;
       t->kind = SchemaType::kTuple;
       t->name = "Tuple";
       return TypeList(&t->elements, true);
@@ -206,6 +207,7 @@ class Parser {
     }
     if (Peek() == '(' && IsContainerName(name)) {
       ++pos_;
+      if (!Nest()) return false;
       if (!TypeList(&t->elements, false)) return false;
     }
     if (Peek() == '(') return Alias(arg);
@@ -217,6 +219,7 @@ class Parser {
     for (;;) {
       if (Peek() == '[') {
         ++pos_;
+        if (!Nest()) return false;
         int n = -1;
         if (std::isdigit(static_cast<unsigned char>(Peek()))) {
           n = 0;
@@ -239,6 +242,7 @@ class Parser {
         }
       } else if (Peek() == '?') {
         ++pos_;
+        if (!Nest()) return false;
         SchemaType opt;
         opt.kind = SchemaType::kOptional;
         opt.name = "Optional";
@@ -276,6 +280,7 @@ class Parser {
   }
 
   bool Argument(SchemaArgument* arg, bool allow_default) {
+    nested_ = 0;
     if (!Type(&arg->type, arg)) return false;
     Skip();
     if (std::isalpha(static_cast<unsigned char>(Peek())) || Peek() == '_') {
@@ -291,8 +296,19 @@ class Parser {
     return true;
   }
 
+  // One more container, tuple, list or optional in the argument being
+  // parsed. PyTorch's registered schemas have at most three in one argument
+  // (Tensor?[][]); the bound keeps the height of a SchemaType, and so this
+  // recursive parser and SchemaType's recursive destructor, off the end of
+  // the stack on a hostile trace.
+  bool Nest() {
+    static constexpr int kMaxNested = 64;
+    return ++nested_ <= kMaxNested || Fail("more than 64 nested types in one argument");
+  }
+
   std::string_view s_;
   size_t pos_ = 0;
+  int nested_ = 0;  // Nest()s in the current argument
   std::string error_;
 };
 

@@ -215,3 +215,34 @@ TEST_CASE("registry: a trace's schemas override the built-in ones") {
   CHECK(reg.Lookup("aten::sin_")->size() >= 1);  // a neighbouring name keeps its own
   CHECK(reg.CheckAll().ok());
 }
+
+TEST_CASE("schema: nesting is bounded, with a one-line error, not a stack overflow") {
+  // A fuzzed trace (tests/fuzz/regressions/pipeline-schema-nested-tuples.trace)
+  // overflowed the stack with 20745 '(' in one argument's type.
+  const auto nested = [](const std::string& open, const std::string& inner,
+                         const std::string& close, int n) {
+    std::string type;
+    for (int i = 0; i < n; ++i) type += open;
+    type += inner;
+    for (int i = 0; i < n; ++i) type += close;
+    return "aten::f(" + type + " x) -> Tensor";
+  };
+  for (const auto& [open, close] :
+       {std::pair<std::string, std::string>{"(", ")"}, {"List(", ")"}, {"Optional(", ")"}}) {
+    CAPTURE(open);
+    const auto deep = ParseSchema(nested(open, "Tensor", close, 5000));
+    REQUIRE_FALSE(deep.ok());
+    CHECK(deep.status().message().find("more than 64 nested types") != std::string::npos);
+    CHECK(deep.status().message().find('\n') == std::string::npos);
+    CHECK(ParseSchema(nested(open, "Tensor", close, 64)).ok());
+    CHECK_FALSE(ParseSchema(nested(open, "Tensor", close, 65)).ok());
+  }
+  // Wrappers after a type count too: lists and optionals build the same tree.
+  CHECK_FALSE(ParseSchema(nested("", "Tensor", "[]?", 15000)).ok());
+  CHECK(ParseSchema(nested("", "Tensor", "[]", 64)).ok());
+  CHECK_FALSE(ParseSchema(nested("", "Tensor", "[]", 65)).ok());
+  // The count is per argument: 40 in each of two is fine.
+  CHECK(ParseSchema("aten::f(" + std::string(40, '(') + "Tensor" + std::string(40, ')') + " x, " +
+                    std::string(40, '(') + "Tensor" + std::string(40, ')') + " y) -> Tensor")
+            .ok());
+}
