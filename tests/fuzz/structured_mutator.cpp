@@ -4,6 +4,7 @@
 #include "tests/fuzz/structured_mutator.h"
 
 #include "tests/fuzz/fuzz_json.h"
+#include "tests/fuzz/mutation_values.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -26,81 +27,6 @@ extern "C" __attribute__((weak)) size_t LLVMFuzzerMutate(uint8_t* data, size_t s
 
 namespace memtl_fuzz {
 namespace {
-
-// clang-format off
-// Integers at and around every limit the reader, the time conversion, the
-// sizes, the versions and the sums check (all within 64 bits, so the
-// record still reads)...
-const char* const kExtremes[] = {
-    "0", "1", "-1", "2", "7", "999", "1000", "-999", "-1000", "4096",
-    "2147483647", "2147483648", "-2147483648", "4294967295", "4294967296",
-    "16777216", "1073741824", "268435455", "268435456",
-    "70368744177663", "70368744177664", "140737488355327", "140737488355328",
-    "-140737488355327", "-140737488355328", "9007199254740993",
-    "9223372036854775807", "-9223372036854775808", "-9223372036854775807",
-    "9223372036854774807", "-9223372036854774808"};
-// ...and numbers no 64-bit integer holds, or that are no JSON at all.
-const char* const kBadNumbers[] = {
-    "9223372036854775808", "-9223372036854775809", "18446744073709551615",
-    "18446744073709551616", "-18446744073709551616", "99999999999999999999999",
-    "-0", "1e3", "1E400", "-1e400", "1.5", "0.5", "1.0", "-0.0", "00", "01", "-",
-    "NaN", "Infinity", "-Infinity", "nan", "0x10", "1_000", "+1", ".5"};
-
-const char* const kOpNames[] = {
-    "aten::add", "aten::add_", "aten::mul", "aten::mul_", "aten::empty",
-    "aten::empty_strided", "aten::zeros", "aten::zero_", "aten::copy_", "aten::relu_",
-    "aten::relu", "aten::linear", "aten::addmm", "aten::mm", "aten::t", "aten::view",
-    "aten::detach", "aten::to", "aten::ones_like", "aten::sum", "aten::add_.Tensor",
-    "aten::cat", "aten::split", "aten::_foreach_add_", "aten::lerp_", "[memory]",
-    "MulBackward0", "AddmmBackward0", "AccumulateGrad",
-    "autograd::engine::evaluate_function: MulBackward0",
-    "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad",
-    "Optimizer.step#SGD.step", "Optimizer.zero_grad#SGD.zero_grad", "ProfilerStep#1",
-    "nn.Module: Linear_0", "nn.Module: Sequential_0",
-    "torch/optim/optimizer.py(117): _optimizer_step_code", "", "x", "a\nb\x1b[2J"};
-
-const char* const kDevices[] = {
-    "cpu", "cuda:0", "cuda", "cuda:1", "cpu:0", "meta", "mps", "xla:0", "tpu:0",
-    "cuda:-1", "cuda:", ":0", "CUDA:0", "cuda:00", "cuda:99999999999999999999",
-    "cuda:1a", "", "cpu\n"};
-
-const char* const kDtypes[] = {
-    "float32", "float64", "float16", "bfloat16", "int64", "int32", "int8", "uint8",
-    "bool", "complex64", "complex128", "float8_e4m3fn", "qint8", "unknown", ""};
-
-const char* const kKinds[] = {"op", "alloc", "py", "other", "schema", "OP", "", "memtl-trace"};
-
-const char* const kScopes[] = {
-    "function", "backward_function", "user_scope", "torchscript_function",
-    "kernel_function_dtype", "custom_class", "build_feature", "lite_interpreter",
-    "static_runtime_op", "static_runtime_model", "global", ""};
-
-const char* const kSchemas[] = {
-    "aten::add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)",
-    "aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
-    "aten::mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
-    "aten::zero_(Tensor(a!) self) -> Tensor(a!)",
-    "aten::copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)",
-    ("aten::empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, "
-     "Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor"),
-    "aten::view(Tensor(a) self, SymInt[] size) -> Tensor(a)",
-    "aten::split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]",
-    "aten::_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()",
-    "aten::cat(Tensor[] tensors, int dim=0) -> Tensor",
-    "aten::relu(Tensor self -> Tensor",
-    "aten::relu(Tensor self) -> Tensor",
-    "x(Tensor(a!) self) -> Tensor(b!)"};
-
-const char* const kTimeKeys[] = {"t", "t0", "t1"};
-// Keys whose values refer to one another across records: a value copied
-// from another record of the same key makes shared tensors, reused
-// pointers, equal times, parents.
-const char* const kRefKeys[] = {
-    "ptr", "impl", "id", "aid", "t", "t0", "t1", "self", "bytes", "seq", "tid"};
-// Numbers that give the tree its shape: changed by MutateShape and
-// MutateParent, which keep it valid more often than a random number does.
-const char* const kShapeKeys[] = {"i", "p", "version"};
-// clang-format on
 
 class Mutator {
  public:
