@@ -19,8 +19,8 @@ void RunInputs(const PassInput& in, CategoryWriter& out) {
   const auto& nodes = g.nodes();
 
   // Per value (key, version) of the graph's numbering.
-  std::vector<bool> produces_gradient(g.num_values(), false);
-  std::vector<uint32_t> values;
+  PerValue<bool> produces_gradient(g.num_values(), false);
+  std::vector<ValueIndex> values;
   for (size_t i = nodes.size(); i-- > 0;) {
     bool any = false;
     values.clear();
@@ -39,7 +39,7 @@ void RunInputs(const PassInput& in, CategoryWriter& out) {
       }
     }
     if (any) {
-      for (uint32_t v : values) produces_gradient[v] = true;
+      for (const ValueIndex v : values) produces_gradient[v] = true;
     }
   }
   // Backward-pass outputs are autograd implementation details, not inputs.
@@ -51,10 +51,10 @@ void RunInputs(const PassInput& in, CategoryWriter& out) {
   }
   for (const KeySlot k : in.keys.slots()) {
     if (depends_on_gradient[in.keys.IdIndex(k)]) continue;
-    const uint32_t first = g.values_begin(k);
-    for (uint32_t v = first; v < g.values_end(k); ++v) {
-      if (produces_gradient[v])
-        out.SetDefaultByVersion(k, Version(static_cast<int32_t>(v - first)), Category::kInput);
+    Version version(0);
+    for (ValueIndex v = g.values_begin(k); v < g.values_end(k); v = v.next()) {
+      if (produces_gradient[v]) out.SetDefaultByVersion(k, version, Category::kInput);
+      version = version.next();
     }
   }
 }

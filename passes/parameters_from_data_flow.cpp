@@ -22,12 +22,12 @@ void RunParametersFromDataFlow(const PassInput& in, CategoryWriter& out) {
   };
 
   // Sets of values (the graph's (key, version) numbering).
-  std::vector<bool> candidate_parameters(g.num_values(), false);
-  std::vector<bool> candidate_fwd(g.num_values(), false);
+  PerValue<bool> candidate_parameters(g.num_values(), false);
+  PerValue<bool> candidate_fwd(g.num_values(), false);
   for (const auto& [key, version] : snapshot) {
     if (out.Get(key, version) == Category::kInput) candidate_fwd[g.value(key, version)] = true;
   }
-  std::vector<uint32_t> inputs, outputs;
+  std::vector<ValueIndex> inputs, outputs;
   for (const auto& node : nodes) {
     if (in.tree.in_backward(node.event)) continue;
     inputs.clear();
@@ -45,16 +45,16 @@ void RunParametersFromDataFlow(const PassInput& in, CategoryWriter& out) {
     }
     if (touches_gradient) continue;
     bool reads_forward = false;
-    for (uint32_t v : inputs) reads_forward |= candidate_fwd[v];
+    for (const ValueIndex v : inputs) reads_forward |= candidate_fwd[v];
     if (!reads_forward) continue;
-    for (uint32_t v : outputs) candidate_fwd[v] = true;
-    for (uint32_t v : inputs) {
+    for (const ValueIndex v : outputs) candidate_fwd[v] = true;
+    for (const ValueIndex v : inputs) {
       if (!candidate_fwd[v]) candidate_parameters[v] = true;
     }
   }
 
   // Each parameter eventually contributes to the value of a gradient...
-  std::vector<bool> used_for_gradient(g.num_values(), false);
+  PerValue<bool> used_for_gradient(g.num_values(), false);
   for (size_t i = nodes.size(); i-- > 0;) {
     bool any = false;
     for (const FlowEdge* e = g.begin(nodes[i]); e != g.end(nodes[i]) && !any; ++e) {
@@ -72,7 +72,7 @@ void RunParametersFromDataFlow(const PassInput& in, CategoryWriter& out) {
   std::vector<bool> parameter_ids(in.keys.num_ids, false);
   for (const KeySlot k : in.keys.slots()) {
     if (!depends[in.keys.IdIndex(k)]) continue;
-    for (uint32_t v = g.values_begin(k); v < g.values_end(k); ++v) {
+    for (ValueIndex v = g.values_begin(k); v < g.values_end(k); v = v.next()) {
       if (candidate_parameters[v] && used_for_gradient[v]) parameter_ids[in.keys.IdIndex(k)] = true;
     }
   }

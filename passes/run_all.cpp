@@ -24,7 +24,7 @@ std::vector<PassStep> RunAllPassesTraced(const PassInput& in, CategoryDict& cate
     std::vector<uint8_t> s;
     s.reserve(vb.empty() ? 0 : vb.back());
     for (const KeySlot k : kt.slots()) {
-      const auto n = static_cast<int32_t>(in.graph.values_end(k) - in.graph.values_begin(k));
+      const int32_t n = in.graph.num_versions(k);
       for (Version v(0); v.value() < n; v = v.next()) {
         const auto c = categories.Get(k, v);
         s.push_back(c ? static_cast<uint8_t>(*c) : static_cast<uint8_t>(kNumCategories));
@@ -43,7 +43,7 @@ std::vector<PassStep> RunAllPassesTraced(const PassInput& in, CategoryDict& cate
     PassStep step{label, rule, {}};
     size_t i = 0;
     for (const KeySlot k : kt.slots()) {
-      const auto n = static_cast<int32_t>(in.graph.values_end(k) - in.graph.values_begin(k));
+      const int32_t n = in.graph.num_versions(k);
       for (Version v(0); v.value() < n; v = v.next(), ++i) {
         if (before[i] != after[i])
           step.changes.push_back({k, v, category(before[i]), category(after[i])});

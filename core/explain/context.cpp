@@ -88,8 +88,8 @@ EventContext ContextOf(const Trace& trace, const OpTree& tree, uint32_t event) {
   return c;
 }
 
-std::vector<uint32_t> CreatorOfValues(const DataFlowGraph& g) {
-  std::vector<uint32_t> creator(g.num_values(), kNone32);
+PerValue<uint32_t> CreatorOfValues(const DataFlowGraph& g) {
+  PerValue<uint32_t> creator(g.num_values(), kNone32);
   for (const FlowNode& n : g.nodes()) {
     for (const FlowEdge* e = g.begin(n); e != g.end(n); ++e) {
       // An intermediate (allocated and freed inside the node) is made there too.

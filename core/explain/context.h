@@ -80,6 +80,6 @@ std::string MsAfter(int64_t ns, int64_t first);
 // Per (key, version) of the graph's value numbering, the event of the node
 // that made it (allocated version 0, an intermediate included, or wrote the
 // version); kNone32 when no node did (a tensor from before the profile).
-std::vector<uint32_t> CreatorOfValues(const DataFlowGraph& graph);
+PerValue<uint32_t> CreatorOfValues(const DataFlowGraph& graph);
 
 }  // namespace memtl

@@ -28,7 +28,7 @@ PerKey<uint32_t> FreerOfKeys(const DataFlowGraph& g, uint32_t num_keys) {
 std::string FormatEvents(const ExplainInput& in, EventsFormat format) {
   const Trace& trace = in.trace;
   const DataFlowGraph& g = in.graph;
-  const std::vector<uint32_t> creator = CreatorOfValues(g);
+  const PerValue<uint32_t> creator = CreatorOfValues(g);
   const PerKey<uint32_t> freer = FreerOfKeys(g, in.keys.size());
   int64_t first = -1;
   for (const TimelineEvent& e : in.timeline) {

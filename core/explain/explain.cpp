@@ -74,7 +74,7 @@ Expected<std::string> ExplainTensor(const ExplainTensorInput& x, const TensorRef
   CategoryDict traced;
   const std::vector<PassStep> steps =
       RunAllPassesTraced(PassInput{trace, in.keys, in.tree, g, x.sizes}, traced);
-  const std::vector<uint32_t> creator = CreatorOfValues(g);
+  const PerValue<uint32_t> creator = CreatorOfValues(g);
   int64_t first = -1;
   for (const TimelineEvent& e : in.timeline) {
     if (e.time >= 0) first = first < 0 ? e.time : std::min(first, e.time);

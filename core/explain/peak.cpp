@@ -177,7 +177,7 @@ PeakReport ExplainPeak(const PeakInput& c, size_t top) {
     return r;
   }
   const DataFlowGraph& g = c.graph;
-  const std::vector<uint32_t> creator_of_value = CreatorOfValues(g);
+  const PerValue<uint32_t> creator_of_value = CreatorOfValues(g);
   const StepStarts steps = ProfilerSteps(trace);
 
   std::vector<KeySlot> live;

@@ -75,12 +75,16 @@ class DataFlowGraph {
   // fact per tensor version index arrays by it.
   const std::vector<uint32_t>& value_begin() const { return value_begin_; }
   uint32_t num_values() const { return value_begin_.empty() ? 0 : value_begin_.back(); }
-  uint32_t value(KeySlot key, Version version) const {
-    return value_begin_[key.value()] + static_cast<uint32_t>(version.value());
+  ValueIndex value(KeySlot key, Version version) const {
+    return ValueIndex(value_begin_[key.value()] + static_cast<uint32_t>(version.value()));
   }
   // Key `key`'s values, value_begin()[key] .. value_begin()[key + 1].
-  uint32_t values_begin(KeySlot key) const { return value_begin_[key.value()]; }
-  uint32_t values_end(KeySlot key) const { return value_begin_[key.value() + 1]; }
+  ValueIndex values_begin(KeySlot key) const { return ValueIndex(value_begin_[key.value()]); }
+  ValueIndex values_end(KeySlot key) const { return ValueIndex(value_begin_[key.value() + 1]); }
+  // How many values key `key` has: its versions 0 .. num_versions - 1.
+  int32_t num_versions(KeySlot key) const {
+    return static_cast<int32_t>(value_begin_[key.value() + 1] - value_begin_[key.value()]);
+  }
 
  private:
   std::vector<FlowNode> nodes_;

@@ -87,6 +87,22 @@ class KeySlot {
   uint32_t value_ = kNone;
 };
 
+// A value of the data-flow graph (DataFlowGraph::value): one version of one
+// key, in the graph's dense numbering (a key's versions are consecutive).
+// The passes and the explaining outputs keep per-value facts in PerValue
+// arrays. A distinct type, so that a value is never taken for a key slot.
+class ValueIndex {
+ public:
+  constexpr ValueIndex() = default;
+  constexpr explicit ValueIndex(uint32_t v) : value_(v) {}
+  constexpr uint32_t value() const { return value_; }
+  constexpr ValueIndex next() const { return ValueIndex(value_ + 1); }
+  friend constexpr auto operator<=>(ValueIndex, ValueIndex) = default;
+
+ private:
+  uint32_t value_ = 0;
+};
+
 // One concrete storage of one logical tensor. `device_rank` orders keys the
 // way PyTorch sorts TensorKey: (id, allocation id, device type, device index).
 struct TensorKey {

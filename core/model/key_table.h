@@ -87,4 +87,19 @@ class PerKey {
   std::vector<T> v_;
 };
 
+// A fact per value of the data-flow graph (ValueIndex), as PerKey is per
+// key slot.
+template <typename T>
+class PerValue {
+ public:
+  PerValue() = default;
+  PerValue(uint32_t num_values, const T& init) : v_(num_values, init) {}
+  typename std::vector<T>::reference operator[](ValueIndex v) { return v_[v.value()]; }
+  typename std::vector<T>::const_reference operator[](ValueIndex v) const { return v_[v.value()]; }
+  uint32_t size() const { return static_cast<uint32_t>(v_.size()); }
+
+ private:
+  std::vector<T> v_;
+};
+
 }  // namespace memtl
