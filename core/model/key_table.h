@@ -69,37 +69,29 @@ struct KeyTable {
   SlotRange slots() const { return SlotRange(size()); }
 };
 
-// An array with one element per key slot (the way stages after identity
-// keep a fact per tensor key), indexed by KeySlot only.
-template <typename T>
-class PerKey {
+// An array indexed by one strong index type only (its value() is the
+// position): PerKey holds a fact per key slot, the way the stages after
+// identity keep one per tensor key; PerValue one per value of the
+// data-flow graph (ValueIndex).
+template <typename Index, typename T>
+class IndexedArray {
  public:
-  PerKey() = default;
-  PerKey(uint32_t num_keys, const T& init) : v_(num_keys, init) {}
-  typename std::vector<T>::reference operator[](KeySlot k) { return v_[k.value()]; }
-  typename std::vector<T>::const_reference operator[](KeySlot k) const { return v_[k.value()]; }
+  IndexedArray() = default;
+  IndexedArray(uint32_t n, const T& init) : v_(n, init) {}
+  typename std::vector<T>::reference operator[](Index i) { return v_[i.value()]; }
+  typename std::vector<T>::const_reference operator[](Index i) const { return v_[i.value()]; }
   uint32_t size() const { return static_cast<uint32_t>(v_.size()); }
   bool empty() const { return v_.empty(); }
-  void assign(uint32_t num_keys, const T& init) { v_.assign(num_keys, init); }
+  void assign(uint32_t n, const T& init) { v_.assign(n, init); }
   void clear() { v_ = {}; }  // frees the memory
 
  private:
   std::vector<T> v_;
 };
 
-// A fact per value of the data-flow graph (ValueIndex), as PerKey is per
-// key slot.
 template <typename T>
-class PerValue {
- public:
-  PerValue() = default;
-  PerValue(uint32_t num_values, const T& init) : v_(num_values, init) {}
-  typename std::vector<T>::reference operator[](ValueIndex v) { return v_[v.value()]; }
-  typename std::vector<T>::const_reference operator[](ValueIndex v) const { return v_[v.value()]; }
-  uint32_t size() const { return static_cast<uint32_t>(v_.size()); }
-
- private:
-  std::vector<T> v_;
-};
+using PerKey = IndexedArray<KeySlot, T>;
+template <typename T>
+using PerValue = IndexedArray<ValueIndex, T>;
 
 }  // namespace memtl
