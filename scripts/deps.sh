@@ -12,9 +12,10 @@ build_pkgs=(cmake g++ make pkg-config libisal-dev libabsl-dev libpng-dev zlib1g-
 # libpng-dev (found with pkg-config): the unit tests decode the plot's PNG with
 # libpng, not with our own code.
 # isal: its igzip command, the benchmarks' reference for how fast gzip inflates.
+# time: /usr/bin/time, the peak memory of a command for the CI memory guard.
 # chromium and chromium-driver: the HTML report's browser test (selenium comes
 # from scripts/venv.sh).
-test_pkgs=(clang-format clang-tidy doctest-dev nlohmann-json3-dev libpng-dev python3-pytest python3-torch python3-torchvision libtorch-dev pybind11-dev isal chromium chromium-driver)
+test_pkgs=(clang-format clang-tidy doctest-dev nlohmann-json3-dev libpng-dev python3-pytest python3-torch python3-torchvision libtorch-dev pybind11-dev isal time chromium chromium-driver)
 case "${1:-build}" in
   build) want=("${build_pkgs[@]}") ;;
   test) want=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;
