@@ -119,6 +119,22 @@
       m.style.top = area.y + 'px';
       m.style.height = area.h + 'px';
     });
+    // A step's label ends before the next step's line (or the plot's
+    // edge): shortened with an ellipsis, hidden when too little is left
+    // (the hover names the step). It never flips to the line's left, where
+    // the previous step's label is. The 10 px: the label's offset, padding
+    // and a gap.
+    var steps = Array.prototype.filter.call(wrap.querySelectorAll('.marker.step'), function (m) {
+      return m.style.display !== 'none';
+    });
+    steps.forEach(function (m, i) {
+      var label = m.querySelector('span');
+      m.classList.remove('flip');
+      var room = i + 1 < steps.length ? parseFloat(steps[i + 1].style.left) - parseFloat(m.style.left) - 10
+                                      : area.x + area.w - parseFloat(m.style.left) - 10;
+      label.style.maxWidth = Math.max(room, 0) + 'px';
+      label.style.display = room < 24 ? 'none' : '';
+    });
   }
 
   function addMarker(wrap, cls, x, text) {

@@ -222,6 +222,16 @@ def test_report_in_the_browser(report, browser):
     assert [s[0] for s in data["steps"]] == ["ProfilerStep#0", "ProfilerStep#1", "ProfilerStep#2"] * 2
     markers = browser.find_elements(By.CSS_SELECTOR, "#device-1 .marker.step")
     assert len(markers) == 3 and markers[0].text.startswith("ProfilerStep#")
+    # A step's label ends before the next step's line (shortened or hidden).
+    overlaps = browser.execute_script("""
+        var m = document.querySelectorAll('#device-1 .marker.step'), bad = [];
+        for (var i = 0; i + 1 < m.length; ++i) {
+          var label = m[i].querySelector('span').getBoundingClientRect();
+          var next = m[i + 1].getBoundingClientRect().left;
+          if (label.width > 0 && label.right > next) bad.push([i, label.right, next]);
+        }
+        return bad;""")
+    assert not overlaps, overlaps
     assert browser.find_element(By.CSS_SELECTOR, "#device-1 .marker.peak").is_displayed()
     shot(browser, "report_loaded")
 
