@@ -51,10 +51,8 @@ void RunInputs(const PassInput& in, CategoryWriter& out) {
   }
   for (const KeySlot k : in.keys.slots()) {
     if (depends_on_gradient[in.keys.IdIndex(k)]) continue;
-    Version version(0);
-    for (ValueIndex v = g.values_begin(k); v < g.values_end(k); v = v.next()) {
-      if (produces_gradient[v]) out.SetDefaultByVersion(k, version, Category::kInput);
-      version = version.next();
+    for (Version v(0); v.value() < g.num_versions(k); v = v.next()) {
+      if (produces_gradient[g.value(k, v)]) out.SetDefaultByVersion(k, v, Category::kInput);
     }
   }
 }

@@ -298,7 +298,7 @@ class Parser {
 
   // One more container, tuple, list or optional in the argument being
   // parsed. PyTorch's registered schemas have at most three in one argument
-  // (Tensor?[][]); the bound keeps the height of a SchemaType, and so this
+  // (Tensor?[]?); the bound keeps the height of a SchemaType, and so this
   // recursive parser and SchemaType's recursive destructor, off the end of
   // the stack on a hostile trace.
   bool Nest() {
