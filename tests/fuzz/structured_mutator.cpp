@@ -5,6 +5,7 @@
 
 #include "tests/fuzz/fuzz_json.h"
 #include "tests/fuzz/mutation_values.h"
+#include "tests/fuzz/trace_doc.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -39,45 +40,12 @@ class Mutator {
     return a[Pick(N)];
   }
 
-  // The records (not the header), those that parsed as objects.
-  std::vector<size_t> Records() {
-    std::vector<size_t> r;
-    for (size_t i = 1; i < d_.lines.size(); ++i) {
-      if (d_.lines[i].parsed && d_.lines[i].v.kind == Json::kObject) r.push_back(i);
-    }
-    return r;
-  }
   std::optional<size_t> RandomRecord() {
-    auto r = Records();
+    auto r = Records(d_);
     if (r.empty()) return std::nullopt;
     return r[Pick(r.size())];
   }
   Json& V(size_t line) { return d_.lines[line].v; }
-
-  // Every value under `j`, depth first.
-  static void Collect(Json* j, std::vector<Json*>* out) {
-    out->push_back(j);
-    for (auto& i : j->items) Collect(&i, out);
-    for (auto& [k, v] : j->members) Collect(&v, out);
-  }
-  std::vector<Json*> AllValues(Json::Kind kind) {
-    std::vector<Json*> all, out;
-    for (auto& l : d_.lines) {
-      if (l.parsed) Collect(&l.v, &all);
-    }
-    for (Json* j : all) {
-      if (j->kind == kind) out.push_back(j);
-    }
-    return out;
-  }
-  // Values of member `key` anywhere.
-  std::vector<Json*> ValuesOfKey(std::string_view key) {
-    std::vector<Json*> objs = AllValues(Json::kObject), out;
-    for (Json* o : objs) {
-      if (Json* v = o->Find(key)) out.push_back(v);
-    }
-    return out;
-  }
 
   // An extreme: mostly one that still reads as a 64-bit integer.
   Json Extreme() { return Number(OneIn(4) ? PickOf(kBadNumbers) : PickOf(kExtremes)); }
@@ -85,7 +53,7 @@ class Mutator {
   void MutateNumber() {
     // The numbers of the records' fields, but mostly not the shape's.
     std::vector<Json*> nums;
-    for (size_t line : Records()) {
+    for (size_t line : Records(d_)) {
       for (auto& [k, v] : V(line).members) {
         const std::string_view key = std::string_view(k).substr(1, k.size() - 2);
         const bool shape =
@@ -125,14 +93,14 @@ class Mutator {
   // A value of `key` set to another record's value of the same key.
   void CopyRef() {
     const char* key = PickOf(kRefKeys);
-    auto vals = ValuesOfKey(key);
+    auto vals = ValuesOfKey(d_, key);
     if (vals.size() < 2) return;
     Json src = *vals[Pick(vals.size())];
     *vals[Pick(vals.size())] = std::move(src);
   }
 
   void MutatePresence() {
-    auto objs = AllValues(Json::kObject);
+    auto objs = AllValues(d_, Json::kObject);
     if (objs.empty()) return;
     Json* o = objs[Pick(objs.size())];
     if (o->members.empty()) return;
@@ -177,17 +145,17 @@ class Mutator {
     switch (Pick(6)) {
       case 0:
         if (Json* n = r.Find("name")) {
-          auto names = ValuesOfKey("name");
+          auto names = ValuesOfKey(d_, "name");
           *n = OneIn(2) ? String(PickOf(kOpNames)) : *names[Pick(names.size())];
         }
         return;
       case 1: {
-        auto devs = ValuesOfKey("dev");
+        auto devs = ValuesOfKey(d_, "dev");
         if (!devs.empty()) *devs[Pick(devs.size())] = String(PickOf(kDevices));
         return;
       }
       case 2: {
-        auto dts = ValuesOfKey("dtype");
+        auto dts = ValuesOfKey(d_, "dtype");
         if (!dts.empty()) *dts[Pick(dts.size())] = String(PickOf(kDtypes));
         return;
       }
@@ -198,7 +166,7 @@ class Mutator {
         if (Json* s = r.Find("scope")) *s = String(PickOf(kScopes));
         return;
       default: {
-        auto strs = AllValues(Json::kString);
+        auto strs = AllValues(d_, Json::kString);
         if (strs.empty()) return;
         Json* s = strs[Pick(strs.size())];
         std::string text = s->text.substr(1, s->text.size() - 2);
@@ -215,8 +183,8 @@ class Mutator {
     if (!rec) return;
     Json* p = V(*rec).Find("p");
     if (p == nullptr) return;
-    std::vector<Json*> earlier, all = ValuesOfKey("i");
-    for (size_t line : Records()) {
+    std::vector<Json*> earlier, all = ValuesOfKey(d_, "i");
+    for (size_t line : Records(d_)) {
       if (line >= *rec) break;
       if (Json* i = V(line).Find("i")) earlier.push_back(i);
     }
@@ -245,14 +213,14 @@ class Mutator {
     Json& r = V(*rec);
     Json* t = r.Find(PickOf(kTimeKeys));
     if (t == nullptr) return;
-    auto times = ValuesOfKey(PickOf(kTimeKeys));
+    auto times = ValuesOfKey(d_, PickOf(kTimeKeys));
     switch (Pick(4)) {
       case 0:
         if (!times.empty()) *t = *times[Pick(times.size())];
         break;
       case 1: {  // before or after its parent's start
         const auto p = r.Find("p") ? r.Find("p")->Int() : std::nullopt;
-        for (size_t line : Records()) {
+        for (size_t line : Records(d_)) {
           const Json* i = V(line).Find("i");
           const Json* t0 = V(line).Find("t0");
           if (p && i && t0 && i->Int() == p && t0->Int()) {
@@ -272,7 +240,7 @@ class Mutator {
   }
 
   void MutateArray() {
-    auto arrays = AllValues(Json::kArray);
+    auto arrays = AllValues(d_, Json::kArray);
     if (arrays.empty()) return;
     Json* a = arrays[Pick(arrays.size())];
     switch (Pick(5)) {
@@ -300,10 +268,10 @@ class Mutator {
   // same tensor seen twice, in place, as an alias.
   void ShareTensor() {
     std::vector<Json*> tensors;
-    for (Json* o : AllValues(Json::kObject)) {
+    for (Json* o : AllValues(d_, Json::kObject)) {
       if (o->Find("impl")) tensors.push_back(o);
     }
-    auto args = ValuesOfKey("args");
+    auto args = ValuesOfKey(d_, "args");
     if (tensors.empty() || args.empty()) return;
     Json* list = args[Pick(args.size())];
     if (list->kind != Json::kArray) return;
@@ -325,55 +293,11 @@ class Mutator {
     }
   }
 
-  // The records from `line` to the end of its subtree (pre-order: its
-  // descendants follow it).
-  size_t SubtreeEnd(size_t line) {
-    const Json* i = V(line).Find("i");
-    if (i == nullptr || !i->Int()) return line + 1;
-    std::vector<int64_t> ids = {*i->Int()};
-    size_t end = line + 1;
-    for (; end < d_.lines.size(); ++end) {
-      if (!d_.lines[end].parsed) break;
-      const Json* p = V(end).Find("p");
-      const Json* ci = V(end).Find("i");
-      if (p == nullptr || !p->Int() || std::find(ids.begin(), ids.end(), *p->Int()) == ids.end())
-        break;
-      if (ci && ci->Int()) ids.push_back(*ci->Int());
-    }
-    return end;
-  }
-
-  int64_t MaxId() {
-    int64_t m = -1;
-    for (Json* i : ValuesOfKey("i")) {
-      if (i->Int()) m = std::max(m, *i->Int());
-    }
-    return m;
-  }
-
-  // Numbers the records 0, 1, ... in file order and maps the parents to the
-  // new numbers (a child whose parent does not precede it becomes a root).
-  void Renumber() {
-    std::map<int64_t, int64_t> map;
-    int64_t next = 0;
-    for (size_t line : Records()) {
-      Json& r = V(line);
-      if (Json* p = r.Find("p"); p && p->Int() && *p->Int() >= 0) {
-        auto it = map.find(*p->Int());
-        *p = Number(it != map.end() ? it->second : -1);
-      }
-      if (Json* i = r.Find("i"); i && i->Int()) {
-        map[*i->Int()] = next;
-        *i = Number(next++);
-      }
-    }
-  }
-
   void MutateShape() {
     const auto rec = RandomRecord();
     if (!rec) return;
     const size_t begin = *rec;
-    const size_t end = SubtreeEnd(begin);
+    const size_t end = SubtreeEnd(d_, begin);
     std::vector<Line> sub(d_.lines.begin() + static_cast<ptrdiff_t>(begin),
                           d_.lines.begin() + static_cast<ptrdiff_t>(end));
     switch (Pick(5)) {
@@ -388,7 +312,7 @@ class Mutator {
           d_.lines.erase(d_.lines.begin() + static_cast<ptrdiff_t>(begin),
                          d_.lines.begin() + static_cast<ptrdiff_t>(end));
         } else {
-          int64_t next = Plus(MaxId(), 1);
+          int64_t next = Plus(MaxId(d_), 1);
           std::map<int64_t, int64_t> map;
           for (Line& l : sub) {
             if (Json* i = l.v.Find("i"); i && i->Int()) {
@@ -417,14 +341,14 @@ class Mutator {
         break;
       }
       default: {  // an allocation (or free) of a pointer the trace knows, inside this record
-        auto ptrs = ValuesOfKey("ptr");
-        auto bytes = ValuesOfKey("bytes");
+        auto ptrs = ValuesOfKey(d_, "ptr");
+        auto bytes = ValuesOfKey(d_, "bytes");
         Json a;
         a.kind = Json::kObject;
         const Json* i = V(begin).Find("i");
         const Json* t0 = V(begin).Find("t0");
         a.Add("\"k\"", String("alloc"));
-        a.Add("\"i\"", Number(Plus(MaxId(), 1)));
+        a.Add("\"i\"", Number(Plus(MaxId(d_), 1)));
         a.Add("\"p\"", i ? *i : Number(-1));
         a.Add("\"t\"", t0 && t0->Int() ? Number(Plus(*t0->Int(), 1)) : Number(1));
         a.Add("\"ptr\"", ptrs.empty() ? Number(4096) : *ptrs[Pick(ptrs.size())]);
@@ -439,7 +363,7 @@ class Mutator {
         break;
       }
     }
-    if (!OneIn(4)) Renumber();
+    if (!OneIn(4)) Renumber(d_);
   }
 
   void MutateHeader() {
@@ -473,7 +397,7 @@ class Mutator {
   void AddSchema() {
     // Op names (with a namespace) of the trace, to make their schema.
     std::vector<Json*> names;
-    for (Json* n : ValuesOfKey("name")) {
+    for (Json* n : ValuesOfKey(d_, "name")) {
       if (n->kind == Json::kString && n->text.find("::") != std::string::npos) names.push_back(n);
     }
     Json s;
@@ -574,7 +498,7 @@ class Mutator {
     std::string out = WriteDoc(d_);
     for (int tries = 0; out.size() > max_size && tries < 64 && d_.lines.size() > 1; ++tries) {
       const size_t begin = 1 + Pick(d_.lines.size() - 1);
-      const size_t end = d_.lines[begin].parsed ? SubtreeEnd(begin) : begin + 1;
+      const size_t end = d_.lines[begin].parsed ? SubtreeEnd(d_, begin) : begin + 1;
       d_.lines.erase(d_.lines.begin() + static_cast<ptrdiff_t>(begin),
                      d_.lines.begin() + static_cast<ptrdiff_t>(end));
       out = WriteDoc(d_);
@@ -623,8 +547,8 @@ size_t CrossOverTraces(const uint8_t* data1, size_t size1, const uint8_t* data2,
   std::string result;
   if (rng() % 2 == 0) {
     Doc doc = ParseDoc(joined);
+    Renumber(doc);
     Mutator m(&doc, seed);
-    m.Renumber();
     result = m.Fit(max_out_size);
   } else {
     result = std::move(joined);
