@@ -122,7 +122,22 @@ void Join::MapStorages(JoinText& out) {
     for (uint32_t i = node.outs_begin; i < node.outs_begin + node.outs_count; ++i)
       if (et_.items[i] != kNone32) note(et_.items[i], true);
   }
-  std::unordered_set<AddrKey, AddrHash> mapped;
+  // The storage that allocation event `e` holds, by Candidate's rules.
+  auto candidate_of = [&](uint32_t e) {
+    uint32_t op_event = t_.events[e].parent;
+    while (op_event != kNone32 && t_.events[op_event].kind != EventKind::kOp)
+      op_event = t_.events[op_event].parent;
+    if (op_event == kNone32 || node_of_op_[t_.events[op_event].payload] == kNone32) {
+      // Outside any joined op (a python call that the nesting by time
+      // put around it): only a tensor read before it is freed, exactly.
+      return Candidate(e, kNone32, free_of[e] != kNone32 ? free_of[e] : kNone32, true);
+    }
+    // Freed inside the op (a workspace, a temporary): only what the ops
+    // before its free read can be in it.
+    const bool freed_inside = free_of[e] != kNone32 && free_of[e] > e && free_of[e] < end[op_event];
+    return Candidate(e, op_event, freed_inside ? free_of[e] : end[op_event], freed_inside);
+  };
+  std::unordered_map<AddrKey, uint64_t, AddrHash> storage_at;
   for (const uint32_t e : by_time_) {
     const Event& ev = t_.events[e];
     if (ev.kind != EventKind::kAlloc) continue;
@@ -130,28 +145,24 @@ void Join::MapStorages(JoinText& out) {
     const AddrKey key{t_.alloc_ptrs[ev.payload], a.device};
     if (a.bytes <= 0 || IsPreProfile(e)) continue;  // no tensor's: PreProfile
     ++out.allocations;
-    if (mapped.contains(key)) {  // the same data pointer: the same storage id
+    if (const auto held = storage_at.find(key); held != storage_at.end()) {
+      // The same data pointer: the same storage id, unless the storage
+      // first mapped here only tied with another (both read in the first
+      // block) and that other explains this block too (AddressGoesTo).
       ++out.mapped_allocations;
+      if (const uint64_t other = ReadIn(held->second, e) ? 0 : candidate_of(e);
+          other != 0 && other != held->second &&
+          AddressGoesTo(other, held->second, lifetimes_.at(key))) {
+        addr_of_.erase(held->second);
+        addr_of_.emplace(other, key.addr);
+        held->second = other;
+      }
       continue;
     }
-    uint32_t op_event = ev.parent;
-    while (op_event != kNone32 && t_.events[op_event].kind != EventKind::kOp)
-      op_event = t_.events[op_event].parent;
-    uint64_t storage = 0;
-    if (op_event == kNone32 || node_of_op_[t_.events[op_event].payload] == kNone32) {
-      // Outside any joined op (a python call that the nesting by time
-      // put around it): only a tensor read before it is freed, exactly.
-      storage = Candidate(e, kNone32, free_of[e] != kNone32 ? free_of[e] : kNone32, true);
-    } else {
-      // Freed inside the op (a workspace, a temporary): only what the
-      // ops before its free read can be in it.
-      const bool freed_inside =
-          free_of[e] != kNone32 && free_of[e] > e && free_of[e] < end[op_event];
-      storage = Candidate(e, op_event, freed_inside ? free_of[e] : end[op_event], freed_inside);
-    }
+    const uint64_t storage = candidate_of(e);
     if (storage == 0) continue;
     addr_of_.emplace(storage, key.addr);
-    mapped.insert(key);
+    storage_at.emplace(key, storage);
     ++out.mapped_allocations;
   }
   MapFreedBefore(frees_before);
@@ -290,6 +301,42 @@ uint64_t Join::Candidate(uint32_t e, uint32_t op, uint32_t end, bool freed_insid
     if (fits == 0) fits = fits_scan;
   }
   return fits;
+}
+
+bool Join::ReadIn(uint64_t storage, uint32_t e) const {
+  const auto reads = reads_.find(storage);
+  if (reads == reads_.end()) return false;
+  const AllocInfo& a = t_.allocs[t_.events[e].payload];
+  const std::vector<Lifetime>& lifetimes =
+      lifetimes_.at(AddrKey{t_.alloc_ptrs[t_.events[e].payload], a.device});
+  const auto life = std::find_if(lifetimes.begin(), lifetimes.end(),
+                                 [&](const Lifetime& l) { return l.begin == time_pos_[e] + 1; });
+  if (life == lifetimes.end()) return false;
+  const auto first = std::lower_bound(reads->second.begin(), reads->second.end(), life->begin);
+  return first != reads->second.end() && *first < life->end;
+}
+
+std::vector<size_t> Join::LifetimesRead(uint64_t storage,
+                                        const std::vector<Lifetime>& lifetimes) const {
+  std::vector<size_t> read;
+  const auto reads = reads_.find(storage);
+  if (reads == reads_.end()) return read;
+  for (const uint32_t p : reads->second) {
+    const auto l = std::upper_bound(lifetimes.begin(), lifetimes.end(), p,
+                                    [](uint32_t x, const Lifetime& y) { return x < y.begin; });
+    if (l == lifetimes.begin() || p >= std::prev(l)->end) continue;
+    const auto index = static_cast<size_t>(std::prev(l) - lifetimes.begin());
+    if (read.empty() || read.back() != index) read.push_back(index);
+  }
+  return read;
+}
+
+bool Join::AddressGoesTo(uint64_t other, uint64_t held,
+                         const std::vector<Lifetime>& lifetimes) const {
+  const std::vector<size_t> by_other = LifetimesRead(other, lifetimes);
+  const std::vector<size_t> by_held = LifetimesRead(held, lifetimes);
+  return by_other.size() > by_held.size() &&
+         std::includes(by_other.begin(), by_other.end(), by_held.begin(), by_held.end());
 }
 
 bool Join::FitsLifetimes(uint64_t storage, const std::vector<Lifetime>& lifetimes) const {

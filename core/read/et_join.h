@@ -21,9 +21,13 @@
 //   data pointer for the whole trace (PyTorch never forgets one), so one
 //   sighting maps it everywhere, and it can be at an address only if the
 //   address is allocated at each of its reads and free where an op creates
-//   it (else it stays unmapped). A storage never allocated in the profile
-//   (parameters and inputs made before it) gets an address of its own; one
-//   seen only in empty tensors is the null data pointer.
+//   it (else it stays unmapped). An address has one storage id too: a
+//   later block there holds the storage mapped at its first, unless that
+//   storage only tied with another for the first block and the other
+//   explains the later one (Join::AddressGoesTo). A storage never
+//   allocated in the profile (parameters and inputs made before it) gets
+//   an address of its own; one seen only in empty tensors is the null data
+//   pointer.
 // - Not recovered: modules' and optimizers' parameters and state (the
 //   python tracer's, which neither file records), so the passes that read
 //   them find nothing; ops that did not join have no arguments.

@@ -128,6 +128,28 @@ def test_inference_without_module_records():
     assert (action, cat) == (2, UNKNOWN)
 
 
+def test_reused_address_equals_pytorch():
+    """A ResNet BatchNorm step (collect/torch/record_et_fixtures.py
+    resnet_bn_sgd_step, with_stack=False) recorded on a run where the
+    allocator gave the 8-byte scalar that num_batches_tracked.add_(1) wraps
+    from a Python number, freed at once, and then a 64-byte batch-norm
+    output the same address: the execution trace names both by one storage
+    id. Both add_'s arguments fit the scalar's block; the join first mapped
+    the buffer (the first argument) there, and gave the later block to it
+    too. PyTorch's own timeline of the same profile
+    (NAME.torch.raw.json.gz) must come out row for row, but for the Kineto
+    reader's one row of memory from before the profile."""
+    name = "resnet_bn_reused_address"
+    got, stderr = joined(name)
+    assert "(100.0%) by record function id" in stderr, stderr
+    with gzip.open(os.path.join(ET, name + ".torch.raw.json.gz")) as f:
+        theirs = collections.Counter(tuple(row) for row in json.load(f))
+    assert theirs - got == collections.Counter()
+    extra = got - theirs
+    assert sum(extra.values()) <= 1, extra
+    assert all(action == 2 and cat == UNKNOWN for (_, action, _, cat) in extra), extra
+
+
 def test_join_coverage_is_reported_and_summary_works():
     r = memtl("summary", os.path.join(ET, "e2e_adam.kineto.json.gz"), "--et",
               os.path.join(ET, "e2e_adam.et.json.gz"))

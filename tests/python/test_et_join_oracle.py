@@ -51,17 +51,6 @@ SCENARIOS = ["dataflow_annotations", "dataflow_non_op_allocations", "dataflow_in
              "resnet_bn_sgd_step", "null_undefined_grad", "optimizers_indexing"]
 
 
-# A known limit of the join, not yet fixed: the execution trace names
-# storages and tensors by data pointer, so a tensor freed inside the profile
-# and another later given its address share one storage id (here storage
-# 240, BatchNorm's num_batches_tracked increment, then MeanBackward1's
-# divisor), and the join treats them as one, merging their categories.
-# Whether the allocator reuses an address depends on the process's history
-# (and on ASan's allocator): in this scenario rows of 8, 32 and 80 bytes
-# have differed from PyTorch's, in category and in whether a tensor existed
-# before the profile, on some runs only; it is skipped until the join splits
-# a storage id at each new allocation of its address.
-REUSED_ADDRESSES = {"resnet_bn_sgd_step"}
 
 
 def memtl_bin():
@@ -73,9 +62,6 @@ def memtl_bin():
 
 @pytest.mark.parametrize("name", SCENARIOS)
 def test_join_equals_pytorch_without_the_python_tracer(name):
-    if name in REUSED_ADDRESSES:
-        pytest.skip("the join merges tensors whose addresses the allocator reuses inside the "
-                    "profile (docs/trace-format.md, The execution-trace join)")
     with tempfile.TemporaryDirectory() as tmp:
         prof, et_path, kineto = record_et_fixtures.profile_with_et(name, tmp, with_stack=False)
         # export_memory_timeline asks for with_stack; the profile itself
