@@ -17,7 +17,8 @@ std::string Hex(uint64_t v) {
 }
 }  // namespace
 
-AllocationSummary CheckAllocations(const OpTree& tree, Diagnostics& diag) {
+AllocationSummary CheckAllocations(const OpTree& tree, const TensorRecords& records,
+                                   Diagnostics& diag) {
   const Trace& trace = tree.trace();
   AllocationSummary s;
   // Per (pointer, device) allocated and not yet freed: the allocation's
@@ -33,14 +34,14 @@ AllocationSummary CheckAllocations(const OpTree& tree, Diagnostics& diag) {
   std::vector<uint32_t> unmatched;
   auto where = [&](uint32_t ei) {
     const AllocInfo& a = trace.allocs[trace.events[ei].payload];
-    return Hex(trace.alloc_ptrs[trace.events[ei].payload]) + " on " + trace.devices[a.device].name +
-           " at t=" + std::to_string(trace.event_t0[ei]);
+    return Hex(records.alloc_ptrs[trace.events[ei].payload]) + " on " +
+           trace.devices[a.device].name + " at t=" + std::to_string(trace.event_t0[ei]);
   };
   for (const uint32_t ei : tree.sorted()) {
     const Event& e = trace.events[ei];
     if (e.kind != EventKind::kAlloc) continue;
     const AllocInfo& a = trace.allocs[e.payload];
-    const uint64_t ptr = trace.alloc_ptrs[e.payload];
+    const uint64_t ptr = records.alloc_ptrs[e.payload];
     if (a.bytes > 0) {
       ++s.allocations;
       const auto [slot, inserted] = live.try_emplace(ptr, a.device, 0);
@@ -73,7 +74,7 @@ AllocationSummary CheckAllocations(const OpTree& tree, Diagnostics& diag) {
   PtrDevMap<uint8_t> named;
   for (const uint32_t ei : unmatched) {
     const Event& e = trace.events[ei];
-    named.try_emplace(trace.alloc_ptrs[e.payload], trace.allocs[e.payload].device, 0);
+    named.try_emplace(records.alloc_ptrs[e.payload], trace.allocs[e.payload].device, 0);
   }
   size_t next = 0;
   for (auto it = tree.sorted().begin(); it != tree.sorted().end() && next < unmatched.size();
@@ -81,7 +82,7 @@ AllocationSummary CheckAllocations(const OpTree& tree, Diagnostics& diag) {
     const uint32_t ei = *it;
     const Event& e = trace.events[ei];
     if (e.kind != EventKind::kAlloc || trace.allocs[e.payload].bytes == 0) continue;
-    uint8_t* seen = named.find(trace.alloc_ptrs[e.payload], trace.allocs[e.payload].device);
+    uint8_t* seen = named.find(records.alloc_ptrs[e.payload], trace.allocs[e.payload].device);
     if (seen == nullptr) continue;
     if (unmatched[next] == ei) {
       if (*seen != 0) {

@@ -26,6 +26,8 @@ struct AllocationSummary {
   size_t preexisting_frees = 0;
 };
 
-AllocationSummary CheckAllocations(const OpTree& tree, Diagnostics& diag);
+// `records`: the allocations' addresses (TakeTensorRecords).
+AllocationSummary CheckAllocations(const OpTree& tree, const TensorRecords& records,
+                                   Diagnostics& diag);
 
 }  // namespace memtl

@@ -9,36 +9,36 @@
 
 namespace memtl {
 
-void SizeMap::Observe(const Trace& trace, const KeyTable& keys, uint32_t tensor) {
+void SizeMap::Observe(const TensorRecords& records, const KeyTable& keys, uint32_t tensor) {
   const KeySlot key = keys.SlotOfTensor(tensor);
   if (!key.valid()) return;
-  const int64_t bytes = trace.tensors[tensor].bytes();
+  const int64_t bytes = records.tensors[tensor].bytes();
   if (bytes == kUnsized) return;  // not strided
   values_[key] = std::max<int64_t>(values_[key], bytes);
 }
 
-SizeMap::SizeMap(const OpTree& tree, const KeyTable& keys) {
+SizeMap::SizeMap(const OpTree& tree, const KeyTable& keys, const TensorRecords& records) {
   const Trace& trace = tree.trace();
   values_.assign(keys.size(), -1);
   for (uint32_t e : tree.sorted()) {
     const Event& ev = trace.events[e];
     if (ev.kind == EventKind::kOp) {
       for (const Arg arg : trace.ArgsOf(ev.payload)) {
-        if (arg.kind == ArgKind::kTensor) Observe(trace, keys, arg.begin);
+        if (arg.kind == ArgKind::kTensor) Observe(records, keys, arg.begin);
         if (arg.kind == ArgKind::kTensorList) {
           for (uint32_t k = 0; k < arg.count; ++k)
-            Observe(trace, keys, trace.list_items[arg.begin + k]);
+            Observe(records, keys, trace.list_items[arg.begin + k]);
         }
       }
     } else if (ev.kind == EventKind::kPy) {
       const PyInfo py = trace.Py(ev.payload);
       auto params = [&](uint32_t begin, uint32_t count, bool with_state) {
         for (uint32_t p = begin; p < begin + count; ++p) {
-          Observe(trace, keys, trace.params[p].tensor);
-          Observe(trace, keys, trace.params[p].grad);
+          Observe(records, keys, trace.params[p].tensor);
+          Observe(records, keys, trace.params[p].grad);
           if (!with_state) continue;
           for (uint32_t s = 0; s < trace.params[p].state_count; ++s) {
-            Observe(trace, keys, trace.states[trace.params[p].state_begin + s].tensor);
+            Observe(records, keys, trace.states[trace.params[p].state_begin + s].tensor);
           }
         }
       };
@@ -49,7 +49,7 @@ SizeMap::SizeMap(const OpTree& tree, const KeyTable& keys) {
         const auto& o = trace.optimizers[py.optimizer()];
         params(o.params_begin, o.params_count, true);
         for (uint32_t s = o.state_begin; s < o.state_begin + o.state_count; ++s)
-          Observe(trace, keys, trace.states[s].tensor);
+          Observe(records, keys, trace.states[s].tensor);
       }
     }
   }
@@ -67,11 +67,12 @@ SizeMap::SizeMap(const OpTree& tree, const KeyTable& keys) {
   }
 }
 
-Expected<std::vector<bool>> UntrackedAllocationsLive(const OpTree& tree, const KeyTable& keys) {
+Expected<std::vector<bool>> UntrackedAllocationsLive(const OpTree& tree, const KeyTable& keys,
+                                                     const TensorRecords& records) {
   const Trace& trace = tree.trace();
-  if (trace.alloc_ptrs.size() != trace.allocs.size()) {
-    return Status::Error("internal error: the allocations' addresses are gone (" +
-                         std::to_string(trace.alloc_ptrs.size()) + " of " +
+  if (records.alloc_ptrs.size() != trace.allocs.size()) {
+    return Status::Error("internal error: the allocations' addresses are missing (" +
+                         std::to_string(records.alloc_ptrs.size()) + " of " +
                          std::to_string(trace.allocs.size()) +
                          "); their liveness cannot be computed");
   }
@@ -82,7 +83,7 @@ Expected<std::vector<bool>> UntrackedAllocationsLive(const OpTree& tree, const K
     const Event& ev = trace.events[e];
     if (ev.kind != EventKind::kAlloc || keys.SlotOfAlloc(ev.payload).valid()) continue;
     const AllocInfo& a = trace.allocs[ev.payload];
-    const uint64_t ptr = trace.alloc_ptrs[ev.payload];
+    const uint64_t ptr = records.alloc_ptrs[ev.payload];
     live_before[ev.payload] =
         a.bytes > 0 ? !live.try_emplace(ptr, a.device, 1).second : live.erase(ptr, a.device);
   }

@@ -16,14 +16,16 @@ namespace memtl {
 
 class SizeMap {
  public:
-  SizeMap(const OpTree& tree, const KeyTable& keys);
+  // `records`: the tensor observations (TakeTensorRecords), read here for
+  // the last time.
+  SizeMap(const OpTree& tree, const KeyTable& keys, const TensorRecords& records);
   // Bytes of a key slot; 0 for a key never sized (PyTorch would raise
   // KeyError; memtl counts it).
   int64_t operator[](KeySlot key) const { return std::max<int64_t>(values_[key], 0); }
   bool contains(KeySlot key) const { return values_[key] >= 0; }
 
  private:
-  void Observe(const Trace& trace, const KeyTable& keys, uint32_t tensor);
+  void Observe(const TensorRecords& records, const KeyTable& keys, uint32_t tensor);
   PerKey<int64_t> values_;  // by key slot; -1: never sized
 };
 
@@ -32,10 +34,11 @@ class SizeMap {
 // such allocations just before it, in the tree's pre-order, as PyTorch's
 // timeline walks them (in start-time order where the reader says so:
 // TraceHeader::pairs_in_time_order). An allocation that was live is a new version of it;
-// a free that was not also adds a pre-existing allocation. Reads
-// trace.alloc_ptrs, which the pipeline frees afterwards: it keeps the result
-// (Analysis::untracked_live) and hands it to BuildTimeline. An error, not a
-// guess, when the addresses are gone already.
-Expected<std::vector<bool>> UntrackedAllocationsLive(const OpTree& tree, const KeyTable& keys);
+// a free that was not also adds a pre-existing allocation. Reads the
+// addresses (records.alloc_ptrs), which go before the timeline: the pipeline
+// keeps the result (Analysis::untracked_live) and hands it to
+// BuildTimeline. An error, not a guess, when the addresses are missing.
+Expected<std::vector<bool>> UntrackedAllocationsLive(const OpTree& tree, const KeyTable& keys,
+                                                     const TensorRecords& records);
 
 }  // namespace memtl

@@ -18,7 +18,7 @@ uint64_t DealiasImpls(const Trace& trace, const SchemaRegistry& schemas, const R
     const Event& e = trace.events[op_event];
     const std::string& name = trace.Name(e);
     auto holds = [&](uint32_t ti) {
-      return ti != kNone32 && trace.tensors[ti].impl == impl && tensor_aid[ti] == old_aid;
+      return ti != kNone32 && walk.records().tensors[ti].impl == impl && tensor_aid[ti] == old_aid;
     };
     uint32_t a = 0;  // the argument's position
     for (const Arg arg : trace.ArgsOf(e.payload)) {

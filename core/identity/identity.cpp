@@ -59,38 +59,39 @@ ProducerIds Given(const std::vector<ProducerIds>& ids, size_t i) {
 
 }  // namespace
 
-IdentityResult AssignIdentity(const Trace& trace, std::vector<uint64_t> tensor_ptrs,
-                              const SchemaRegistry& schemas, Diagnostics& diag) {
+IdentityResult AssignIdentity(const Trace& trace, const TensorRecords& records,
+                              std::vector<uint64_t> tensor_ptrs, const SchemaRegistry& schemas,
+                              Diagnostics& diag) {
   IdentityStats stats;
   // A trace built otherwise than by the reader may lack them: no storage.
-  tensor_ptrs.resize(trace.tensors.size(), 0);
+  tensor_ptrs.resize(records.tensors.size(), 0);
   const bool legacy = !trace.header.has_ids;
-  if (trace.tensors.size() + trace.allocs.size() >= kMaxTargets) {
+  if (records.tensors.size() + trace.allocs.size() >= kMaxTargets) {
     // Far beyond any machine this runs on (2^30 tensors would be 24 GiB).
     diag.Add("trace too large for tensor identity",
              "2^30 or more tensor observations and allocations; no tensor ids assigned");
-    return {BuildKeyTable(trace, {}, {}), stats};  // no keys
+    return {BuildKeyTable(trace, records, {}, {}), stats};  // no keys
   }
   // Steps 1 and 2. Each observation's and allocation's allocation id is
   // kept by target (0: none; a visited observation has one, from 1); the
   // legacy key table is built in these arrays. The storage pointers are
   // not read again.
-  const RecordWalk walk(trace);
-  std::vector<uint32_t> tensor_aid(trace.tensors.size(), 0);
+  const RecordWalk walk(trace, records);
+  std::vector<uint32_t> tensor_aid(records.tensors.size(), 0);
   std::vector<uint32_t> alloc_aid(trace.allocs.size(), 0);
   uint32_t num_aids = 0;
   uint64_t impl_bound = 1;
   std::vector<uint32_t> alloc_event_of_aid;
   {
-    Flattener flat(trace, tensor_ptrs, &tensor_aid, &alloc_aid);
+    Flattener flat(trace, records, tensor_ptrs, &tensor_aid, &alloc_aid);
     walk.Run([&](uint32_t ti) { flat.Tensor(ti); }, [&](uint32_t ei) { flat.Alloc(ei); });
     num_aids = flat.num_aids();
     impl_bound = std::max<uint64_t>(trace.num_impls, flat.impl_bound());
     alloc_event_of_aid = flat.TakeAllocEvents();
   }
   // Step 7's input, read before the pointers go (a bit per observation).
-  std::vector<bool> null_storage(trace.tensors.size(), false);
-  for (size_t ti = 0; ti < trace.tensors.size(); ++ti) null_storage[ti] = tensor_ptrs[ti] == 0;
+  std::vector<bool> null_storage(records.tensors.size(), false);
+  for (size_t ti = 0; ti < records.tensors.size(); ++ti) null_storage[ti] = tensor_ptrs[ti] == 0;
   FreeArray(tensor_ptrs);
   for (uint32_t aid : tensor_aid) stats.raw_tensors += aid != 0 ? 1 : 0;
   stats.raw_tensors += trace.allocs.size();
@@ -99,7 +100,7 @@ IdentityResult AssignIdentity(const Trace& trace, std::vector<uint64_t> tensor_p
   if (!legacy) {
     for (size_t i = 0; i < tensor_aid.size(); ++i) {
       if (tensor_aid[i] != 0 &&
-          Given(trace.tensor_ids, i).allocation != AllocationId(tensor_aid[i]))
+          Given(records.tensor_ids, i).allocation != AllocationId(tensor_aid[i]))
         ++stats.id_mismatches;
     }
     for (size_t i = 0; i < alloc_aid.size(); ++i) {
@@ -114,7 +115,7 @@ IdentityResult AssignIdentity(const Trace& trace, std::vector<uint64_t> tensor_p
   uint64_t num_impls = 0;
   std::vector<uint32_t> virtual_impl;
   if (legacy) {
-    virtual_impl.assign(trace.tensors.size(), 0);
+    virtual_impl.assign(records.tensors.size(), 0);
     num_impls = DealiasImpls(trace, schemas, walk, impl_bound, alloc_event_of_aid, tensor_aid,
                              virtual_impl, stats);
   } else {
@@ -130,7 +131,7 @@ IdentityResult AssignIdentity(const Trace& trace, std::vector<uint64_t> tensor_p
   // reader's impl 0 has virtual impl 0, and one with an impl a number from 1.)
   std::vector<bool> tensor_aids(num_aids, false);
   for (size_t ti = 0; ti < tensor_aid.size(); ++ti) {
-    if (tensor_aid[ti] != 0 && trace.tensors[ti].impl != 0) tensor_aids[tensor_aid[ti]] = true;
+    if (tensor_aid[ti] != 0 && records.tensors[ti].impl != 0) tensor_aids[tensor_aid[ti]] = true;
   }
 
   // Steps 5 and 6.
@@ -146,8 +147,9 @@ IdentityResult AssignIdentity(const Trace& trace, std::vector<uint64_t> tensor_p
     for (size_t ti = 0; ti < tensor_aid.size(); ++ti) {
       if (null_storage[ti]) tensor_aid[ti] = 0;
     }
-    return {BuildKeyTableFromAids(trace, std::move(tensor_aid), std::move(alloc_aid), id_of),
-            stats};
+    return {
+        BuildKeyTableFromAids(trace, records, std::move(tensor_aid), std::move(alloc_aid), id_of),
+        stats};
   }
 
   // Producer ids: they are kept; disagreements are counted (over the
@@ -155,7 +157,8 @@ IdentityResult AssignIdentity(const Trace& trace, std::vector<uint64_t> tensor_p
   auto compare = [&](uint32_t aid, const ProducerIds& given) {
     if (aid != 0 && tensor_aids[aid] && TensorId(id_of[aid]) != given.id) ++stats.id_mismatches;
   };
-  for (size_t i = 0; i < tensor_aid.size(); ++i) compare(tensor_aid[i], Given(trace.tensor_ids, i));
+  for (size_t i = 0; i < tensor_aid.size(); ++i)
+    compare(tensor_aid[i], Given(records.tensor_ids, i));
   for (size_t i = 0; i < alloc_aid.size(); ++i) compare(alloc_aid[i], Given(trace.alloc_ids, i));
   if (stats.id_mismatches > 0) {
     diag.Add("producer ids differ from memtl's",
@@ -165,9 +168,9 @@ IdentityResult AssignIdentity(const Trace& trace, std::vector<uint64_t> tensor_p
   FreeArray(tensor_aid);
   FreeArray(alloc_aid);
   // Step 7: a storage-less tensor's producer ids give it no key.
-  KeyTableBuilder keys(trace);
-  for (uint32_t ti = 0; ti < trace.tensors.size(); ++ti) {
-    const ProducerIds ids = null_storage[ti] ? ProducerIds{} : Given(trace.tensor_ids, ti);
+  KeyTableBuilder keys(trace, records);
+  for (uint32_t ti = 0; ti < records.tensors.size(); ++ti) {
+    const ProducerIds ids = null_storage[ti] ? ProducerIds{} : Given(records.tensor_ids, ti);
     keys.Tensor(ti, ids.id, ids.allocation);
   }
   for (uint32_t i = 0; i < trace.allocs.size(); ++i) {

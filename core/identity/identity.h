@@ -27,17 +27,20 @@ struct [[nodiscard]] IdentityResult {
 // Computes the ids and returns them as the key table; the trace is only
 // read. When it carries producer ids they are kept and the computed ones
 // only checked against them (mismatches are counted in `diag`).
-// `tensor_ptrs`: the storage pointer per tensor observation
-// (Trace::tensor_ptrs, which the pipeline hands over, as nothing after
-// identity reads them); identity frees them once its first steps have read
-// them, before its largest arrays are made.
-IdentityResult AssignIdentity(const Trace& trace, std::vector<uint64_t> tensor_ptrs,
-                              const SchemaRegistry& schemas, Diagnostics& diag);
+// `records`: the trace's tensor observations and allocation addresses
+// (TakeTensorRecords). `tensor_ptrs`: the storage pointer per tensor
+// observation (Trace::tensor_ptrs, which the pipeline hands over, as
+// nothing after identity reads them); identity frees them once its first
+// steps have read them, before its largest arrays are made.
+IdentityResult AssignIdentity(const Trace& trace, const TensorRecords& records,
+                              std::vector<uint64_t> tensor_ptrs, const SchemaRegistry& schemas,
+                              Diagnostics& diag);
 
 // The key table of ids per tensor observation and per allocation (parallel
-// to trace.tensors and trace.allocs; an empty vector: none have ids).
+// to records.tensors and trace.allocs; an empty vector: none have ids).
 // AssignIdentity calls it with the ids it settled on.
-KeyTable BuildKeyTable(const Trace& trace, const std::vector<ProducerIds>& tensor_ids,
+KeyTable BuildKeyTable(const Trace& trace, const TensorRecords& records,
+                       const std::vector<ProducerIds>& tensor_ids,
                        const std::vector<ProducerIds>& alloc_ids);
 
 // The event order PyTorch 2.x assigns ids in: a stable sort by start time of

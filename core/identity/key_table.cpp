@@ -22,13 +22,15 @@ void NumberIds(KeyTable& kt) {
 
 }  // namespace
 
-KeyTableBuilder::KeyTableBuilder(const Trace& trace)
-    : trace_(trace), direct_limit_(4 * (trace.tensors.size() + trace.allocs.size()) + 1024) {
-  kt_.of_tensor.assign(trace.tensors.size(), kNone32);
+KeyTableBuilder::KeyTableBuilder(const Trace& trace, const TensorRecords& records)
+    : trace_(trace),
+      records_(records),
+      direct_limit_(4 * (records.tensors.size() + trace.allocs.size()) + 1024) {
+  kt_.of_tensor.assign(records.tensors.size(), kNone32);
   kt_.of_alloc.assign(trace.allocs.size(), kNone32);
   // Upper bounds, so that neither is regrown (untouched capacity is address
   // space, not memory).
-  found_.reserve(trace.tensors.size() + trace.allocs.size());
+  found_.reserve(records.tensors.size() + trace.allocs.size());
   by_aid_.reserve(direct_limit_);
 }
 
@@ -52,7 +54,7 @@ uint32_t KeyTableBuilder::SlotOf(TensorId id, AllocationId aid, DeviceIndex devi
 }
 
 void KeyTableBuilder::Tensor(uint32_t i, TensorId id, AllocationId aid) {
-  if (!trace_.tensors[i].partial) kt_.of_tensor[i] = SlotOf(id, aid, trace_.tensors[i].device);
+  if (!records_.tensors[i].partial) kt_.of_tensor[i] = SlotOf(id, aid, records_.tensors[i].device);
 }
 
 void KeyTableBuilder::Alloc(uint32_t i, TensorId id, AllocationId aid) {
@@ -94,8 +96,9 @@ KeyTable KeyTableBuilder::Finish() {
   return std::move(kt_);
 }
 
-KeyTable BuildKeyTableFromAids(const Trace& trace, std::vector<uint32_t> tensor_aid,
-                               std::vector<uint32_t> alloc_aid, const std::vector<int32_t>& id_of) {
+KeyTable BuildKeyTableFromAids(const Trace& trace, const TensorRecords& records,
+                               std::vector<uint32_t> tensor_aid, std::vector<uint32_t> alloc_aid,
+                               const std::vector<int32_t>& id_of) {
   KeyTable kt;
   // One key per allocation id that has a tensor id: its device is that of
   // any target with the id (an allocation id is minted per storage pointer
@@ -109,7 +112,7 @@ KeyTable BuildKeyTableFromAids(const Trace& trace, std::vector<uint32_t> tensor_
     slot_of_aid[aid] = static_cast<uint32_t>(kt.keys.size());
     kt.keys.push_back(trace.KeyOf(TensorId(id_of[aid]), AllocationId(aid), device));
   };
-  for (size_t i = 0; i < tensor_aid.size(); ++i) add(tensor_aid[i], trace.tensors[i].device);
+  for (size_t i = 0; i < tensor_aid.size(); ++i) add(tensor_aid[i], records.tensors[i].device);
   for (size_t i = 0; i < alloc_aid.size(); ++i) add(alloc_aid[i], trace.allocs[i].device);
   // Slots in key order: each key names its allocation id, which is unique.
   std::sort(kt.keys.begin(), kt.keys.end());
@@ -127,10 +130,11 @@ KeyTable BuildKeyTableFromAids(const Trace& trace, std::vector<uint32_t> tensor_
   return kt;
 }
 
-KeyTable BuildKeyTable(const Trace& trace, const std::vector<ProducerIds>& tensor_ids,
+KeyTable BuildKeyTable(const Trace& trace, const TensorRecords& records,
+                       const std::vector<ProducerIds>& tensor_ids,
                        const std::vector<ProducerIds>& alloc_ids) {
-  KeyTableBuilder b(trace);
-  for (uint32_t i = 0; i < trace.tensors.size() && i < tensor_ids.size(); ++i)
+  KeyTableBuilder b(trace, records);
+  for (uint32_t i = 0; i < records.tensors.size() && i < tensor_ids.size(); ++i)
     b.Tensor(i, tensor_ids[i].id, tensor_ids[i].allocation);
   for (uint32_t i = 0; i < trace.allocs.size() && i < alloc_ids.size(); ++i)
     b.Alloc(i, alloc_ids[i].id, alloc_ids[i].allocation);

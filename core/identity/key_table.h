@@ -21,13 +21,14 @@ namespace memtl {
 // observation and allocation: its allocation id, 0 for none) are rewritten
 // in place into the returned table's slot arrays; `id_of` gives each
 // allocation id's tensor id (-1: no key).
-KeyTable BuildKeyTableFromAids(const Trace& trace, std::vector<uint32_t> tensor_aid,
-                               std::vector<uint32_t> alloc_aid, const std::vector<int32_t>& id_of);
+KeyTable BuildKeyTableFromAids(const Trace& trace, const TensorRecords& records,
+                               std::vector<uint32_t> tensor_aid, std::vector<uint32_t> alloc_aid,
+                               const std::vector<int32_t>& id_of);
 
 class KeyTableBuilder {
  public:
   // Starts a table in which no observation or allocation has a slot.
-  explicit KeyTableBuilder(const Trace& trace);
+  KeyTableBuilder(const Trace& trace, const TensorRecords& records);
   // Tensor observation / allocation `i` has these ids (invalid: no slot).
   // Partial tensors (torch 1.13 python-tracer addresses) never get one.
   void Tensor(uint32_t i, TensorId id, AllocationId aid);
@@ -39,6 +40,7 @@ class KeyTableBuilder {
   uint32_t SlotOf(TensorId id, AllocationId aid, DeviceIndex device);
 
   const Trace& trace_;
+  const TensorRecords& records_;
   KeyTable kt_;
   const size_t direct_limit_;
   std::vector<TensorKey> found_;  // provisional slots, in order of first sighting

@@ -40,7 +40,7 @@ class RecordWalk {
   // Readers emit children in start order, so the event array is nearly
   // always in record order already: then it is walked as it is, with no
   // index array.
-  explicit RecordWalk(const Trace& trace) : trace_(trace) {
+  RecordWalk(const Trace& trace, const TensorRecords& records) : trace_(trace), records_(records) {
     bool sorted = true;
     uint32_t prev = kNone32;
     for (uint32_t i = 0; i < trace.events.size() && sorted; ++i) {
@@ -63,7 +63,7 @@ class RecordWalk {
     std::unordered_set<uint64_t> seen_modules, seen_optimizers;
     const Trace& trace = trace_;
     auto tensor = [&](uint32_t ti) {
-      if (ti != kNone32 && !trace.tensors[ti].partial) on_tensor(ti);
+      if (ti != kNone32 && !records_.tensors[ti].partial) on_tensor(ti);
     };
     auto event = [&](uint32_t ei) {
       const auto& e = trace.events[ei];
@@ -125,14 +125,17 @@ class RecordWalk {
                   Fn&& fn) const {
     Run(
         [&](uint32_t ti) {
-          if (trace_.tensors[ti].impl == 0) return;
-          fn(ti, impls != nullptr ? (*impls)[ti] : trace_.tensors[ti].impl, tensor_aid[ti]);
+          if (records_.tensors[ti].impl == 0) return;
+          fn(ti, impls != nullptr ? (*impls)[ti] : records_.tensors[ti].impl, tensor_aid[ti]);
         },
         [](uint32_t) {});
   }
 
+  const TensorRecords& records() const { return records_; }
+
  private:
   const Trace& trace_;
+  const TensorRecords& records_;
   // Record order when the event array is not in it (then at least two
   // events are out of place, so it is not empty); empty when it is.
   std::vector<uint32_t> order_;

@@ -20,13 +20,18 @@ namespace memtl::identity {
 // storage).
 class Flattener {
  public:
-  // `tensor_aid` and `alloc_aid` (sized like trace.tensors and trace.allocs,
+  // `tensor_aid` and `alloc_aid` (sized like records.tensors and trace.allocs,
   // zero) receive each target's allocation id; `tensor_ptrs`: the storage
   // pointer per tensor observation.
-  Flattener(const Trace& trace, const std::vector<uint64_t>& tensor_ptrs,
-            std::vector<uint32_t>* tensor_aid, std::vector<uint32_t>* alloc_aid)
-      : trace_(trace), tensor_ptrs_(tensor_ptrs), tensor_aid_(*tensor_aid), alloc_aid_(*alloc_aid) {
-    alloc_event_of_aid_.reserve(trace.tensors.size() + trace.allocs.size() + 1);  // never regrown
+  Flattener(const Trace& trace, const TensorRecords& records,
+            const std::vector<uint64_t>& tensor_ptrs, std::vector<uint32_t>* tensor_aid,
+            std::vector<uint32_t>* alloc_aid)
+      : trace_(trace),
+        records_(records),
+        tensor_ptrs_(tensor_ptrs),
+        tensor_aid_(*tensor_aid),
+        alloc_aid_(*alloc_aid) {
+    alloc_event_of_aid_.reserve(records.tensors.size() + trace.allocs.size() + 1);  // never regrown
   }
   uint32_t num_aids() const { return next_aid_; }
   // One more than the largest impl number seen: Trace::num_impls, unless a
@@ -39,7 +44,7 @@ class Flattener {
   }
 
   void Tensor(uint32_t ti) {
-    const auto& t = trace_.tensors[ti];
+    const auto& t = records_.tensors[ti];
     impl_bound_ = std::max<uint64_t>(impl_bound_, uint64_t{t.impl} + 1);
     tensor_aid_[ti] = Aid(tensor_ptrs_[ti], t.device, false);
   }
@@ -47,7 +52,7 @@ class Flattener {
   void Alloc(uint32_t ei) {
     const uint32_t payload = trace_.events[ei].payload;
     const AllocInfo& a = trace_.allocs[payload];
-    const uint32_t aid = Aid(trace_.alloc_ptrs[payload], a.device, a.bytes < 0);
+    const uint32_t aid = Aid(records_.alloc_ptrs[payload], a.device, a.bytes < 0);
     alloc_aid_[payload] = aid;
     if (a.bytes >= 0) {
       if (aid >= alloc_event_of_aid_.size()) alloc_event_of_aid_.resize(aid + 1, kNone32);
@@ -65,6 +70,7 @@ class Flattener {
   }
 
   const Trace& trace_;
+  const TensorRecords& records_;
   const std::vector<uint64_t>& tensor_ptrs_;
   std::vector<uint32_t>& tensor_aid_;
   std::vector<uint32_t>& alloc_aid_;

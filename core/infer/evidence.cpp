@@ -164,7 +164,7 @@ Evidence GatherEvidence(const OpTree& tree) {
   return ev;
 }
 
-Pairing PairAllocations(const OpTree& tree) {
+Pairing PairAllocations(const OpTree& tree, const std::vector<uint64_t>& alloc_ptrs) {
   const Trace& t = tree.trace();
   Pairing p;
   p.pair.assign(t.allocs.size(), kNone32);
@@ -178,7 +178,7 @@ Pairing PairAllocations(const OpTree& tree) {
     const uint32_t a = x.payload;
     p.event_of[a] = e;
     const AllocInfo& info = t.allocs[a];
-    const uint64_t ptr = t.alloc_ptrs[a];
+    const uint64_t ptr = alloc_ptrs[a];
     if (info.bytes > 0) {
       auto [slot, inserted] = live.try_emplace(ptr, info.device, a);
       if (!inserted) p.pair[a] = *slot;  // a version bump of the live one

@@ -88,6 +88,7 @@ struct Pairing {
   // Per allocation record, its event.
   std::vector<uint32_t> event_of;
 };
-Pairing PairAllocations(const OpTree& tree);
+// `alloc_ptrs`: per allocation record, its address (TensorRecords).
+Pairing PairAllocations(const OpTree& tree, const std::vector<uint64_t>& alloc_ptrs);
 
 }  // namespace memtl::infer

@@ -161,8 +161,9 @@ std::optional<Category> CategoryOf(InferRule rule) {
 
 // The rule for allocation record `a` (an allocation that pairs with no
 // live one), in the order of the file's comment.
-InferRule RuleFor(const Trace& t, const Evidence& ev, const Pairing& p, uint32_t a) {
-  const uint64_t ptr = t.alloc_ptrs[a];
+InferRule RuleFor(const Trace& t, const std::vector<uint64_t>& alloc_ptrs, const Evidence& ev,
+                  const Pairing& p, uint32_t a) {
+  const uint64_t ptr = alloc_ptrs[a];
   if (ptr >= kPreProfileAddress && ptr - kPreProfileAddress < t.devices.size())
     return InferRule::kBeforeProfile;
   const uint32_t e = p.event_of[a];
@@ -204,14 +205,14 @@ InferRule RuleFor(const Trace& t, const Evidence& ev, const Pairing& p, uint32_t
 
 }  // namespace
 
-Expected<InferredCategories> InferCategories(const OpTree& tree) {
+Expected<InferredCategories> InferCategories(const OpTree& tree, const TensorRecords& records) {
   const Trace& t = tree.trace();
-  if (t.alloc_ptrs.size() != t.allocs.size()) {
+  if (records.alloc_ptrs.size() != t.allocs.size()) {
     return Status::Error(
-        "internal error: the allocations' addresses are gone; categories cannot be inferred");
+        "internal error: the allocations' addresses are missing; categories cannot be inferred");
   }
   const Evidence ev = infer::GatherEvidence(tree);
-  const Pairing p = infer::PairAllocations(tree);
+  const Pairing p = infer::PairAllocations(tree, records.alloc_ptrs);
   InferredCategories out;
   const size_t n = t.allocs.size();
   out.category.assign(n, InferredCategories::kNoCategory);
@@ -227,7 +228,7 @@ Expected<InferredCategories> InferCategories(const OpTree& tree) {
     const AllocInfo& info = t.allocs[a];
     if (p.event_of[a] == kNone32) continue;
     if (info.bytes > 0 && p.pair[a] == kNone32) {
-      set(a, RuleFor(t, ev, p, a));
+      set(a, RuleFor(t, records.alloc_ptrs, ev, p, a));
       out.bytes_by_rule[static_cast<int>(out.rule[a])] += info.bytes;
     } else if (info.bytes < 0 && p.pair[a] == kNone32) {
       const uint32_t e = p.event_of[a];

@@ -74,9 +74,10 @@ struct InferredCategories {
   }
 };
 
-// Infers the categories of a trace's allocations. Reads Trace::alloc_ptrs
-// (an error when they are gone) and the op tree's backward flags. The
-// pipeline calls it for a Kineto trace read without an execution trace.
-Expected<InferredCategories> InferCategories(const OpTree& tree);
+// Infers the categories of a trace's allocations. Reads their addresses
+// (records.alloc_ptrs: an error when they are missing) and the op tree's
+// backward flags. The pipeline calls it for a Kineto trace read without an
+// execution trace.
+Expected<InferredCategories> InferCategories(const OpTree& tree, const TensorRecords& records);
 
 }  // namespace memtl

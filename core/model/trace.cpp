@@ -175,11 +175,17 @@ void StartTimes::Free() {
   FreeArray(far_);
 }
 
-void Trace::ReleaseTensorRecords() {
-  FreeArray(tensors);
-  FreeArray(tensor_ptrs);
-  FreeArray(tensor_ids);
-  FreeArray(tensor_shapes);
+TensorRecords TakeTensorRecords(Trace& trace) {
+  TensorRecords r;
+  r.tensors = std::move(trace.tensors);
+  r.tensor_ids = std::move(trace.tensor_ids);
+  r.tensor_shapes = std::move(trace.tensor_shapes);
+  r.alloc_ptrs = std::move(trace.alloc_ptrs);
+  trace.tensors.clear();
+  trace.tensor_ids.clear();
+  trace.tensor_shapes.clear();
+  trace.alloc_ptrs.clear();
+  return r;
 }
 
 void Trace::ReleaseOpDetails() {
@@ -195,12 +201,10 @@ void Trace::ReleaseOpDetails() {
   FreeArray(arg_kinds);
   FreeArray(arg_refs);
   FreeArray(list_items);
-  ReleaseTensorRecords();
 }
 
 void Trace::ReleaseRecords() {
   ReleaseOpDetails();
-  FreeArray(alloc_ptrs);
   FreeArray(events);
   event_t0.Free();
   FreeArray(allocs);

@@ -139,10 +139,6 @@ struct Trace {
   std::vector<std::pair<std::string, std::vector<std::string>>> schemas;
 
   DeviceIndex InternDevice(std::string_view name);
-  // Frees `tensors`, `tensor_ptrs`, `tensor_ids` and `tensor_shapes` (the pipeline does after
-  // the size map;
-  // the key table's of_tensor still gives every observation's key).
-  void ReleaseTensorRecords();
   // Frees what only the stages up to the passes read: op arguments and
   // their lists, op and python-call records with their modules, optimizers
   // and parameters, and the tensor records. Events and allocations stay
@@ -180,5 +176,24 @@ struct Trace {
     return TensorKey{id, a, devices[d].rank, d};
   }
 };
+
+// The records that only the first stages read: the tensor observations
+// (identity, the size map, the shapes of keys) and the allocations'
+// addresses (identity, the allocation checks, the untracked allocations'
+// liveness, the inference). The pipeline takes them from the trace it
+// analyzes before any stage runs (TakeTensorRecords) and holds them in a
+// scope that ends with the size map, so that their memory goes before the
+// op tree's facts and the graph add theirs; every later stage reads tensors
+// through the key table and the size map.
+struct TensorRecords {
+  std::vector<Tensor> tensors;
+  std::vector<ProducerIds> tensor_ids;  // Trace::tensor_ids
+  std::vector<uint32_t> tensor_shapes;  // Trace::tensor_shapes
+  std::vector<uint64_t> alloc_ptrs;     // Trace::alloc_ptrs
+};
+
+// Moves the tensor records and allocation addresses out of `trace`, whose
+// arrays of them are then empty (Trace::tensor_ptrs stays: identity takes it).
+TensorRecords TakeTensorRecords(Trace& trace);
 
 }  // namespace memtl

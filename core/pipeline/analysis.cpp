@@ -76,16 +76,17 @@ namespace {
 // start-time order (the order the size map reads them in: op arguments, then
 // the parameters, gradients and optimizer state of python calls); empty
 // when the reader kept no shapes.
-std::vector<uint32_t> ShapesOfKeys(const OpTree& tree, const KeyTable& keys) {
+std::vector<uint32_t> ShapesOfKeys(const OpTree& tree, const KeyTable& keys,
+                                   const TensorRecords& records) {
   const Trace& trace = tree.trace();
   std::vector<uint32_t> shapes;
-  if (trace.tensor_shapes.empty() || trace.tensor_shapes.size() != trace.tensors.size())
+  if (records.tensor_shapes.empty() || records.tensor_shapes.size() != records.tensors.size())
     return shapes;
   shapes.assign(keys.size(), kNone32);
   auto observe = [&](uint32_t tensor) {
     const KeySlot key = keys.SlotOfTensor(tensor);
     if (key.valid() && shapes[key.value()] == kNone32)
-      shapes[key.value()] = trace.tensor_shapes[tensor];
+      shapes[key.value()] = records.tensor_shapes[tensor];
   };
   for (uint32_t e : tree.sorted()) {
     const Event& ev = trace.events[e];
@@ -121,6 +122,76 @@ std::vector<uint32_t> ShapesOfKeys(const OpTree& tree, const KeyTable& keys) {
   return shapes;
 }
 
+// Identity (with the op tree's orders and the allocation checks beside it),
+// the untracked allocations' liveness, the inference when asked, and the
+// size map: the stages that read the tensor records and the allocations'
+// addresses, which `records` owns; they go when it does, on return.
+Status IdentityAndSizes(Analysis& a, TensorRecords records, bool threaded, bool infer) {
+  const std::string& name = a.name;
+  std::vector<uint64_t> tensor_ptrs = std::move(a.trace.tensor_ptrs);
+  if (threaded) {
+    // The op tree's orders and the allocation checks (which walk the
+    // tree's start-time order) read the events and not what identity
+    // returns (the key table), and identity only reads the trace, so they
+    // are built on the second core while identity runs. The checks count
+    // into their own diagnostics, merged in the single-threaded order.
+    Diagnostics checks_diag, identity_diag;
+    std::exception_ptr helper_error;
+    auto helper_work = [&] {
+      try {
+        a.tree = std::make_unique<OpTree>(a.trace);
+        a.allocations = CheckAllocations(*a.tree, records, checks_diag);
+      } catch (...) {
+        helper_error = std::current_exception();
+      }
+    };
+    {
+      std::jthread helper;
+      try {
+        helper = std::jthread(helper_work);
+      } catch (const std::system_error&) {
+        helper_work();  // no second thread to be had: the same work, here
+      }
+      IdentityResult id =
+          AssignIdentity(a.trace, records, std::move(tensor_ptrs), a.schemas, identity_diag);
+      a.keys = std::move(id.keys);
+      a.identity = id.stats;
+    }
+    if (helper_error) std::rethrow_exception(helper_error);
+    a.diagnostics.Merge(checks_diag);
+    a.diagnostics.Merge(identity_diag);
+    a.timer.Mark("identity+checks+orders");
+  } else {
+    a.tree = std::make_unique<OpTree>(a.trace);
+    a.allocations = CheckAllocations(*a.tree, records, a.diagnostics);
+    ReturnFreedPages();
+    a.timer.Mark("orders+checks");
+    IdentityResult id =
+        AssignIdentity(a.trace, records, std::move(tensor_ptrs), a.schemas, a.diagnostics);
+    a.keys = std::move(id.keys);
+    a.identity = id.stats;
+    ReturnFreedPages();
+    a.timer.Mark("identity");
+  }
+  // What the timeline needs of the addresses (the liveness of untracked
+  // allocations, by pointer) is kept.
+  auto untracked_live = UntrackedAllocationsLive(*a.tree, a.keys, records);
+  if (!untracked_live.ok()) return Status::Error(name + ": " + untracked_live.status().message());
+  a.untracked_live = std::move(untracked_live.value());
+  if (infer) {  // pairs allocations with frees by address
+    auto inferred = InferCategories(*a.tree, records);
+    if (!inferred.ok()) return Status::Error(name + ": " + inferred.status().message());
+    a.inferred = std::move(inferred.value());
+    a.timer.Mark("inference");
+  }
+  // The size map reads the tensor records for the last time (the graph and
+  // every later stage read tensors through the key table and the size map);
+  // it needs only the tree's start-time order.
+  a.sizes = std::make_unique<SizeMap>(*a.tree, a.keys, records);
+  a.key_shapes = ShapesOfKeys(*a.tree, a.keys, records);
+  return Status();
+}
+
 Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string& name,
                                                  PhaseTimer timer, bool threaded, bool infer) {
   auto a = std::make_unique<Analysis>();
@@ -144,74 +215,13 @@ Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string&
     a->diagnostics.Add("event starts before its parent", "the parent links may be wrong",
                        a->trace.events_before_parent);
   }
-  // Identity is the storage pointers' last reader: it takes them, and frees
-  // them once its first steps have read them.
-  std::vector<uint64_t> tensor_ptrs = std::move(a->trace.tensor_ptrs);
-  if (threaded) {
-    // The op tree's orders and the allocation checks (which walk the
-    // tree's start-time order) read the events and not what identity
-    // returns (the key table), and identity only reads the trace, so they
-    // are built on the second core while identity runs. The checks count into their own
-    // diagnostics, merged in the single-threaded order.
-    Diagnostics checks_diag, identity_diag;
-    std::exception_ptr helper_error;
-    auto helper_work = [&] {
-      try {
-        a->tree = std::make_unique<OpTree>(a->trace);
-        a->allocations = CheckAllocations(*a->tree, checks_diag);
-      } catch (...) {
-        helper_error = std::current_exception();
-      }
-    };
-    {
-      std::jthread helper;
-      try {
-        helper = std::jthread(helper_work);
-      } catch (const std::system_error&) {
-        helper_work();  // no second thread to be had: the same work, here
-      }
-      IdentityResult id =
-          AssignIdentity(a->trace, std::move(tensor_ptrs), a->schemas, identity_diag);
-      a->keys = std::move(id.keys);
-      a->identity = id.stats;
-    }
-    if (helper_error) std::rethrow_exception(helper_error);
-    a->diagnostics.Merge(checks_diag);
-    a->diagnostics.Merge(identity_diag);
-    a->timer.Mark("identity+checks+orders");
-  } else {
-    a->tree = std::make_unique<OpTree>(a->trace);
-    a->allocations = CheckAllocations(*a->tree, a->diagnostics);
-    ReturnFreedPages();
-    a->timer.Mark("orders+checks");
-    IdentityResult id =
-        AssignIdentity(a->trace, std::move(tensor_ptrs), a->schemas, a->diagnostics);
-    a->keys = std::move(id.keys);
-    a->identity = id.stats;
-    ReturnFreedPages();
-    a->timer.Mark("identity");
-  }
-  // The allocation addresses' last reader: what the timeline needs of them
-  // (the liveness of untracked allocations, by pointer) is kept instead.
-  auto untracked_live = UntrackedAllocationsLive(*a->tree, a->keys);
-  if (!untracked_live.ok()) return Status::Error(name + ": " + untracked_live.status().message());
-  a->untracked_live = std::move(untracked_live.value());
-  if (infer) {  // pairs allocations with frees by address, so before they go
-    auto inferred = InferCategories(*a->tree);
-    if (!inferred.ok()) return Status::Error(name + ": " + inferred.status().message());
-    a->inferred = std::move(inferred.value());
-    a->timer.Mark("inference");
-  }
-  FreeArray(a->trace.alloc_ptrs);
-  // The size map reads the tensor records for the last time (the graph and
-  // every later stage read tensors through the key table and the size map),
-  // so it comes first (it needs only the tree's start-time order) and the
-  // records, a fifth of the trace's memory, go before the op tree's
-  // nesting and facts and the graph add theirs.
-  a->sizes = std::make_unique<SizeMap>(*a->tree, a->keys);
-  a->key_shapes = ShapesOfKeys(*a->tree, a->keys);
-  a->trace.ReleaseTensorRecords();
-  ReturnFreedPages();  // and identity's working arrays
+  // The trace split by lifetime: the tensor records and the allocations'
+  // addresses are read by the stages up to the size map only, and go when
+  // IdentityAndSizes returns, before the op tree's facts and the graph add
+  // theirs (about a fifth of the trace's memory).
+  if (Status s = IdentityAndSizes(*a, TakeTensorRecords(a->trace), threaded, infer); !s.ok())
+    return s;
+  ReturnFreedPages();  // theirs and identity's working arrays
   a->timer.Mark("size map");
   a->tree->AddFacts(a->keys, a->schemas);
   a->timer.Mark("op tree");
@@ -293,7 +303,7 @@ Expected<std::unique_ptr<Analysis>> RawTimelineAnalysis(RawTimeline raw, const s
   }
   kt.num_ids = kRawKeys;
   a->tree = std::make_unique<OpTree>(t);
-  a->sizes = std::make_unique<SizeMap>(*a->tree, kt);
+  a->sizes = std::make_unique<SizeMap>(*a->tree, kt, TensorRecords());
   auto graph = DataFlowGraph::Build(*a->tree, kt);
   if (!graph.ok()) return Status::Error(name + ": " + graph.status().message());
   a->graph = std::make_unique<DataFlowGraph>(std::move(graph.value()));

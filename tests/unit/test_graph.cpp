@@ -262,9 +262,9 @@ TEST_CASE("size map stage: untracked allocations' pointer liveness, kept after t
     actions += std::string(ActionName(e.action)) + " ";
   CHECK(actions ==
         "preexisting preexisting create increment_version destroy destroy create destroy ");
-  // Once the addresses are gone the liveness cannot be computed again, and
-  // the timeline takes no liveness of another size: errors, not a guess.
-  CHECK(!UntrackedAllocationsLive(*an.tree, an.keys).ok());
+  // Without the addresses the liveness cannot be computed, and the timeline
+  // takes no liveness of another size: errors, not a guess.
+  CHECK(!UntrackedAllocationsLive(*an.tree, an.keys, TensorRecords()).ok());
   CHECK(!BuildTimeline(*an.tree, an.keys, *an.graph, *an.sizes, {}, cats, an.diagnostics).ok());
 }
 
@@ -309,7 +309,7 @@ TEST_CASE("allocation checks: the same verdicts as a map of every pointer's last
     REQUIRE(r.ok());
     Diagnostics got_diag;
     const OpTree tree(r.value());
-    const AllocationSummary got = CheckAllocations(tree, got_diag);
+    const AllocationSummary got = CheckAllocations(tree, test::RecordsOf(r.value()), got_diag);
 
     // The model.
     Diagnostics want_diag;

@@ -27,7 +27,8 @@ Identified Identify(const std::string& text) {
   Identified t;
   static_cast<Trace&>(t) = std::move(r.value());
   Diagnostics diag;
-  t.keys = AssignIdentity(t, t.tensor_ptrs, SchemaRegistry::Builtin(), diag).keys;
+  t.keys =
+      AssignIdentity(t, test::RecordsOf(t), t.tensor_ptrs, SchemaRegistry::Builtin(), diag).keys;
   return t;
 }
 
@@ -198,7 +199,8 @@ TEST_CASE("identity: a trace that says ids:true but lacks the id tables gets no 
   t.tensor_ids.clear();  // as a producer building a Trace by hand might leave them
   t.alloc_ids.clear();
   Diagnostics diag;
-  const KeyTable kt = AssignIdentity(t, t.tensor_ptrs, SchemaRegistry::Builtin(), diag).keys;
+  const KeyTable kt =
+      AssignIdentity(t, test::RecordsOf(t), t.tensor_ptrs, SchemaRegistry::Builtin(), diag).keys;
   CHECK(kt.size() == 0);
   CHECK_FALSE(kt.SlotOfTensor(0).valid());
   CHECK_FALSE(kt.SlotOfAlloc(0).valid());
@@ -231,7 +233,8 @@ TEST_CASE("identity: a trace built elsewhere that understates num_impls gets the
   REQUIRE(t.num_impls == 4);
   t.num_impls = 1;
   Diagnostics diag;
-  const KeyTable kt = AssignIdentity(t, t.tensor_ptrs, SchemaRegistry::Builtin(), diag).keys;
+  const KeyTable kt =
+      AssignIdentity(t, test::RecordsOf(t), t.tensor_ptrs, SchemaRegistry::Builtin(), diag).keys;
   CHECK(kt.keys == expected.keys.keys);
   CHECK(kt.of_tensor == expected.keys.of_tensor);
   CHECK(kt.of_alloc == expected.keys.of_alloc);

@@ -4,7 +4,15 @@
 
 #include <string>
 
+#include "core/model/trace.h"
+
 namespace memtl::test {
+
+// A copy of a trace's tensor records and allocation addresses, for tests
+// that call the first stages directly and still read the trace after.
+inline TensorRecords RecordsOf(const Trace& t) {
+  return {t.tensors, t.tensor_ids, t.tensor_shapes, t.alloc_ptrs};
+}
 
 inline std::string Header(bool ids = false) {
   return std::string(R"({"format":"memtl-trace","version":1,"producer":"test","ids":)") +
