@@ -334,7 +334,7 @@ int RunDiff(const Args& args) {
 }
 
 int RunCategories(const Args& args) {
-  auto c = Categorize(args, memtl::Retain::kTimeline);
+  auto c = Categorize(args, memtl::Retain::kAll);
   if (!c.ok()) return Fail(c.status().message());
   const memtl::Analysis& a = *c.value()->analysis;
   if (int rc =

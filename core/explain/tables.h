@@ -80,8 +80,8 @@ struct MemoryTables {
 
 // The tables of every device, indexed by DeviceIndex (an empty table for a
 // device with no memory events). Reads the trace's op and python-call
-// records and the key slots of tensor observations: before the pipeline
-// releases them (ReleaseAfterPasses). `in.device` is not read.
+// records and the key slots of tensor observations (an analysis kept whole,
+// or before Categorize lets it go). `in.device` is not read.
 std::vector<MemoryTables> ComputeTables(const ExplainInput& in);
 
 // Whether `rows` (a by_call_site table) names any call site, not only the

@@ -115,17 +115,6 @@ OpTree::OpTree(const Trace& trace) : trace_(trace) {
   }
 }
 
-void OpTree::ReleaseGraphFacts() {
-  std::vector<uint32_t>().swap(facts_of_op_);
-  std::vector<SchemaFacts>().swap(facts_);
-  std::vector<int8_t>().swap(mutability_pool_);
-}
-
-void OpTree::ReleaseOpFacts() {
-  ReleaseGraphFacts();
-  std::vector<bool>().swap(in_backward_);
-}
-
 void OpTree::AddFacts(const KeyTable& keys, const SchemaRegistry& schemas) {
   const Trace& trace = trace_;
   const uint32_t n = n_;

@@ -57,11 +57,6 @@ class OpTree {
   // while they are computed: the tree keeps no reference to it).
   explicit OpTree(const Trace& trace);
   void AddFacts(const KeyTable& keys, const SchemaRegistry& schemas);
-  // Frees what only the data-flow graph reads: the schema facts.
-  void ReleaseGraphFacts();
-  // Frees those and the backward flags (read by the passes; nothing after
-  // them needs either).
-  void ReleaseOpFacts();
 
   const Trace& trace() const { return trace_; }
   // Event indices in depth-first pre-order (children in index order); the

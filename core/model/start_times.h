@@ -33,7 +33,6 @@ class StartTimes {
   bool empty() const { return rel_.empty(); }
   size_t capacity() const { return rel_.capacity(); }
   void reserve(size_t n) { rel_.reserve(n); }
-  void Free();
   size_t num_far() const { return far_.size(); }
 
  private:

@@ -5,8 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
-
-#include "core/model/large_array.h"
+#include <utility>
 
 namespace memtl {
 
@@ -169,12 +168,6 @@ int64_t StartTimes::Far(uint32_t i) const {
   return it->second;
 }
 
-void StartTimes::Free() {
-  FreeArray(rel_);
-  FreeArray(base_);
-  FreeArray(far_);
-}
-
 TensorRecords TakeTensorRecords(Trace& trace) {
   TensorRecords r;
   r.tensors = std::move(trace.tensors);
@@ -186,30 +179,6 @@ TensorRecords TakeTensorRecords(Trace& trace) {
   trace.tensor_shapes.clear();
   trace.alloc_ptrs.clear();
   return r;
-}
-
-void Trace::ReleaseOpDetails() {
-  FreeArray(ops);
-  FreeArray(py_names);
-  FreeArray(py_links);
-  FreeArray(py_linked);
-  FreeArray(other_names);
-  FreeArray(modules);
-  FreeArray(optimizers);
-  FreeArray(params);
-  FreeArray(states);
-  FreeArray(arg_kinds);
-  FreeArray(arg_refs);
-  FreeArray(list_items);
-}
-
-void Trace::ReleaseRecords() {
-  ReleaseOpDetails();
-  FreeArray(events);
-  event_t0.Free();
-  FreeArray(allocs);
-  FreeArray(alloc_ids);
-  schemas.clear();
 }
 
 void Trace::Finish() {

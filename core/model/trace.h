@@ -139,18 +139,9 @@ struct Trace {
   std::vector<std::pair<std::string, std::vector<std::string>>> schemas;
 
   DeviceIndex InternDevice(std::string_view name);
-  // Frees what only the stages up to the passes read: op arguments and
-  // their lists, op and python-call records with their modules, optimizers
-  // and parameters, and the tensor records. Events and allocations stay
-  // (the timeline reads them).
-  void ReleaseOpDetails();
-  // Frees every record; the header, strings and devices stay (what an
-  // export of a timeline already built still reads).
-  void ReleaseRecords();
   void Finish();  // called by readers once every record is in: device ranks
 
   // The event's name: the op's or python call's, "[memory]" for allocations.
-  // Reads the kind's record: not after ReleaseOpDetails (but allocations').
   const std::string& Name(const Event& e) const;
   // Python call `py` (Event::payload), with its module or optimizer.
   PyInfo Py(uint32_t py) const {

@@ -236,39 +236,20 @@ Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string&
 
 namespace {
 
-// Each stage's data goes once its last reader is done, as Retain asks:
-// - after the graph: what only the graph reads (the op tree's schema facts)
-//   and the schema registry (read by identity and the op tree's facts);
-void ReleaseAfterGraph(Analysis& a) {
-  if (a.tree) a.tree->ReleaseGraphFacts();
-  a.schemas = SchemaRegistry();  // its last reader was the op tree's facts
-  ReturnFreedPages();
-}
-
-// - after the passes: what only the graph and the passes read (op
-//   arguments, python calls, the op tree's schema facts and backward flags,
-//   the key slots of tensor observations); the timeline needs none of it;
-void ReleaseAfterPasses(Analysis& a) {
-  a.trace.ReleaseOpDetails();
-  FreeArray(a.keys.of_tensor);
-  if (a.tree) a.tree->ReleaseOpFacts();
-  ReturnFreedPages();
-}
-
-// - after the timeline, before an export: every trace record, the key
-//   table, the untracked allocations' liveness, the op tree, the graph and
-//   the size map. The trace keeps its header, strings and devices, and the
-//   diagnostics stay (and the categories, which hold their own numbering).
-void ReleaseAfterTimeline(Analysis& a) {
-  a.tree.reset();
-  a.graph.reset();
-  a.sizes.reset();
-  a.trace.ReleaseRecords();
-  FreeArray(a.untracked_live);
-  FreeArray(a.key_shapes);
-  a.inferred = InferredCategories{};
-  a.keys = KeyTable{};
-  ReturnFreedPages();
+// What an export reads of an analysis (Retain::kExport): its name, what the
+// reader said, the diagnostics, the timer, and the trace's header, strings
+// and devices. Everything else of `a` goes with it when its owner's scope
+// ends (Categorize's).
+std::unique_ptr<Analysis> WhatExportsRead(Analysis& a) {
+  auto kept = std::make_unique<Analysis>();
+  kept->name = std::move(a.name);
+  kept->read_info = std::move(a.read_info);
+  kept->diagnostics = std::move(a.diagnostics);
+  kept->timer = std::move(a.timer);
+  kept->trace.header = std::move(a.trace.header);
+  kept->trace.strings = std::move(a.trace.strings);
+  kept->trace.devices = std::move(a.trace.devices);
+  return kept;
 }
 
 }  // namespace
@@ -431,13 +412,7 @@ Expected<std::unique_ptr<Categorized>> Categorize(std::unique_ptr<Analysis> anal
   if (!device.ok()) return Status::Error(a.name + ": " + device.status().message());
   auto c = std::make_unique<Categorized>();
   c->device = device.value();
-  if (options.retain != Retain::kAll) ReleaseAfterGraph(a);  // the passes read none of it
   RunAllPasses(PassInput{a.trace, a.keys, *a.tree, *a.graph, *a.sizes}, c->categories);
-  // The timeline reads none of it; the peak report reads the python calls'
-  // names and the backward flags, so with one it goes after the report.
-  const bool release_after_passes = options.retain != Retain::kAll;
-  const bool explain = options.explain_peak || options.report;
-  if (release_after_passes && !explain) ReleaseAfterPasses(a);
   a.timer.Mark("passes");
   c->inferred = !a.inferred.empty();
   auto timeline = BuildTimeline(*a.tree, a.keys, *a.graph, *a.sizes, a.untracked_live,
@@ -465,9 +440,9 @@ Expected<std::unique_ptr<Categorized>> Categorize(std::unique_ptr<Analysis> anal
     AddReserved(a.reserved, *c->report);
     a.timer.Mark("report");
   }
-  if (explain && release_after_passes) ReleaseAfterPasses(a);
-  if (options.retain == Retain::kExport) ReleaseAfterTimeline(a);
-  c->analysis = std::move(analysis);
+  // An export keeps only what it reads; the rest of the analysis goes when
+  // `analysis` goes out of scope, on return.
+  c->analysis = options.retain == Retain::kExport ? WhatExportsRead(a) : std::move(analysis);
   return c;
 }
 

@@ -126,15 +126,17 @@ Expected<std::unique_ptr<Analysis>> AnalyzeFile(const std::string& path,
 // resolved by Categorize, before they may go.
 Expected<DeviceIndex> ResolveDevice(const Trace& trace, const std::string& requested);
 
-// What stays of an analysis once Categorize has built the timeline.
+// What stays of an analysis once Categorize has built the timeline. No
+// stage's data is dropped by hand: each goes when the value that owns it
+// goes out of scope (the tensor records when identity and the size map are
+// done, AnalyzeTimed; the rest of the analysis, for an export, when
+// Categorize returns).
 enum class Retain {
-  kAll,       // every stage's result (tests and tools that inspect them)
-  kTimeline,  // what the timeline and its dump read: the trace's events,
-              // allocations, keys and strings (the op details, python calls,
-              // schemas and the op tree's facts go after their last reader)
-  kExport,    // what an export reads: the trace's header, strings and
-              // devices; every record, the op tree, the graph and the size
-              // map go (the categories keep the arrays they refer to)
+  kAll,     // every stage's result (the commands that print the timeline,
+            // explain it or summarize it, tests and tools)
+  kExport,  // what an export reads: the analysis's name, diagnostics and
+            // timer, and the trace's header, strings and devices (the
+            // categories hold their own numbering)
 };
 
 // An analysis categorized and turned into the timeline.

@@ -395,8 +395,7 @@ TEST_CASE("start times: 32-bit offsets per block, far ones kept whole") {
   // Only the four too far from their block's first time are kept whole:
   // 5, 7, and 1100 and 1101 (block 1 starts at base + 1024000).
   CHECK(st.num_far() == 4);
-  st.Free();
-  CHECK(st.empty());
+  st = StartTimes();
   // A block whose first time is extreme: offsets are taken modulo 2^64, so
   // INT64_MIN is 1 past INT64_MAX and fits.
   for (int64_t t : {INT64_MAX, INT64_MAX - 5, INT64_MIN, int64_t{0}}) st.push_back(t);
