@@ -217,7 +217,7 @@ memtl::Expected<std::unique_ptr<memtl::Categorized>> Categorize(
 }
 
 int RunPeak(const Args& args) {
-  // The report is made before the analysis's stages go (Retain::kExport).
+  // The report is made before the analysis goes (Retain::kExport).
   auto c = Categorize(args, memtl::Retain::kExport, args.top);
   if (!c.ok()) return Fail(c.status().message());
   const memtl::PeakReport& report = *c.value()->peak;

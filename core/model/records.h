@@ -121,10 +121,10 @@ inline constexpr uint32_t kMaxNames = uint32_t{1} << 24;
 inline constexpr uint32_t kMaxOpArgs = (uint32_t{1} << 24) - 1;
 
 // An allocation (bytes > 0) or free (bytes < 0) in 8 bytes. Its address is
-// beside it (Trace::alloc_ptrs): only the checks, identity and the
-// timeline's untracked allocations read it, and the pipeline frees it once
-// they have (what the timeline needs of it is kept apart:
-// UntrackedAllocationsLive, core/graph/size_map.h).
+// beside it (Trace::alloc_ptrs, then TensorRecords::alloc_ptrs): only the
+// checks, identity, the inference and the timeline's untracked allocations
+// read it, and it goes once they have (what the timeline needs of it is
+// kept apart: UntrackedAllocationsLive, core/graph/size_map.h).
 struct AllocInfo {
   int64_t bytes : 48 = 0;  // |bytes| <= kMaxAllocBytes (the reader checks)
   DeviceIndex device : 16 = 0;

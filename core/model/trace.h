@@ -82,9 +82,10 @@ struct Trace {
   StartTimes event_t0;        // per event
   std::vector<OpInfo> ops;
   std::vector<AllocInfo> allocs;
-  // Per allocation, its address (parallel to `allocs`). The pipeline frees
-  // it after identity, once UntrackedAllocationsLive has read it (what the
-  // timeline needs of it is that stage's result, Analysis::untracked_live).
+  // Per allocation, its address (parallel to `allocs`). The pipeline takes
+  // it with the tensor records (TensorRecords): only the first stages read
+  // it (what the timeline needs of it is UntrackedAllocationsLive's result,
+  // Analysis::untracked_live).
   std::vector<uint64_t> alloc_ptrs;
   // Python calls: the name of each (string id), and for the calls that
   // report a module or an optimizer (about one in twenty), which, by call

@@ -82,7 +82,8 @@ struct Analysis {
   KeyTable keys;
   // Per allocation record with no key, whether its (address, device) was
   // live among such allocations just before it (UntrackedAllocationsLive,
-  // computed before the addresses go): what the timeline needs of them.
+  // computed while the addresses are in scope): what the timeline needs of
+  // them.
   std::vector<bool> untracked_live;
   std::unique_ptr<OpTree> tree;
   std::unique_ptr<SizeMap> sizes;
@@ -122,8 +123,8 @@ Expected<std::unique_ptr<Analysis>> AnalyzeFile(const std::string& path,
 // The device to export: `requested` when given (an error lists the devices
 // the trace has when it is not one of them), else cuda:0 when the trace has
 // CUDA memory, else cpu (PyTorch's default); devices.size() when the trace
-// has neither (an empty export). Reads the trace's allocations, so it is
-// resolved by Categorize, before they may go.
+// has neither (an empty export). Reads the trace's allocations; Categorize
+// resolves it.
 Expected<DeviceIndex> ResolveDevice(const Trace& trace, const std::string& requested);
 
 // What stays of an analysis once Categorize has built the timeline. No
@@ -149,10 +150,10 @@ struct Categorized {
   // explaining outputs say so.
   bool inferred = false;
   // Who holds the memory at the peak, when PipelineOptions::explain_peak
-  // asked for it (made before the stages it reads may go).
+  // asked for it (made before an export lets the analysis go).
   std::optional<PeakReport> peak;
   // What the HTML report shows of every device, when PipelineOptions::report
-  // asked for it (made, as the peak, before the stages it reads go).
+  // asked for it (made, as the peak, before an export lets the analysis go).
   std::optional<Report> report;
 };
 
