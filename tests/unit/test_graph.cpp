@@ -174,6 +174,34 @@ TEST_CASE("pipeline: checks beside identity on a second thread give the same ana
         FormatDataFlow(two->trace, two->keys, *two->graph));
 }
 
+TEST_CASE("pipeline: the tensor records and addresses are gone once the size map is built") {
+  // They are a value of their own (TensorRecords), owned by the stages up
+  // to the size map: an analysis holds none of them, whatever it keeps, and
+  // the stages after read tensors through the key table and the size map.
+  const std::string text = Header() + Op(0, -1, "aten::relu", 1, 2, T(1, 100) + "," + T(2, 200)) +
+                           Alloc(1, 0, 1, 200, 16) + Alloc(2, -1, 3, 200, -16);
+  auto r = ReadTraceString(text, "t.trace");
+  REQUIRE(r.ok());
+  REQUIRE(r.value().tensors.size() == 2);
+  REQUIRE(r.value().alloc_ptrs.size() == 2);
+  for (const bool threaded : {false, true}) {
+    auto a = Analyze(Trace(r.value()), "t.trace", threaded);
+    REQUIRE(a.ok());
+    const Analysis& an = *a.value();
+    CHECK(an.trace.tensors.empty());
+    CHECK(an.trace.tensor_ptrs.empty());
+    CHECK(an.trace.tensor_ids.empty());
+    CHECK(an.trace.alloc_ptrs.empty());
+    // What the stages after read of them was kept: a key and a size per
+    // observed storage, and the untracked allocations' liveness.
+    CHECK(an.keys.of_tensor.size() == 2);
+    const KeySlot k = an.keys.SlotOfTensor(1);
+    REQUIRE(k.valid());
+    CHECK((*an.sizes)[k] == 16);
+    CHECK(an.untracked_live.size() == 2);
+  }
+}
+
 TEST_CASE("op tree: a trace whose subtrees interleave gives the analysis of its pre-order") {
   // The same events twice: in pre-order (as the format asks), and with the
   // second root written between the first root and its children (parents
