@@ -333,9 +333,11 @@ std::vector<size_t> Join::LifetimesRead(uint64_t storage,
 
 bool Join::AddressGoesTo(uint64_t other, uint64_t held,
                          const std::vector<Lifetime>& lifetimes) const {
+  // A storage an op creates was mapped for that, not by a tie of reads.
+  if (creations_.contains(held)) return false;
   const std::vector<size_t> by_other = LifetimesRead(other, lifetimes);
   const std::vector<size_t> by_held = LifetimesRead(held, lifetimes);
-  return by_other.size() > by_held.size() &&
+  return !by_held.empty() && by_other.size() > by_held.size() &&
          std::includes(by_other.begin(), by_other.end(), by_held.begin(), by_held.end());
 }
 

@@ -140,8 +140,9 @@ class Join {
 
   // Whether an address whose blocks have `lifetimes`, mapped to storage
   // `held` at its first block, is `other`'s instead: a later block there
-  // holds `other` by Candidate's rules while no op reads `held` in it, and
-  // `other` is read in every block `held` is read in and in more. A
+  // holds `other` by Candidate's rules while no op reads `held` in it, no
+  // op creates `held`, and `other` is read in every block `held` is read in
+  // (at least one) and in more. A
   // storage id is one data pointer for the whole run, so an address has one
   // storage id: `held` only tied with `other` in the first block (both
   // read there, the first fitting argument won: the scalar an op wraps
