@@ -169,16 +169,8 @@ int64_t StartTimes::Far(uint32_t i) const {
 }
 
 TensorRecords TakeTensorRecords(Trace& trace) {
-  TensorRecords r;
-  r.tensors = std::move(trace.tensors);
-  r.tensor_ids = std::move(trace.tensor_ids);
-  r.tensor_shapes = std::move(trace.tensor_shapes);
-  r.alloc_ptrs = std::move(trace.alloc_ptrs);
-  trace.tensors.clear();
-  trace.tensor_ids.clear();
-  trace.tensor_shapes.clear();
-  trace.alloc_ptrs.clear();
-  return r;
+  return {std::exchange(trace.tensors, {}), std::exchange(trace.tensor_ids, {}),
+          std::exchange(trace.tensor_shapes, {}), std::exchange(trace.alloc_ptrs, {})};
 }
 
 void Trace::Finish() {

@@ -149,8 +149,11 @@ void Join::MapStorages(JoinText& out) {
       // The same data pointer: the same storage id, unless the storage
       // first mapped here only tied with another (both read in the first
       // block) and that other explains this block too (AddressGoesTo).
+      // The checks of the held storage alone come first: they rule out
+      // nearly every reused block without a scan for its candidate.
       ++out.mapped_allocations;
-      if (const uint64_t other = ReadIn(held->second, e) ? 0 : candidate_of(e);
+      if (!MayGiveUp(held->second, e)) continue;
+      if (const uint64_t other = candidate_of(e);
           other != 0 && other != held->second &&
           AddressGoesTo(other, held->second, lifetimes_.at(key))) {
         addr_of_.erase(held->second);
@@ -303,17 +306,21 @@ uint64_t Join::Candidate(uint32_t e, uint32_t op, uint32_t end, bool freed_insid
   return fits;
 }
 
-bool Join::ReadIn(uint64_t storage, uint32_t e) const {
-  const auto reads = reads_.find(storage);
+bool Join::MayGiveUp(uint64_t held, uint32_t e) const {
+  // A storage an op creates was mapped for that, not by a tie of reads.
+  if (creations_.contains(held)) return false;
+  const auto reads = reads_.find(held);
   if (reads == reads_.end()) return false;
   const AllocInfo& a = t_.allocs[t_.events[e].payload];
   const std::vector<Lifetime>& lifetimes =
       lifetimes_.at(AddrKey{t_.alloc_ptrs[t_.events[e].payload], a.device});
-  const auto life = std::find_if(lifetimes.begin(), lifetimes.end(),
-                                 [&](const Lifetime& l) { return l.begin == time_pos_[e] + 1; });
-  if (life == lifetimes.end()) return false;
-  const auto first = std::lower_bound(reads->second.begin(), reads->second.end(), life->begin);
-  return first != reads->second.end() && *first < life->end;
+  // `e`'s block begins at the position after it (and is empty when freed
+  // at once: then nothing is read in it).
+  const size_t block = LifetimeAt(time_pos_[e] + 1, lifetimes);
+  if (block == lifetimes.size()) return true;
+  const auto first =
+      std::lower_bound(reads->second.begin(), reads->second.end(), lifetimes[block].begin);
+  return first == reads->second.end() || *first >= lifetimes[block].end;
 }
 
 std::vector<size_t> Join::LifetimesRead(uint64_t storage,
@@ -322,23 +329,25 @@ std::vector<size_t> Join::LifetimesRead(uint64_t storage,
   const auto reads = reads_.find(storage);
   if (reads == reads_.end()) return read;
   for (const uint32_t p : reads->second) {
-    const auto l = std::upper_bound(lifetimes.begin(), lifetimes.end(), p,
-                                    [](uint32_t x, const Lifetime& y) { return x < y.begin; });
-    if (l == lifetimes.begin() || p >= std::prev(l)->end) continue;
-    const auto index = static_cast<size_t>(std::prev(l) - lifetimes.begin());
-    if (read.empty() || read.back() != index) read.push_back(index);
+    const size_t index = LifetimeAt(p, lifetimes);
+    if (index != lifetimes.size() && (read.empty() || read.back() != index)) read.push_back(index);
   }
   return read;
 }
 
 bool Join::AddressGoesTo(uint64_t other, uint64_t held,
                          const std::vector<Lifetime>& lifetimes) const {
-  // A storage an op creates was mapped for that, not by a tie of reads.
-  if (creations_.contains(held)) return false;
   const std::vector<size_t> by_other = LifetimesRead(other, lifetimes);
   const std::vector<size_t> by_held = LifetimesRead(held, lifetimes);
   return !by_held.empty() && by_other.size() > by_held.size() &&
          std::includes(by_other.begin(), by_other.end(), by_held.begin(), by_held.end());
+}
+
+size_t Join::LifetimeAt(uint32_t p, const std::vector<Lifetime>& lifetimes) {
+  const auto l = std::upper_bound(lifetimes.begin(), lifetimes.end(), p,
+                                  [](uint32_t x, const Lifetime& y) { return x < y.begin; });
+  if (l == lifetimes.begin() || p >= std::prev(l)->end) return lifetimes.size();
+  return static_cast<size_t>(std::prev(l) - lifetimes.begin());
 }
 
 bool Join::FitsLifetimes(uint64_t storage, const std::vector<Lifetime>& lifetimes) const {
@@ -352,11 +361,7 @@ bool Join::FitsLifetimes(uint64_t storage, const std::vector<Lifetime>& lifetime
 size_t Join::Inside(const std::vector<uint32_t>& at, const std::vector<Lifetime>& lifetimes) {
   size_t inside = 0;
   if (at.size() <= lifetimes.size()) {
-    for (const uint32_t p : at) {
-      const auto l = std::upper_bound(lifetimes.begin(), lifetimes.end(), p,
-                                      [](uint32_t x, const Lifetime& y) { return x < y.begin; });
-      if (l != lifetimes.begin() && p < std::prev(l)->end) ++inside;
-    }
+    for (const uint32_t p : at) inside += LifetimeAt(p, lifetimes) != lifetimes.size() ? 1 : 0;
     return inside;
   }
   for (const Lifetime& l : lifetimes)

@@ -131,25 +131,31 @@ class Join {
   // the tensor that an op after its allocation creates).
   bool FitsLifetimes(uint64_t storage, const std::vector<Lifetime>& lifetimes) const;
 
-  // Whether a joined op reads `storage` while allocation event `e`'s block
-  // is allocated.
-  bool ReadIn(uint64_t storage, uint32_t e) const;
+  // Whether storage `held`, mapped to the address of allocation event `e`
+  // at an earlier block, may give the address up at `e` (AddressGoesTo):
+  // ops read it, none creates it, and none reads it in `e`'s block. Each
+  // check reads `held` alone, so most reused blocks cost no scan.
+  bool MayGiveUp(uint64_t held, uint32_t e) const;
 
   // The indices of `lifetimes` in which a joined op reads `storage`, in order.
   std::vector<size_t> LifetimesRead(uint64_t storage, const std::vector<Lifetime>& lifetimes) const;
 
   // Whether an address whose blocks have `lifetimes`, mapped to storage
   // `held` at its first block, is `other`'s instead: a later block there
-  // holds `other` by Candidate's rules while no op reads `held` in it, no
-  // op creates `held`, and `other` is read in every block `held` is read in
-  // (at least one) and in more. A
-  // storage id is one data pointer for the whole run, so an address has one
-  // storage id: `held` only tied with `other` in the first block (both
-  // read there, the first fitting argument won: the scalar an op wraps
-  // from a Python number beside a buffer from before the profile), and it
-  // is `other` that explains the blocks. `held` goes back to being
-  // unmapped (from before the profile, or mapped by a later allocation).
+  // holds `other` by Candidate's rules while `held` may give the address
+  // up (MayGiveUp), and `other` is read in every block `held` is read in
+  // and in more. A storage id is one data pointer for the whole run, so an
+  // address has one storage id: `held` only tied with `other` in the first
+  // block (both read there, the first fitting argument won: the scalar an
+  // op wraps from a Python number beside a buffer from before the
+  // profile), and it is `other` that explains the blocks. `held` goes back
+  // to being unmapped (from before the profile, or mapped by a later
+  // allocation).
   bool AddressGoesTo(uint64_t other, uint64_t held, const std::vector<Lifetime>& lifetimes) const;
+
+  // The index of the lifetime that position `p` is in; lifetimes.size()
+  // when none.
+  static size_t LifetimeAt(uint32_t p, const std::vector<Lifetime>& lifetimes);
 
   // How many of the positions `at` (in order) are in one of `lifetimes`.
   static size_t Inside(const std::vector<uint32_t>& at, const std::vector<Lifetime>& lifetimes);
