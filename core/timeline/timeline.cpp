@@ -192,33 +192,39 @@ int CategoryIndexOf(const CategoryDict& cats, const TimelineEvent& e, Version ve
 
 namespace {
 
-// PyTrueDivTrunc1000 of a magnitude up to 2^63 (the result is below 2^54).
+// PyTrueDivTrunc1000 of a magnitude up to 2^63 (the result is below 2^54),
+// in 64-bit integers. Python rounds the exact quotient x = q + r/1000 to 53
+// significant bits, half to even, then truncates.
 int64_t TrueDivTrunc1000(uint64_t t) {
   // Below 2^53 the operands are exact doubles and IEEE division rounds
   // correctly, as Python's int / int does.
   if (t < (uint64_t{1} << 53)) return static_cast<int64_t>(static_cast<double>(t) / 1000.0);
   const uint64_t q = t / 1000;
-  // Scale so the rounded quotient has exactly 53 significant bits.
+  const uint64_t r = t % 1000;
   const int bits = 64 - __builtin_clzll(q);
-  unsigned __int128 num = t;
-  unsigned __int128 den = 1000;
-  const int k = 53 - bits;
-  if (k >= 0) {
-    num <<= k;
-  } else {
-    den <<= -k;
+  if (bits <= 53) {
+    // x's grid is 2^-k above the integer q: truncated, x is q unless r/1000
+    // rounds up to 1 on that grid, i.e. unless it is at least halfway from
+    // the grid's last point below 1 (1 - 2^-k) to 1. A tie goes to the even
+    // mantissa: q + 1's when k > 0, q's or q + 1's by q's parity when k = 0.
+    const int k = 53 - bits;
+    if (k == 0) return static_cast<int64_t>(q + (r > 500 || (r == 500 && (q & 1)) ? 1 : 0));
+    const bool up = (r << (k + 1)) >= 1000 * ((uint64_t{1} << (k + 1)) - 1);
+    return static_cast<int64_t>(q + (up ? 1 : 0));
   }
-  unsigned __int128 n = num / den;
-  const unsigned __int128 rem = num % den;
-  if (2 * rem > den || (2 * rem == den && (n & 1))) ++n;  // round half to even
-  return static_cast<int64_t>(k >= 0 ? (n >> k) : (n << -k));
+  // 54 or 55 bits: the grid is 2^s, so the rounded quotient is an integer
+  // (a multiple of 2^s) and truncation keeps it.
+  const int s = bits - 53;
+  const uint64_t d = uint64_t{1000} << s;
+  uint64_t n = t / d;
+  const uint64_t rem = t % d;
+  if (2 * rem > d || (2 * rem == d && (n & 1))) ++n;
+  return static_cast<int64_t>(n << s);
 }
 
 }  // namespace
 
 int64_t MicrosOf(const TimelineEvent& e) { return e.time == -1 ? -1 : PyTrueDivTrunc1000(e.time); }
-
-namespace {}  // namespace
 
 int64_t PyTrueDivTrunc1000(int64_t t) {
   // int() truncates toward zero and the rounding is symmetric, so the sign
