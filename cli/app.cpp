@@ -1,5 +1,11 @@
 #include "cli/app.h"
 
+#include <algorithm>
+
+#include <CLI/CLI.hpp>
+
+#include "core/model/quote.h"
+
 namespace memtl::cli {
 
 namespace {
@@ -32,8 +38,7 @@ void AddEtOption(CLI::App* cmd, Args& args) {
       ->option_text("FILE");
 }
 
-}  // namespace
-
+// Builds the command line; `args` receives the values.
 std::unique_ptr<CLI::App> MakeApp(Args& args) {
   auto app = std::make_unique<CLI::App>(
       "memtl: the memory timeline of a profiled PyTorch run, every byte categorized "
@@ -155,6 +160,38 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
   AddEtOption(graph, args);
   graph->callback([&args] { args.command = "graph"; });
   return app;
+}
+
+}  // namespace
+
+Parsed ParseCommandLine(int argc, char** argv, Args& args) {
+  if (argc > 1 && argv[1][0] != '-') {
+    const std::string first = argv[1];
+    if (std::find(kCommands.begin(), kCommands.end(), first) == kCommands.end()) {
+      std::string names;
+      for (const std::string_view c : kCommands)
+        names += (names.empty() ? "" : ", ") + std::string(c);
+      return {Parsed::Outcome::kError, 2,
+              "unknown command " + Quote(first) + " (commands: " + names + "; see memtl --help)"};
+    }
+  }
+  std::unique_ptr<CLI::App> app = MakeApp(args);
+  try {
+    app->parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return {Parsed::Outcome::kPrinted, app->exit(e), {}};  // the named command's help
+  } catch (const CLI::CallForAllHelp& e) {
+    return {Parsed::Outcome::kPrinted, app->exit(e), {}};
+  } catch (const CLI::CallForVersion& e) {
+    return {Parsed::Outcome::kPrinted, app->exit(e), {}};
+  } catch (const CLI::ParseError& e) {
+    if (argc == 1) return {Parsed::Outcome::kUsage, 2, app->help()};
+    const std::string where = args.command.empty() && argc > 1 && argv[1][0] != '-'
+                                  ? std::string(" ") + argv[1]
+                                  : std::string();
+    return {Parsed::Outcome::kError, 2, std::string(e.what()) + " (see memtl" + where + " --help)"};
+  }
+  return {};
 }
 
 }  // namespace memtl::cli

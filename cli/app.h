@@ -1,5 +1,7 @@
 // The memtl command's command line: its commands, their options and the
-// values parsed into Args (CLI11). cli/memtl.cpp runs what it says.
+// values parsed into Args (CLI11, which only cli/app.cpp includes: its
+// header-only code is the most expensive part of a build to compile).
+// cli/memtl.cpp runs what it says.
 #pragma once
 
 #include <array>
@@ -8,8 +10,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 namespace memtl::cli {
 
@@ -35,7 +35,21 @@ struct Args {
   int threads = 2;
 };
 
-// Builds the command line; `args` receives the values.
-std::unique_ptr<CLI::App> MakeApp(Args& args);
+// What parsing a command line came to.
+struct Parsed {
+  enum class Outcome {
+    kRun,      // `args` holds a command to run
+    kPrinted,  // --help or --version printed on std::cout; exit with `status`
+    kUsage,    // no arguments: `message` is the help, for stderr; exit with 2
+    kError,    // `message` is the one-line error, without "memtl: "
+  };
+  Outcome outcome = Outcome::kRun;
+  int status = 0;
+  std::string message;
+};
+
+// Parses argv into `args`. A first word that is no option and no command is
+// an error of its own (CLI11 would call it an unexpected argument).
+Parsed ParseCommandLine(int argc, char** argv, Args& args);
 
 }  // namespace memtl::cli

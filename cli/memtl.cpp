@@ -36,8 +36,8 @@
 namespace {
 
 using memtl::cli::Args;
-using memtl::cli::kCommands;
-using memtl::cli::MakeApp;
+using memtl::cli::ParseCommandLine;
+using memtl::cli::Parsed;
 
 // The largest tensors alive at the peak that the HTML report lists.
 constexpr size_t kReportPeakTensors = 20;
@@ -455,37 +455,18 @@ int main(int argc, char** argv) {
 #endif
   memtl::InstallCleanupOnSignals();  // Ctrl-C leaves no temporary output behind
   try {
-    // A first word that is no option and no command gets its own message
-    // (CLI11 would call it an unexpected argument).
-    if (argc > 1 && argv[1][0] != '-') {
-      const std::string first = argv[1];
-      if (std::find(kCommands.begin(), kCommands.end(), first) == kCommands.end()) {
-        std::string names;
-        for (const std::string_view c : kCommands)
-          names += (names.empty() ? "" : ", ") + std::string(c);
-        return Fail("unknown command " + memtl::Quote(first) + " (commands: " + names +
-                    "; see memtl --help)");
-      }
-    }
     Args args;
-    std::unique_ptr<CLI::App> app = MakeApp(args);
-    try {
-      app->parse(argc, argv);
-    } catch (const CLI::CallForHelp& e) {
-      return FlushHelp(app->exit(e));  // the help of the command named, on stdout
-    } catch (const CLI::CallForAllHelp& e) {
-      return FlushHelp(app->exit(e));
-    } catch (const CLI::CallForVersion& e) {
-      return FlushHelp(app->exit(e));
-    } catch (const CLI::ParseError& e) {
-      if (argc == 1) {
-        std::fputs(app->help().c_str(), stderr);
-        return 2;
-      }
-      const std::string where = args.command.empty() && argc > 1 && argv[1][0] != '-'
-                                    ? std::string(" ") + argv[1]
-                                    : std::string();
-      return Fail(std::string(e.what()) + " (see memtl" + where + " --help)");
+    const Parsed parsed = ParseCommandLine(argc, argv, args);
+    switch (parsed.outcome) {
+      case Parsed::Outcome::kRun:
+        break;
+      case Parsed::Outcome::kPrinted:
+        return FlushHelp(parsed.status);
+      case Parsed::Outcome::kUsage:
+        std::fputs(parsed.message.c_str(), stderr);
+        return parsed.status;
+      case Parsed::Outcome::kError:
+        return Fail(parsed.message);
     }
     const int rc = args.command == "graph"        ? RunGraph(args)
                    : args.command == "categories" ? RunCategories(args)
