@@ -19,10 +19,6 @@
 #include "core/read/raw_timeline.h"
 #include "passes/pass.h"
 
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
-
 namespace memtl {
 
 namespace {
@@ -42,20 +38,6 @@ int64_t StatusBytes(const char* field) {
   }
   std::fclose(f);
   return kb * 1024;
-}
-
-// Gives the pages of freed heap memory back to the kernel. malloc returns
-// only the top of its heap by itself; arrays below its mmap threshold
-// (cli/memtl.cpp) that a stage frees leave holes that stay resident, and
-// the next stage's arrays do not always fit them. Called where a stage has
-// just freed its data: at 10^5 events these holes were 0.3 MB after the read
-// and 0.9 MB after the passes. It walks only malloc's
-// free lists (large arrays are mapped, not in them), so it costs well under
-// a millisecond.
-void ReturnFreedPages() {
-#if defined(__GLIBC__)
-  malloc_trim(0);
-#endif
 }
 
 }  // namespace
@@ -164,13 +146,11 @@ Status IdentityAndSizes(Analysis& a, TensorRecords records, bool threaded, bool 
   } else {
     a.tree = std::make_unique<OpTree>(a.trace);
     a.allocations = CheckAllocations(*a.tree, records, a.diagnostics);
-    ReturnFreedPages();
     a.timer.Mark("orders+checks");
     IdentityResult id =
         AssignIdentity(a.trace, records, std::move(tensor_ptrs), a.schemas, a.diagnostics);
     a.keys = std::move(id.keys);
     a.identity = id.stats;
-    ReturnFreedPages();
     a.timer.Mark("identity");
   }
   // What the timeline needs of the addresses (the liveness of untracked
@@ -221,7 +201,6 @@ Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string&
   // theirs (about a fifth of the trace's memory).
   if (Status s = IdentityAndSizes(*a, TakeTensorRecords(a->trace), threaded, infer); !s.ok())
     return s;
-  ReturnFreedPages();  // theirs and identity's working arrays
   a->timer.Mark("size map");
   a->tree->AddFacts(a->keys, a->schemas);
   a->timer.Mark("op tree");
@@ -524,7 +503,6 @@ Expected<std::unique_ptr<Analysis>> AnalyzeFile(const std::string& path,
       break;
     }
   }
-  ReturnFreedPages();  // the reader's buffers and tables
   timer.Mark("read");
   if (options.progress != nullptr) options.progress->Set("analyzing");
   auto a = AnalyzeTimed(std::move(*trace), path, std::move(timer), options.threaded, infer);
