@@ -186,9 +186,8 @@ Parsed ParseCommandLine(int argc, char** argv, Args& args) {
     return {Parsed::Outcome::kPrinted, app->exit(e), {}};
   } catch (const CLI::ParseError& e) {
     if (argc == 1) return {Parsed::Outcome::kUsage, 2, app->help()};
-    const std::string where = args.command.empty() && argc > 1 && argv[1][0] != '-'
-                                  ? std::string(" ") + argv[1]
-                                  : std::string();
+    const std::string where =
+        args.command.empty() && argv[1][0] != '-' ? std::string(" ") + argv[1] : std::string();
     return {Parsed::Outcome::kError, 2, std::string(e.what()) + " (see memtl" + where + " --help)"};
   }
   return {};

@@ -152,10 +152,10 @@ void Join::MapStorages(JoinText& out) {
       // The checks of the held storage alone come first: they rule out
       // nearly every reused block without a scan for its candidate.
       ++out.mapped_allocations;
-      if (!MayGiveUp(held->second, e)) continue;
+      const std::vector<Lifetime>& lifetimes = lifetimes_.at(key);
+      if (!MayGiveUp(held->second, e, lifetimes)) continue;
       if (const uint64_t other = candidate_of(e);
-          other != 0 && other != held->second &&
-          AddressGoesTo(other, held->second, lifetimes_.at(key))) {
+          other != 0 && other != held->second && AddressGoesTo(other, held->second, lifetimes)) {
         addr_of_.erase(held->second);
         addr_of_.emplace(other, key.addr);
         held->second = other;
@@ -306,14 +306,11 @@ uint64_t Join::Candidate(uint32_t e, uint32_t op, uint32_t end, bool freed_insid
   return fits;
 }
 
-bool Join::MayGiveUp(uint64_t held, uint32_t e) const {
+bool Join::MayGiveUp(uint64_t held, uint32_t e, const std::vector<Lifetime>& lifetimes) const {
   // A storage an op creates was mapped for that, not by a tie of reads.
   if (creations_.contains(held)) return false;
   const auto reads = reads_.find(held);
   if (reads == reads_.end()) return false;
-  const AllocInfo& a = t_.allocs[t_.events[e].payload];
-  const std::vector<Lifetime>& lifetimes =
-      lifetimes_.at(AddrKey{t_.alloc_ptrs[t_.events[e].payload], a.device});
   // `e`'s block begins at the position after it (and is empty when freed
   // at once: then nothing is read in it).
   const size_t block = LifetimeAt(time_pos_[e] + 1, lifetimes);

@@ -133,9 +133,10 @@ class Join {
 
   // Whether storage `held`, mapped to the address of allocation event `e`
   // at an earlier block, may give the address up at `e` (AddressGoesTo):
-  // ops read it, none creates it, and none reads it in `e`'s block. Each
-  // check reads `held` alone, so most reused blocks cost no scan.
-  bool MayGiveUp(uint64_t held, uint32_t e) const;
+  // ops read it, none creates it, and none reads it in `e`'s block (of the
+  // address's `lifetimes`). Each check reads `held` alone, so most reused
+  // blocks cost no scan.
+  bool MayGiveUp(uint64_t held, uint32_t e, const std::vector<Lifetime>& lifetimes) const;
 
   // The indices of `lifetimes` in which a joined op reads `storage`, in order.
   std::vector<size_t> LifetimesRead(uint64_t storage, const std::vector<Lifetime>& lifetimes) const;
