@@ -20,12 +20,15 @@ PyTorch's own memory profiler.
 """
 
 import argparse
+import concurrent.futures
+import contextlib
 import dataclasses
 import gc
 import importlib.util
 import os
 import sys
-from typing import Callable, Tuple
+import threading
+from typing import Callable, ContextManager, Optional, Tuple
 
 import torch
 
@@ -44,6 +47,9 @@ class Scenario:
     # profiler; returns (inputs, step): step(**inputs) is what is profiled.
     setup: Callable[[], Tuple[dict, Callable]]
     needs: Tuple[str, ...] = ()  # modules it imports beyond torch
+    # What runs around the profile (other Python threads kept alive from
+    # before it starts until after it ends), or None.
+    background: Optional[Callable[[], ContextManager]] = None
 
     def missing(self):
         """The modules this scenario needs that are not installed."""
@@ -58,19 +64,20 @@ def run(scenario, seed=True):
     if seed:
         torch.manual_seed(0)
     inputs, step = scenario.setup()
-    with profile() as prof:
-        outputs = step(**inputs)  # held until the profiler exits, as PyTorch's test helper does
-        gc.collect()
-    del outputs
+    with scenario.background() if scenario.background else contextlib.nullcontext():
+        with profile() as prof:
+            outputs = step(**inputs)  # held until the profiler exits, as PyTorch's test helper does
+            gc.collect()
+        del outputs
     return prof
 
 
 SCENARIOS = []
 
 
-def scenario(name, group, needs=()):
+def scenario(name, group, needs=(), background=None):
     def register(setup):
-        SCENARIOS.append(Scenario(name, group, setup, tuple(needs)))
+        SCENARIOS.append(Scenario(name, group, setup, tuple(needs), background))
         return setup
     return register
 
@@ -384,7 +391,71 @@ def _null_undefined_grad():
     return {"x": torch.ones((4, 8))}, step
 
 
-GROUPS = ("dataflow", "e2e", "resnet", "null")
+# ---- other live Python threads ------------------------------------------------------
+# Training scripts keep other Python threads alive (a DataLoader's pin-memory
+# thread, a logger, a thread pool's idle workers). torch 2.x's python tracer
+# records their stacks too, under thread id 2^64-1 when they run no op; 1.13
+# traces the profiling thread only. The step is an SGD-momentum step of the
+# small model; only the threads around it differ.
+
+@contextlib.contextmanager
+def _waiting_thread():
+    """A thread of our own, waiting on an Event for the whole profile."""
+    done = threading.Event()
+    thread = threading.Thread(target=done.wait, name="memtl-waiting", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join(timeout=10)
+
+
+@contextlib.contextmanager
+def _idle_pool():
+    """A ThreadPoolExecutor whose one worker ran a task and now waits."""
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="memtl-pool")
+    pool.submit(sum, (1, 2)).result()
+    try:
+        yield
+    finally:
+        pool.shutdown(wait=True)
+
+
+def _sgd_step_of_small(batches=None):
+    model = _small()
+    sgd = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+    def step():
+        for x in batches if batches is not None else [torch.ones((2, 2))]:
+            loss = torch.sum((model(x) - torch.ones((2, 4))) ** 2).mean()
+            loss.backward()
+            sgd.step()
+            sgd.zero_grad(set_to_none=True)
+
+    return {}, step
+
+
+@scenario("threads_event_wait", "threads", background=_waiting_thread)
+def _threads_event_wait():
+    return _sgd_step_of_small()
+
+
+@scenario("threads_pool_idle", "threads", background=_idle_pool)
+def _threads_pool_idle():
+    return _sgd_step_of_small()
+
+
+@scenario("threads_dataloader", "threads", background=_waiting_thread)
+def _threads_dataloader():
+    # Batches from a DataLoader (no worker processes, no pin-memory thread:
+    # the waiting thread stands in for those), drawn inside the profile.
+    data = torch.utils.data.TensorDataset(torch.rand(4, 2))
+    loader = torch.utils.data.DataLoader(data, batch_size=2, num_workers=0, pin_memory=False)
+    return _sgd_step_of_small(batches=(x for (x,) in loader))
+
+
+GROUPS = ("dataflow", "e2e", "resnet", "null", "threads")
 
 
 def default_out():

@@ -21,7 +21,7 @@ namespace memtl {
 namespace et_join_detail {
 
 void Join::JoinOps(JoinText& out) {
-  std::unordered_map<uint32_t, uint32_t> by_rf;
+  std::unordered_map<uint64_t, uint32_t> by_rf;
   for (uint32_t i = 0; i < et_.nodes.size(); ++i)
     if (et_.nodes[i].rf != 0) by_rf.emplace(et_.nodes[i].rf, i);
   node_of_op_.assign(t_.ops.size(), kNone32);
@@ -29,7 +29,7 @@ void Join::JoinOps(JoinText& out) {
   std::string mismatch_example, unjoined_example;
   for (uint32_t op = 0; op < t_.ops.size(); ++op) {
     const std::string& name = t_.strings.Get(t_.ops[op].name);
-    const uint32_t rf = op < k_.op_rf.size() ? k_.op_rf[op] : 0;
+    const uint64_t rf = op < k_.op_rf.size() ? k_.op_rf[op] : 0;
     const auto it = rf != 0 ? by_rf.find(rf) : by_rf.end();
     if (it != by_rf.end() && et_.strings.Get(et_.nodes[it->second].name) == name) {
       node_of_op_[op] = it->second;

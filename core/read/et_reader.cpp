@@ -24,8 +24,10 @@ using Kind = JsonCursor::Kind;
 struct Value {
   Kind kind = Kind::kNull;
   bool b = false;
-  bool is_int = false;
+  bool is_int = false;   // i holds it
+  bool is_uint = false;  // u holds it (a non-negative integer, up to 2^64-1)
   int64_t i = 0;
+  uint64_t u = 0;
   double f = 0;
   std::string s;
   std::vector<Value> items;  // array
@@ -60,6 +62,8 @@ void Parse(JsonCursor& c, std::string_view text, Value* out, std::string* scratc
       const std::string_view raw = text.substr(begin, c.column() - 1 - begin);
       const auto r = std::from_chars(raw.data(), raw.data() + raw.size(), out->i);
       out->is_int = r.ec == std::errc() && r.ptr == raw.data() + raw.size();
+      const auto ru = std::from_chars(raw.data(), raw.data() + raw.size(), out->u);
+      out->is_uint = ru.ec == std::errc() && ru.ptr == raw.data() + raw.size();
       if (out->is_int) {
         out->f = static_cast<double>(out->i);
       } else {
@@ -111,11 +115,9 @@ class NodeBuilder {
       }
       return nullptr;
     };
-    if (const Value* id = n.Get("id"); id != nullptr && id->is_int)
-      node.id = static_cast<uint64_t>(id->i);
-    if (const Value* rf = attr("rf_id");
-        rf != nullptr && rf->is_int && rf->i > 0 && rf->i <= INT64_C(0xffffffff))
-      node.rf = static_cast<uint32_t>(rf->i);
+    if (const Value* id = n.Get("id"); id != nullptr && id->is_uint) node.id = id->u;
+    // PyTorch's RecordFunctionHandle is unsigned 64-bit.
+    if (const Value* rf = attr("rf_id"); rf != nullptr && rf->is_uint) node.rf = rf->u;
     const Value* name = n.Get("name");
     node.name = et_->strings.Intern(name != nullptr ? std::string_view(name->s) : "");
     const Value* schema = attr("op_schema");

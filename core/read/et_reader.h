@@ -53,7 +53,7 @@ struct EtArg {
 
 struct EtNode {
   uint64_t id = 0;
-  uint32_t rf = 0;                          // record-function id (0: none, as for the root nodes)
+  uint64_t rf = 0;                          // record-function id (0: none, as for the root nodes)
   uint32_t name = 0;                        // string id
   uint32_t schema = 0;                      // string id ("" when the trace gives none)
   uint32_t args_begin = 0, args_count = 0;  // into ExecutionTrace::args

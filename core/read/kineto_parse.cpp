@@ -1,7 +1,9 @@
 // Kineto trace elements into compact records (kineto_parse.h).
 #include "core/read/kineto_parse.h"
 
+#include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <iterator>
 #include <limits>
 #include <string>
@@ -87,6 +89,15 @@ NumberRead ReadScaled(std::string_view raw, int scale, int64_t* out) {
   if (!std::isfinite(scaled) || std::fabs(scaled) > 4e18) return NumberRead::kBad;
   *out = std::llround(scaled);
   return how;
+}
+
+// An address written as an unsigned decimal integer of up to 2^64-1 (a
+// writer that prints pointers unsigned); a signed one is read by
+// ReadScaled. Written as a string it is not taken here, so that the string
+// is counted as ReadScaled counts it.
+bool UnsignedAddress(std::string_view raw, uint64_t* out) {
+  const auto r = std::from_chars(raw.data(), raw.data() + raw.size(), *out);
+  return r.ec == std::errc() && r.ptr == raw.data() + raw.size() && *out > INT64_MAX;
 }
 
 // Bare NaN, Infinity and -Infinity (Python's json.dump writes them) outside
@@ -192,14 +203,15 @@ void KinetoParser::Element(std::string_view text, uint64_t index, size_t line) {
   }
 }
 
-// An op's "Record function id" in its "args" (0 when absent or not a
-// 32-bit unsigned integer: the op then joins no execution-trace node).
-uint32_t KinetoParser::RecordFunctionId(std::string_view args) {
+// An op's "Record function id" in its "args" (PyTorch's 64-bit
+// RecordFunctionHandle; 0 when absent or not an unsigned 64-bit integer:
+// the op then joins no execution-trace node).
+uint64_t KinetoParser::RecordFunctionId(std::string_view args) {
   JsonCursor a(args);
   if (a.Peek() != Kind::kObject) return 0;
   a.BeginObject();
   std::string_view key;
-  uint32_t rf = 0;
+  uint64_t rf = 0;
   while (a.NextKey(&key)) {
     if (key != "Record function id" || a.Peek() != Kind::kNumber) {
       a.SkipValue();
@@ -207,7 +219,7 @@ uint32_t KinetoParser::RecordFunctionId(std::string_view args) {
     }
     bool is_int = false, overflow = false;
     const uint64_t v = a.ReadUint64(&is_int, &overflow);
-    if (is_int && !overflow && v <= UINT32_MAX) rf = static_cast<uint32_t>(v);
+    if (is_int && !overflow) rf = v;
   }
   return rf;
 }
@@ -294,8 +306,13 @@ bool KinetoParser::ParseElement(std::string_view text) {
       return false;
     }
     e.ref = t_->strings.Intern(name);
-    if (want_rf_ids && e.kind != KinetoKind::kPython && !args.empty())
-      e.rf = RecordFunctionId(args);
+    if (want_rf_ids && e.kind != KinetoKind::kPython && !args.empty()) {
+      if (const uint64_t rf = RecordFunctionId(args); rf != 0) {
+        if (rf_ids.empty()) rf_ids.push_back(0);
+        e.rf = static_cast<uint32_t>(rf_ids.size());
+        rf_ids.push_back(rf);
+      }
+    }
     events.push_back(e);
     return true;
   }
@@ -328,6 +345,12 @@ bool KinetoParser::ParseElement(std::string_view text) {
       } else if (key == "Device Id") {
         field = "Device Id";
       } else {
+        continue;
+      }
+      uint64_t addr = 0;
+      if (key == "Addr" && UnsignedAddress(raw, &addr)) {
+        m.addr = addr;
+        m.has_addr = true;
         continue;
       }
       const NumberRead r = ReadScaled(raw, 0, &v);

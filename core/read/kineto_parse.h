@@ -30,8 +30,10 @@ struct KinetoEvent {
   uint32_t thread = 0;  // dense index of (pid, tid)
   uint32_t ref = 0;     // name (string id) or, for a memory event, its index in `memory`
   KinetoKind kind = KinetoKind::kOp;
-  // An op's or annotation's "Record function id" (the execution trace's
-  // rf_id), read only when KinetoParser::want_rf_ids; 0: none.
+  // Where an op's or annotation's "Record function id" (the execution
+  // trace's rf_id, a 64-bit value) is in KinetoParser::rf_ids, read only
+  // when KinetoParser::want_rf_ids; 0: none. An index keeps the event at
+  // 32 bytes for the traces that join nothing.
   uint32_t rf = 0;
 };
 static_assert(sizeof(KinetoEvent) == 32);
@@ -65,10 +67,12 @@ class KinetoParser {
   int64_t schema_version = -1;
   uint64_t out_of_memory = 0;  // "[OutOfMemory]" events
   bool want_rf_ids = false;    // read ops' "Record function id" (KinetoEvent::rf)
+  // The record function ids that KinetoEvent::rf indexes; [0] stands for none.
+  std::vector<uint64_t> rf_ids;
 
  private:
   bool ParseElement(std::string_view text);
-  static uint32_t RecordFunctionId(std::string_view args);
+  static uint64_t RecordFunctionId(std::string_view args);
   std::string Where() const;
   uint32_t Thread(std::string_view pid, std::string_view tid);
 

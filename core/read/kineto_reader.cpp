@@ -336,7 +336,7 @@ Expected<KinetoRead> Build(KinetoParser& p, KinetoRead r, const std::string& nam
           e.payload = static_cast<uint32_t>(t.ops.size());
           t.ops.push_back(op);
           if (p.want_rf_ids) {
-            r.op_rf.push_back(k.rf);
+            r.op_rf.push_back(k.rf != 0 ? p.rf_ids[k.rf] : 0);
             r.op_end.push_back(p.base_ns + k.ts + k.dur);
           }
           break;

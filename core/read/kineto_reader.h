@@ -53,7 +53,7 @@ struct KinetoRead {
   std::vector<ReservedPoint> reserved;
   // With ReadOptions::et_path, per op record (Trace::ops), its "Record
   // function id" (0: none) and its end time in ns, for the join.
-  std::vector<uint32_t> op_rf;
+  std::vector<uint64_t> op_rf;
   std::vector<int64_t> op_end;
 };
 

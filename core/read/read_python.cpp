@@ -71,7 +71,7 @@ uint32_t Builder::Module(JsonCursor& c) {
   std::string_view key;
   while (c.NextKey(&key)) {
     if (Is(key, "self")) {
-      mod.has_self = OptAddress(c, "self", &mod.self);
+      mod.has_self = OptUint64(c, "self", &mod.self);
     } else if (Is(key, "cls")) {
       mod.cls = Name(c, "cls");
       has_cls = true;
@@ -98,7 +98,7 @@ uint32_t Builder::Optimizer(JsonCursor& c) {
   std::string_view key;
   while (c.NextKey(&key)) {
     if (Is(key, "self")) {
-      opt.has_self = OptAddress(c, "self", &opt.self);
+      opt.has_self = OptUint64(c, "self", &opt.self);
     } else if (Is(key, "params")) {
       Params(c, false, &opt.params_begin, &opt.params_count);
       has_params = true;

@@ -148,7 +148,7 @@ void Builder::Field(JsonCursor& c, std::string_view key, Fields& f) {
     f.name = Name(c, "name");
     f.has_name = true;
   } else if (Is(key, "tid")) {
-    f.tid = OptInt(c, "tid", 0);
+    if (!OptUint64(c, "tid", &f.tid)) f.tid = 0;
   } else if (Is(key, "seq")) {
     f.seq = OptInt(c, "seq", -1);
   } else if (Is(key, "scope")) {
@@ -159,7 +159,7 @@ void Builder::Field(JsonCursor& c, std::string_view key, Fields& f) {
   } else if (Is(key, "args")) {
     Args(c, f);
   } else if (Is(key, "ptr")) {
-    f.ptr = Address(c, "ptr");
+    f.ptr = Uint64(c, "ptr");
     f.has_ptr = true;
   } else if (Is(key, "bytes")) {
     f.bytes = Int(c, "bytes");

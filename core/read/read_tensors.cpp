@@ -35,11 +35,11 @@ uint32_t Builder::TensorBody(JsonCursor& c, std::string_view key, bool allow_par
         NumberPendingImpl();
         impls_.Number(impl);
       }
-      impl = Address(c, "impl");
+      impl = Uint64(c, "impl");
       if (impl != 0 && chunk_ == nullptr) impls_.PrefetchSlot(impl);
       has_impl = true;
     } else if (Is(key, "ptr")) {
-      ptr = Address(c, "ptr");
+      ptr = Uint64(c, "ptr");
       has_ptr = true;
     } else if (Is(key, "id")) {
       const int64_t id = OptInt(c, "id", -1);

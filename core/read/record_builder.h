@@ -152,7 +152,10 @@ class Builder {
          has_t1 = false;
     bool has_t = false, has_ptr = false, has_bytes = false, has_dev = false, has_args = false;
     bool has_op = false, has_schemas = false;
-    int64_t i = 0, p = 0, t0 = 0, t1 = 0, t = 0, tid = 0, seq = -1, bytes = 0;
+    int64_t i = 0, p = 0, t0 = 0, t1 = 0, t = 0, seq = -1, bytes = 0;
+    // PyTorch's thread ids are unsigned 64-bit: a python-tracer thread that
+    // ran no op has 2^64-1.
+    uint64_t tid = 0;
     int64_t total_allocated = 0, total_reserved = 0, id = -1, aid = -1;
     uint64_t ptr = 0;
     uint32_t name = 0;
@@ -186,7 +189,7 @@ class Builder {
     return Int(c, key);
   }
 
-  uint64_t Address(JsonCursor& c, const char* key) {
+  uint64_t Uint64(JsonCursor& c, const char* key) {
     if (NextKind(c) != JsonCursor::Kind::kNumber)
       Fail(std::string("expected an unsigned integer for \"") + key + "\"");
     bool is_int = false, overflow = false;
@@ -198,13 +201,13 @@ class Builder {
     return v;
   }
 
-  // A nullable address: false for null, else true with *out set.
-  bool OptAddress(JsonCursor& c, const char* key, uint64_t* out) {
+  // A nullable unsigned 64-bit integer (an address, a thread id): false for null, else true with *out set.
+  bool OptUint64(JsonCursor& c, const char* key, uint64_t* out) {
     if (c.Peek() == JsonCursor::Kind::kNull) {
       c.ReadNull();
       return false;
     }
-    *out = Address(c, key);
+    *out = Uint64(c, key);
     return true;
   }
 

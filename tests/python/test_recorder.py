@@ -496,6 +496,32 @@ class EndToEndTest(unittest.TestCase):
             memtl.export_memory_timeline(prof, os.path.join(self.dir.name, "t.json"), device="cuda:0")
         self.assertIn("cuda:0", str(cm.exception))
 
+    def test_other_live_python_threads(self):
+        """Profiles taken while other Python threads are alive (the fixture
+        scenarios of collect/torch/record_fixtures.py's "threads" group) export
+        through the drop-in function. torch 2.x's tracer records those
+        threads' stacks under thread id 2^64-1, which the trace keeps as is;
+        1.13 traces the profiling thread only."""
+        sys.path.insert(0, os.path.join(ROOT, "collect", "torch"))
+        import record_fixtures
+        for s in record_fixtures.SCENARIOS:
+            if s.group != "threads":
+                continue
+            with self.subTest(s.name):
+                prof = record_fixtures.run(s)
+                out = os.path.join(self.dir.name, s.name + ".json")
+                memtl.export_memory_timeline(prof, out)
+                with open(out) as f:
+                    times, sizes = json.load(f)
+                self.assertEqual(len(times), len(sizes))
+                trace = os.path.join(self.dir.name, s.name + ".trace.jsonl")
+                memtl.save(prof, trace)
+                tids = {r["tid"] for r in read_lines(trace)[1:] if "tid" in r}
+                if V2:
+                    self.assertIn(2**64 - 1, tids)
+                else:
+                    self.assertNotIn(2**64 - 1, tids)
+
     def test_unknown_suffix_fails_before_recording(self):
         prof = small_step()
         saved = recorder.write_events

@@ -26,7 +26,7 @@ const char* const kKineto = R"({"traceEvents": [
 ]}
 )";
 
-std::string EtNode(int id, int rf, const char* name, const char* in_values, const char* in_types,
+std::string EtNode(int id, uint64_t rf, const char* name, const char* in_values, const char* in_types,
                    const char* in_shapes, const char* out_values) {
   return std::string(R"J({"id": )J") + std::to_string(id) + R"J(, "name": ")J" + name +
          R"J(", "ctrl_deps": 1, "inputs": {"values": )J" + in_values + R"J(, "shapes": )J" +
@@ -37,7 +37,7 @@ std::string EtNode(int id, int rf, const char* name, const char* in_values, cons
          "}]}";
 }
 
-std::string Et(int rf_empty, int rf_fill) {
+std::string Et(uint64_t rf_empty, uint64_t rf_fill) {
   return R"J({"schema": "1.1.1-chakra.0.0.4", "nodes": [)J" +
          EtNode(2, rf_empty, "aten::empty", "[[16]]", R"J(["GenericList[Int]"])J", "[[[]]]",
                 R"J([[5, 6, 0, 16, 4, "cpu"]])J") +
@@ -62,11 +62,11 @@ struct TempFile {
   ~TempFile() { std::remove(path.c_str()); }
 };
 
-Expected<KinetoRead> Joined(const std::string& et_text) {
+Expected<KinetoRead> Joined(const std::string& et_text, const std::string& kineto = kKineto) {
   const TempFile et(et_text);
   ReadOptions options;
   options.et_path = et.path;
-  return ReadKinetoString(kKineto, "k.json", options);
+  return ReadKinetoString(kineto, "k.json", options);
 }
 
 }  // namespace
@@ -82,6 +82,20 @@ TEST_CASE("et join: ops by record function id, the storage mapped to its allocat
   CHECK(r.value().info.note.find("joined 2 of 2 ops (100.0%)") != std::string::npos);
   CHECK(r.value().info.note.find("1 of 1 allocations (100.0%)") != std::string::npos);
   CHECK(r.value().diagnostics.empty());
+}
+
+TEST_CASE("et join: record function ids are 64-bit (PyTorch's RecordFunctionHandle)") {
+  std::string kineto = kKineto;
+  kineto.replace(kineto.find("\"Record function id\": 7"), 23,
+                 "\"Record function id\": 4294967303");  // 2^32 + 7
+  kineto.replace(kineto.find("\"Record function id\": 8"), 23,
+                 "\"Record function id\": 18446744073709551614");
+  auto r = Joined(Et(4294967303u, 18446744073709551614u), kineto);
+  REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.status().message()));
+  CHECK(r.value().info.note.find("joined 2 of 2 ops (100.0%)") != std::string::npos);
+  // The low 32 bits alone join nothing.
+  auto low = Joined(Et(7, 8), kineto);
+  REQUIRE(!low.ok());
 }
 
 TEST_CASE("et join: an op whose rf_id is missing or names another node is left out, counted") {

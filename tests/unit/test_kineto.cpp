@@ -108,6 +108,27 @@ TEST_CASE("kineto: a thread named by a string and by a number is one thread") {
   CHECK(t.events[1].parent == 0);
 }
 
+TEST_CASE("kineto: 64-bit ids: thread ids and addresses up to 2^64-1") {
+  // A thread id of 2^64-1 (torch 2.x's python tracer) names a thread like
+  // any other; an address printed unsigned above 2^63 is kept whole, and so
+  // is the same address printed signed.
+  std::string op = Op("cpu_op", "aten::empty", "10.000", "5.000");
+  op.replace(op.find("\"tid\": 1"), 8, "\"tid\": 18446744073709551615");
+  std::string alloc = Mem("11", 64, 0, 64);
+  alloc.replace(alloc.find("\"tid\": 1"), 8, "\"tid\": 18446744073709551615");
+  alloc.replace(alloc.find("\"Addr\": 0"), 9, "\"Addr\": 18446744073709547520");
+  std::string free = Mem("16", -64, -4096, 0);
+  free.replace(free.find("\"tid\": 1"), 8, "\"tid\": 18446744073709551615");
+  auto r = ReadKinetoString(Doc({op, alloc, free}), "t.json");
+  REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.status().message()));
+  const Trace& t = r.value().trace;
+  REQUIRE(t.events.size() == 3);
+  CHECK(t.events[1].parent == 0);
+  CHECK(t.events[2].parent == kNone32);
+  CHECK(t.alloc_ptrs[0] == t.alloc_ptrs[1]);
+  CHECK(r.value().diagnostics.empty());
+}
+
 TEST_CASE("kineto: the allocated total is checked against Total Allocated") {
   SUBCASE("memory from before the profile becomes one allocation") {
     auto r = ReadKinetoString(Doc({Mem("1", 64, 10, 1064), Mem("2", 32, 20, 1096)}), "t.json");

@@ -102,6 +102,31 @@ TEST_CASE("reader: errors name the file, the line and the problem") {
   CHECK(early.value().events_before_parent == 1);
 }
 
+TEST_CASE("reader: thread ids are unsigned 64-bit in every record kind") {
+  // torch 2.x's python tracer gives the calls of a thread that ran no op the
+  // thread id 2^64-1.
+  auto with_tid = [](std::string line, const char* tid) {
+    const size_t at = line.find(R"("tid":1)");
+    REQUIRE(at != std::string::npos);
+    return line.replace(at, 7, std::string(R"("tid":)") + tid);
+  };
+  const std::string py =
+      R"({"k":"py","i":2,"p":-1,"name":"threading.py(1002): _bootstrap","t0":1,"t1":40,"tid":1})"
+      "\n";
+  for (const char* tid : {"18446744073709551615", "9223372036854775808", "0", "null"}) {
+    CAPTURE(tid);
+    auto r = ReadTraceString(Header() + with_tid(Op(0, -1, "aten::mul", 10, 20, T(1, 100)), tid) +
+                                 with_tid(Alloc(1, 0, 12, 300, 16), tid) + with_tid(py, tid),
+                             "t.trace");
+    REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.status().message()));
+    CHECK(r.value().events.size() == 3);
+  }
+  CHECK(ErrorOf(Header() + with_tid(py, "18446744073709551616"))
+            .find("line 2: \"tid\" is out of range (more than 2^64-1)") != std::string::npos);
+  CHECK(ErrorOf(Header() + with_tid(Alloc(0, -1, 12, 300, 16), "-1"))
+            .find("line 2: \"tid\" must not be negative") != std::string::npos);
+}
+
 TEST_CASE("reader: truncated input") {
   const std::string gz = Gzip(kSmall);
   CHECK(ErrorOf(gz.substr(0, gz.size() - 10)).find("truncated gzip stream") != std::string::npos);
