@@ -201,7 +201,8 @@ class Builder {
     return v;
   }
 
-  // A nullable unsigned 64-bit integer (an address, a thread id): false for null, else true with *out set.
+  // A nullable unsigned 64-bit integer (an address, a thread id): false for null, else true with
+  // *out set.
   bool OptUint64(JsonCursor& c, const char* key, uint64_t* out) {
     if (c.Peek() == JsonCursor::Kind::kNull) {
       c.ReadNull();

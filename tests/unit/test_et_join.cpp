@@ -26,8 +26,8 @@ const char* const kKineto = R"({"traceEvents": [
 ]}
 )";
 
-std::string EtNode(int id, uint64_t rf, const char* name, const char* in_values, const char* in_types,
-                   const char* in_shapes, const char* out_values) {
+std::string EtNode(int id, uint64_t rf, const char* name, const char* in_values,
+                   const char* in_types, const char* in_shapes, const char* out_values) {
   return std::string(R"J({"id": )J") + std::to_string(id) + R"J(, "name": ")J" + name +
          R"J(", "ctrl_deps": 1, "inputs": {"values": )J" + in_values + R"J(, "shapes": )J" +
          in_shapes + R"J(, "types": )J" + in_types +
