@@ -50,7 +50,8 @@ struct Pending {
 
 }  // namespace
 
-Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree, const KeyTable& keys) {
+Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree, const KeyTable& keys,
+                                             std::vector<KeySlot>* reused) {
   const Trace& trace = tree.trace();
   const uint32_t num_keys = keys.size();
   DataFlowGraph g;
@@ -168,6 +169,11 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree, const KeyTable&
                              " is past the most versions of one tensor memtl keeps (2^28-1)");
       }
       const int32_t now = lookup(s.edge.key());
+      if (reused != nullptr && s.edge.is_allocation() && now > 0) {
+        reused->push_back(s.edge.key());
+        active[s.edge.key()] = 0;  // on, to find the others
+        continue;
+      }
       if (Version(now) != s.edge.output_version()) {
         return Status::Error("data-flow invariant broken at " + Describe(trace, leaf) +
                              ": it creates " +
@@ -195,6 +201,12 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree, const KeyTable&
     }
   }
   if (!built.ok()) return built;
+  if (reused != nullptr && !reused->empty()) {
+    std::sort(reused->begin(), reused->end());
+    reused->erase(std::unique(reused->begin(), reused->end()), reused->end());
+    return Status::Error(std::to_string(reused->size()) +
+                         " storages allocated again while live by the trace's records");
+  }
 
   // What only the build read goes before validation adds its own array.
   position.clear();

@@ -55,7 +55,14 @@ class DataFlowGraph {
  public:
   // Builds and validates the graph; a broken invariant (a version created
   // twice, a double free inside one op, versions out of order) is an error.
-  static Expected<DataFlowGraph> Build(const OpTree& tree, const KeyTable& keys);
+  // With `reused`, an allocation of a key that an earlier op mutated (an
+  // address allocated again while its storage is live by the trace's
+  // records: PyTorch's "version mismatch") is not: every such key is
+  // listed there, sorted, and the build fails once all are found, for the
+  // pipeline to split those storages (identity's StorageSplits) and build
+  // again.
+  static Expected<DataFlowGraph> Build(const OpTree& tree, const KeyTable& keys,
+                                       std::vector<KeySlot>* reused = nullptr);
 
   const std::vector<FlowNode>& nodes() const { return nodes_; }
   const std::vector<FlowEdge>& edges() const { return edges_; }

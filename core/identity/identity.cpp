@@ -31,6 +31,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "core/identity/key_table.h"
 #include "core/identity/record_walk.h"
 #include "core/identity/steps.h"
@@ -57,11 +58,27 @@ ProducerIds Given(const std::vector<ProducerIds>& ids, size_t i) {
   return i < ids.size() ? ids[i] : ProducerIds{};
 }
 
+// The key table with the ends of split storages: (the earlier storage's
+// allocation id, the allocation event that reused its address) become
+// (its key slot, that event). An allocation id names one key.
+KeyTable WithUnseenEnds(KeyTable kt, const std::vector<std::pair<int64_t, uint32_t>>& ends) {
+  if (ends.empty()) return kt;
+  absl::flat_hash_map<int64_t, KeySlot> slot_of;
+  for (const auto& [aid, _] : ends) slot_of.emplace(aid, KeySlot());
+  for (KeySlot k : kt.slots()) {
+    if (auto it = slot_of.find(kt[k].allocation.value()); it != slot_of.end()) it->second = k;
+  }
+  for (const auto& [aid, event] : ends) {
+    if (const KeySlot k = slot_of[aid]; k.valid()) kt.ended_unseen.push_back({k, event});
+  }
+  return kt;
+}
+
 }  // namespace
 
 IdentityResult AssignIdentity(const Trace& trace, const TensorRecords& records,
                               std::vector<uint64_t> tensor_ptrs, const SchemaRegistry& schemas,
-                              Diagnostics& diag) {
+                              Diagnostics& diag, const StorageSplits& splits) {
   IdentityStats stats;
   // A trace built otherwise than by the reader may lack them: no storage.
   tensor_ptrs.resize(records.tensors.size(), 0);
@@ -82,10 +99,18 @@ IdentityResult AssignIdentity(const Trace& trace, const TensorRecords& records,
   uint32_t num_aids = 0;
   uint64_t impl_bound = 1;
   std::vector<uint32_t> alloc_event_of_aid;
+  std::vector<std::pair<int64_t, uint32_t>> ends;  // of split storages
   {
-    Flattener flat(trace, records, tensor_ptrs, &tensor_aid, &alloc_aid);
+    // With producer ids the computed ids are only compared: the split is
+    // made on the producer's below.
+    static const StorageSplits kNoSplits;
+    Flattener flat(trace, records, tensor_ptrs, &tensor_aid, &alloc_aid,
+                   legacy ? splits : kNoSplits);
     walk.Run([&](uint32_t ti) { flat.Tensor(ti); }, [&](uint32_t ei) { flat.Alloc(ei); });
     num_aids = flat.num_aids();
+    stats.split_storages = flat.num_splits();
+    ends = flat.TakeEnds();
+    stats.allocation_id_bound = num_aids;
     impl_bound = std::max<uint64_t>(trace.num_impls, flat.impl_bound());
     alloc_event_of_aid = flat.TakeAllocEvents();
   }
@@ -98,6 +123,10 @@ IdentityResult AssignIdentity(const Trace& trace, const TensorRecords& records,
 
   // With producer ids, the computed allocation ids are only compared.
   if (!legacy) {
+    for (const ProducerIds& ids : records.tensor_ids)
+      stats.allocation_id_bound = std::max(stats.allocation_id_bound, ids.allocation.value() + 1);
+    for (const ProducerIds& ids : trace.alloc_ids)
+      stats.allocation_id_bound = std::max(stats.allocation_id_bound, ids.allocation.value() + 1);
     for (size_t i = 0; i < tensor_aid.size(); ++i) {
       if (tensor_aid[i] != 0 &&
           Given(records.tensor_ids, i).allocation != AllocationId(tensor_aid[i]))
@@ -147,9 +176,10 @@ IdentityResult AssignIdentity(const Trace& trace, const TensorRecords& records,
     for (size_t ti = 0; ti < tensor_aid.size(); ++ti) {
       if (null_storage[ti]) tensor_aid[ti] = 0;
     }
-    return {
-        BuildKeyTableFromAids(trace, records, std::move(tensor_aid), std::move(alloc_aid), id_of),
-        stats};
+    return {WithUnseenEnds(BuildKeyTableFromAids(trace, records, std::move(tensor_aid),
+                                                 std::move(alloc_aid), id_of),
+                           ends),
+            stats};
   }
 
   // Producer ids: they are kept; disagreements are counted (over the
@@ -167,17 +197,53 @@ IdentityResult AssignIdentity(const Trace& trace, const TensorRecords& records,
   }
   FreeArray(tensor_aid);
   FreeArray(alloc_aid);
+  // The storages to split get new allocation ids from where an allocation
+  // reuses their address while they are live (-1: the producer's id).
+  std::vector<int64_t> tensor_split, alloc_split;
+  if (!splits.empty()) {
+    tensor_split.assign(records.tensors.size(), -1);
+    alloc_split.assign(trace.allocs.size(), -1);
+    absl::flat_hash_map<int64_t, std::pair<int64_t, bool>> now;  // aid -> (id given, live)
+    int64_t next = splits.first_new_id;
+    uint32_t alloc_event = 0;  // the allocation event `see` is called for
+    auto see = [&](int64_t aid, bool allocation, bool free) -> int64_t {
+      auto [it, fresh] = now.try_emplace(aid, aid, false);
+      auto& [given, live] = it->second;
+      if (allocation && live && !fresh) {
+        ends.emplace_back(given, alloc_event);
+        given = next++;
+        ++stats.split_storages;
+      }
+      live = !free;
+      return given;
+    };
+    walk.Run(
+        [&](uint32_t ti) {
+          const int64_t aid = Given(records.tensor_ids, ti).allocation.value();
+          if (!null_storage[ti] && splits.Contains(aid)) tensor_split[ti] = see(aid, false, false);
+        },
+        [&](uint32_t ei) {
+          const uint32_t i = trace.events[ei].payload;
+          const int64_t aid = Given(trace.alloc_ids, i).allocation.value();
+          const int64_t bytes = trace.allocs[i].bytes;
+          alloc_event = ei;
+          if (splits.Contains(aid)) alloc_split[i] = see(aid, bytes > 0, bytes < 0);
+        });
+  }
+  auto allocation = [](const std::vector<int64_t>& split, uint32_t i, AllocationId given) {
+    return i < split.size() && split[i] >= 0 ? AllocationId(split[i]) : given;
+  };
   // Step 7: a storage-less tensor's producer ids give it no key.
   KeyTableBuilder keys(trace, records);
   for (uint32_t ti = 0; ti < records.tensors.size(); ++ti) {
     const ProducerIds ids = null_storage[ti] ? ProducerIds{} : Given(records.tensor_ids, ti);
-    keys.Tensor(ti, ids.id, ids.allocation);
+    keys.Tensor(ti, ids.id, allocation(tensor_split, ti, ids.allocation));
   }
   for (uint32_t i = 0; i < trace.allocs.size(); ++i) {
     const ProducerIds ids = Given(trace.alloc_ids, i);
-    keys.Alloc(i, ids.id, ids.allocation);
+    keys.Alloc(i, ids.id, allocation(alloc_split, i, ids.allocation));
   }
-  return {keys.Finish(), stats};
+  return {WithUnseenEnds(keys.Finish(), ends), stats};
 }
 
 }  // namespace memtl

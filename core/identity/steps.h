@@ -2,6 +2,7 @@
 // for the orchestrator; step 1, the record order, is record_walk.h.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -25,21 +26,29 @@ class Flattener {
   // pointer per tensor observation.
   Flattener(const Trace& trace, const TensorRecords& records,
             const std::vector<uint64_t>& tensor_ptrs, std::vector<uint32_t>* tensor_aid,
-            std::vector<uint32_t>* alloc_aid)
+            std::vector<uint32_t>* alloc_aid, const StorageSplits& splits)
       : trace_(trace),
         records_(records),
         tensor_ptrs_(tensor_ptrs),
         tensor_aid_(*tensor_aid),
-        alloc_aid_(*alloc_aid) {
+        alloc_aid_(*alloc_aid),
+        splits_(splits),
+        next_split_aid_(static_cast<uint32_t>(splits.first_new_id)) {
     alloc_event_of_aid_.reserve(records.tensors.size() + trace.allocs.size() + 1);  // never regrown
   }
-  uint32_t num_aids() const { return next_aid_; }
+  // One more than the largest allocation id given (split storages' ids
+  // included).
+  uint32_t num_aids() const { return std::max(next_aid_, next_split_aid_); }
+  size_t num_splits() const { return num_splits_; }
+  // Per split: the earlier storage's allocation id and the allocation
+  // event that reused its address.
+  std::vector<std::pair<int64_t, uint32_t>> TakeEnds() { return std::move(ends_); }
   // One more than the largest impl number seen: Trace::num_impls, unless a
   // trace not built by the reader left that short.
   uint64_t impl_bound() const { return impl_bound_; }
   // Per allocation id, the event that allocated it (kNone32: only freed).
   std::vector<uint32_t> TakeAllocEvents() {
-    alloc_event_of_aid_.resize(next_aid_, kNone32);
+    alloc_event_of_aid_.resize(num_aids(), kNone32);
     return std::move(alloc_event_of_aid_);
   }
 
@@ -52,7 +61,8 @@ class Flattener {
   void Alloc(uint32_t ei) {
     const uint32_t payload = trace_.events[ei].payload;
     const AllocInfo& a = trace_.allocs[payload];
-    const uint32_t aid = Aid(records_.alloc_ptrs[payload], a.device, a.bytes < 0);
+    event_ = ei;
+    const uint32_t aid = Aid(records_.alloc_ptrs[payload], a.device, a.bytes<0, a.bytes> 0);
     alloc_aid_[payload] = aid;
     if (a.bytes >= 0) {
       if (aid >= alloc_event_of_aid_.size()) alloc_event_of_aid_.resize(aid + 1, kNone32);
@@ -61,9 +71,15 @@ class Flattener {
   }
 
  private:
-  uint32_t Aid(uint64_t ptr, DeviceIndex device, bool is_free) {
+  uint32_t Aid(uint64_t ptr, DeviceIndex device, bool is_free, bool is_allocation = false) {
     auto [aid, inserted] = live_.try_emplace(ptr, device, next_aid_);
     next_aid_ += inserted ? 1 : 0;
+    if (!inserted && is_allocation && splits_.Contains(*aid)) {
+      // A storage of `splits_`, allocated again while live.
+      ends_.emplace_back(*aid, event_);
+      *aid = next_split_aid_++;
+      ++num_splits_;
+    }
     const uint32_t result = *aid;
     if (is_free) live_.erase(ptr, device);
     return result;
@@ -75,7 +91,12 @@ class Flattener {
   std::vector<uint32_t>& tensor_aid_;
   std::vector<uint32_t>& alloc_aid_;
   PtrDevMap<uint32_t> live_;
+  const StorageSplits& splits_;
   uint32_t next_aid_ = 1;
+  uint32_t next_split_aid_ = 0;
+  size_t num_splits_ = 0;
+  uint32_t event_ = 0;  // the allocation event Aid is called for
+  std::vector<std::pair<int64_t, uint32_t>> ends_;
   uint64_t impl_bound_ = 1;
   std::vector<uint32_t> alloc_event_of_aid_;
 };

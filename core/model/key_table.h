@@ -25,6 +25,15 @@ struct KeyTable {
   std::vector<uint32_t> of_alloc;
   std::vector<uint32_t> id_slot;  // per slot: dense index of keys[slot].id
   uint32_t num_ids = 0;
+  // Storages that identity split (StorageSplits, core/identity/identity.h):
+  // the earlier storage's key and the allocation event whose reuse of its
+  // address ends it (its own free went unrecorded). The timeline destroys
+  // it there. Empty unless a split was asked for.
+  struct UnseenEnd {
+    KeySlot key;
+    uint32_t event = 0;
+  };
+  std::vector<UnseenEnd> ended_unseen;
 
   uint32_t size() const { return static_cast<uint32_t>(keys.size()); }
   const TensorKey& operator[](KeySlot s) const { return keys[s.value()]; }

@@ -108,7 +108,8 @@ std::vector<uint32_t> ShapesOfKeys(const OpTree& tree, const KeyTable& keys,
 // the untracked allocations' liveness, the inference when asked, and the
 // size map: the stages that read the tensor records and the allocations'
 // addresses, which `records` owns; they go when it does, on return.
-Status IdentityAndSizes(Analysis& a, TensorRecords records, bool threaded, bool infer) {
+Status IdentityAndSizes(Analysis& a, TensorRecords records, bool threaded, bool infer,
+                        const StorageSplits& splits) {
   const std::string& name = a.name;
   std::vector<uint64_t> tensor_ptrs = std::move(a.trace.tensor_ptrs);
   if (threaded) {
@@ -134,8 +135,8 @@ Status IdentityAndSizes(Analysis& a, TensorRecords records, bool threaded, bool 
       } catch (const std::system_error&) {
         helper_work();  // no second thread to be had: the same work, here
       }
-      IdentityResult id =
-          AssignIdentity(a.trace, records, std::move(tensor_ptrs), a.schemas, identity_diag);
+      IdentityResult id = AssignIdentity(a.trace, records, std::move(tensor_ptrs), a.schemas,
+                                         identity_diag, splits);
       a.keys = std::move(id.keys);
       a.identity = id.stats;
     }
@@ -148,7 +149,7 @@ Status IdentityAndSizes(Analysis& a, TensorRecords records, bool threaded, bool 
     a.allocations = CheckAllocations(*a.tree, records, a.diagnostics);
     a.timer.Mark("orders+checks");
     IdentityResult id =
-        AssignIdentity(a.trace, records, std::move(tensor_ptrs), a.schemas, a.diagnostics);
+        AssignIdentity(a.trace, records, std::move(tensor_ptrs), a.schemas, a.diagnostics, splits);
     a.keys = std::move(id.keys);
     a.identity = id.stats;
     a.timer.Mark("identity");
@@ -172,8 +173,14 @@ Status IdentityAndSizes(Analysis& a, TensorRecords records, bool threaded, bool 
   return Status();
 }
 
+// `splits`: the storages identity splits (StorageSplits). When the graph
+// finds storages allocated again while live and `retry` is given, the
+// analysis fails and `retry` says which to split on a second analysis of
+// the same trace.
 Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string& name,
-                                                 PhaseTimer timer, bool threaded, bool infer) {
+                                                 PhaseTimer timer, bool threaded, bool infer,
+                                                 const StorageSplits& splits = {},
+                                                 StorageSplits* retry = nullptr) {
   auto a = std::make_unique<Analysis>();
   a->timer = std::move(timer);
   a->name = name;
@@ -199,12 +206,27 @@ Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string&
   // addresses are read by the stages up to the size map only, and go when
   // IdentityAndSizes returns, before the op tree's facts and the graph add
   // theirs (about a fifth of the trace's memory).
-  if (Status s = IdentityAndSizes(*a, TakeTensorRecords(a->trace), threaded, infer); !s.ok())
+  if (Status s = IdentityAndSizes(*a, TakeTensorRecords(a->trace), threaded, infer, splits);
+      !s.ok())
     return s;
+  if (a->identity.split_storages > 0) {
+    a->diagnostics.Add(
+        "storage allocated again while live (its free was not recorded): split in two",
+        "the earlier storage ends where its address is allocated again; PyTorch's memory "
+        "profiler fails on this trace "
+        "(\"version mismatch\")",
+        a->identity.split_storages);
+  }
   a->timer.Mark("size map");
   a->tree->AddFacts(a->keys, a->schemas);
   a->timer.Mark("op tree");
-  auto graph = DataFlowGraph::Build(*a->tree, a->keys);
+  std::vector<KeySlot> reused;
+  auto graph = DataFlowGraph::Build(*a->tree, a->keys, retry != nullptr ? &reused : nullptr);
+  if (!graph.ok() && !reused.empty()) {
+    retry->first_new_id = a->identity.allocation_id_bound;
+    for (KeySlot k : reused) retry->allocation_ids.push_back(a->keys[k].allocation.value());
+    std::sort(retry->allocation_ids.begin(), retry->allocation_ids.end());
+  }
   if (!graph.ok()) return Status::Error(name + ": " + graph.status().message());
   a->graph = std::make_unique<DataFlowGraph>(std::move(graph.value()));
   a->timer.Mark("graph");
@@ -451,10 +473,11 @@ bool RefusedAtStart(const std::string& message) {
   return false;
 }
 
-}  // namespace
-
-Expected<std::unique_ptr<Analysis>> AnalyzeFile(const std::string& path,
-                                                const ReadOptions& options) {
+// One read and analysis of a file; AnalyzeTimed's `splits` and `retry`.
+Expected<std::unique_ptr<Analysis>> AnalyzeFileOnce(const std::string& path,
+                                                    const ReadOptions& options,
+                                                    const StorageSplits& splits,
+                                                    StorageSplits* retry) {
   PhaseTimer timer;
   timer.Start();
   ReadInfo info;
@@ -505,13 +528,34 @@ Expected<std::unique_ptr<Analysis>> AnalyzeFile(const std::string& path,
   }
   timer.Mark("read");
   if (options.progress != nullptr) options.progress->Set("analyzing");
-  auto a = AnalyzeTimed(std::move(*trace), path, std::move(timer), options.threaded, infer);
+  auto a = AnalyzeTimed(std::move(*trace), path, std::move(timer), options.threaded, infer, splits,
+                        retry);
   if (a.ok()) {
     a.value()->read_info = info;
     a.value()->diagnostics.Merge(read_diagnostics);
     a.value()->reserved = std::move(reserved);
   }
   return a;
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Analysis>> AnalyzeFile(const std::string& path,
+                                                const ReadOptions& options) {
+  // A storage freed without a record whose address is allocated again
+  // breaks the graph; the file is then read again with those storages split
+  // (the tensor records are gone by the time the graph is built, and
+  // keeping them for this rare case would cost every analysis memory).
+  StorageSplits splits;
+  auto a = AnalyzeFileOnce(path, options, {}, &splits);
+  if (a.ok() || splits.empty()) return a;
+  if (path == "-") {
+    return Status::Error(a.status().message() +
+                         "; memtl splits them on a second read, which standard input cannot give: "
+                         "pass the trace as a file");
+  }
+  if (options.progress != nullptr) options.progress->Set("reading again");
+  return AnalyzeFileOnce(path, options, splits, nullptr);
 }
 
 }  // namespace memtl

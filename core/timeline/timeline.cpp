@@ -172,6 +172,13 @@ Expected<std::vector<TimelineEvent>> BuildTimeline(const OpTree& tree, const Key
         push(free_time[key], Action::kDestroy, key, std::max(graph.last_version(key), Version(0)));
     }
   }
+  // A split storage ends, unseen, just before its address is allocated
+  // again (a nanosecond before, so that the two never count together).
+  for (const KeyTable::UnseenEnd& end : keys.ended_unseen) {
+    const int64_t t = trace.event_t0[end.event];
+    push(t > 0 ? t - 1 : t, Action::kDestroy, end.key,
+         std::max(graph.last_version(end.key), Version(0)));
+  }
   // PyTorch sorts stably by (time, action). Both runs are nearly in that
   // order already (records arrive in time order; only events inside one op
   // are out of place), so each is insertion-sorted in place, and the merge
