@@ -62,8 +62,9 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
       ->required()
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  exp->add_option("--device", args.device,
-                  "device to export (default: cuda:0 if the trace has CUDA memory, else cpu)");
+  exp->add_option(
+      "--device", args.device,
+      "device to export (default: the accelerator whose memory peaks highest, else cpu)");
   exp->add_option("--format", args.format,
                   "the format of -o -: json ([times_us, sizes]), json.gz, raw (raw events, "
                   "gzip) or html")
@@ -96,7 +97,7 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
   AddReadOptions(peak, args);
   AddEtOption(peak, args);
   peak->add_option("--device", args.device,
-                   "device (default: cuda:0 if the trace has CUDA memory, else cpu)");
+                   "device (default: the accelerator whose memory peaks highest, else cpu)");
   peak->add_option("--top", args.top, "how many of the largest live tensors to list")
       ->default_val(20);
   peak->add_option("--format", args.format, "text (for people, the default) or json (for programs)")

@@ -122,6 +122,17 @@ ChartSeries SampleRows(const std::vector<TimelineEvent>& timeline, const Categor
   return s;
 }
 
+std::vector<DeviceIndex> AcceleratorsFirst(const Trace& trace) {
+  std::vector<DeviceIndex> order;
+  for (const bool cpu : {false, true}) {
+    for (size_t d = 0; d < trace.devices.size(); ++d) {
+      if (trace.devices[d].name.starts_with("cpu") == cpu)
+        order.push_back(static_cast<DeviceIndex>(d));
+    }
+  }
+  return order;
+}
+
 Report MakeReport(const ExplainInput& in, size_t top, const PeakReport* known) {
   const Trace& trace = in.trace;
   Report report;
@@ -137,8 +148,8 @@ Report MakeReport(const ExplainInput& in, size_t top, const PeakReport* known) {
   std::stable_sort(starts.begin(), starts.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
 
-  for (size_t d = 0; d < trace.devices.size(); ++d) {
-    const auto device = static_cast<DeviceIndex>(d);
+  for (const DeviceIndex device : AcceleratorsFirst(trace)) {
+    const size_t d = device;
     ChartSeries series = SampleRows(in.timeline, in.categories, device);
     if (series.rows == 0) continue;
     std::map<RunningOp, uint32_t> seen;
@@ -178,9 +189,9 @@ Report ReportFromTimeline(const Trace& trace, const std::vector<TimelineEvent>& 
                           const CategoryDict& categories, const PeakReport* peak,
                           DeviceIndex device) {
   Report report;
-  for (size_t d = 0; d < trace.devices.size(); ++d) {
+  for (const DeviceIndex d : AcceleratorsFirst(trace)) {
     DeviceReport r;
-    r.device = static_cast<DeviceIndex>(d);
+    r.device = d;
     r.series = SampleRows(timeline, categories, r.device);
     if (r.series.rows == 0) continue;
     r.name = trace.devices[d].name;

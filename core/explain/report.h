@@ -84,7 +84,12 @@ struct Report {
   bool inferred = false;              // the categories are inferred (ExplainInput::inferred)
 };
 
-// The whole report; `top` largest tensors alive at each device's peak.
+// The trace's devices as reports list them: accelerators first, then cpu,
+// each group in the trace's order.
+std::vector<DeviceIndex> AcceleratorsFirst(const Trace& trace);
+
+// The whole report, accelerators first, then cpu; `top` largest tensors
+// alive at each device's peak.
 // `known`, when given, is ExplainPeak(in, top) already made (the pipeline's
 // PipelineOptions::explain_peak): its walks of the timeline are not redone.
 Report MakeReport(const ExplainInput& in, size_t top, const PeakReport* known = nullptr);

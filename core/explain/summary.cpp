@@ -7,6 +7,7 @@
 #include <map>
 
 #include "core/explain/peak.h"
+#include "core/explain/report.h"
 
 namespace memtl {
 
@@ -94,8 +95,7 @@ Summary Summarize(const ExplainInput& in, const std::string& trace_name, size_t 
   s.trace = trace_name;
   s.inferred = in.inferred != nullptr;
   const std::vector<MemoryTables> tables = ComputeTables(in);
-  for (size_t index = 0; index < in.trace.devices.size(); ++index) {
-    const auto d = static_cast<DeviceIndex>(index);  // devices fit DeviceIndex (the reader)
+  for (const DeviceIndex d : AcceleratorsFirst(in.trace)) {
     const PeakReport peak = FindPeak(in.timeline, in.categories, d);
     if (!peak.any) continue;
     DeviceSummary ds;

@@ -356,12 +356,17 @@ Expected<std::unique_ptr<Analysis>> Analyze(Trace trace, const std::string& name
   return AnalyzeTimed(std::move(trace), name, PhaseTimer(), threaded, infer);
 }
 
-Expected<DeviceIndex> ResolveDevice(const Trace& trace, const std::string& requested) {
+Expected<DeviceIndex> ResolveDevice(const Trace& trace, const std::string& requested,
+                                    const std::vector<int64_t>& peaks) {
   std::string want = requested;
   if (want.empty()) {
+    // The accelerator whose memory peaks highest, the first on a tie.
     want = "cpu";
-    for (const auto& a : trace.allocs) {
-      if (trace.devices[a.device].name == "cuda:0") want = "cuda:0";
+    int64_t best = -1;
+    for (size_t d = 0; d < trace.devices.size() && d < peaks.size(); ++d) {
+      if (trace.devices[d].name.starts_with("cpu") || peaks[d] <= best) continue;
+      best = peaks[d];
+      want = trace.devices[d].name;
     }
   }
   for (size_t i = 0; i < trace.devices.size(); ++i) {
@@ -409,10 +414,7 @@ Expected<std::unique_ptr<Categorized>> Categorize(std::unique_ptr<Analysis> anal
         "record with torch.profiler.profile(record_shapes=True, profile_memory=True, "
         "with_stack=True)");
   }
-  auto device = ResolveDevice(a.trace, options.device);
-  if (!device.ok()) return Status::Error(a.name + ": " + device.status().message());
   auto c = std::make_unique<Categorized>();
-  c->device = device.value();
   RunAllPasses(PassInput{a.trace, a.keys, *a.tree, *a.graph, *a.sizes}, c->categories);
   a.timer.Mark("passes");
   c->inferred = !a.inferred.empty();
@@ -424,6 +426,10 @@ Expected<std::unique_ptr<Categorized>> Categorize(std::unique_ptr<Analysis> anal
   if (Status s = CheckTimelineSums(a.trace, a.keys, c->timeline, c->categories, a.diagnostics);
       !s.ok())
     return Status::Error(a.name + ": " + s.message());
+  auto device =
+      ResolveDevice(a.trace, options.device, PeakPerDevice(c->timeline, a.trace.devices.size()));
+  if (!device.ok()) return Status::Error(a.name + ": " + device.status().message());
+  c->device = device.value();
   a.timer.Mark("timeline");
   const InferredCategories* inferred = c->inferred ? &a.inferred : nullptr;
   if (options.explain_peak) {

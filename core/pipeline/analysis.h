@@ -121,11 +121,14 @@ Expected<std::unique_ptr<Analysis>> AnalyzeFile(const std::string& path,
                                                 const ReadOptions& options = {});
 
 // The device to export: `requested` when given (an error lists the devices
-// the trace has when it is not one of them), else cuda:0 when the trace has
-// CUDA memory, else cpu (PyTorch's default); devices.size() when the trace
-// has neither (an empty export). Reads the trace's allocations; Categorize
-// resolves it.
-Expected<DeviceIndex> ResolveDevice(const Trace& trace, const std::string& requested);
+// the trace has when it is not one of them), else the accelerator (any
+// device but cpu: cuda:N, hip:N, xpu:N...) whose `peaks` (PeakPerDevice,
+// by device index) is the largest, the first on a tie, else cpu;
+// devices.size() when the trace has neither (an empty export). Categorize
+// resolves it once the timeline is built. On a trace whose accelerator
+// memory is all on cuda:0 this is PyTorch's default.
+Expected<DeviceIndex> ResolveDevice(const Trace& trace, const std::string& requested,
+                                    const std::vector<int64_t>& peaks);
 
 // What stays of an analysis once Categorize has built the timeline. No
 // stage's data is dropped by hand: each goes when the value that owns it

@@ -323,6 +323,34 @@ void CoalescedRows(const std::vector<TimelineEvent>& timeline, const CategoryDic
   WalkRows(timeline, cats, device, MinTime(timeline, device), row);
 }
 
+std::vector<int64_t> PeakPerDevice(const std::vector<TimelineEvent>& timeline, size_t num_devices) {
+  struct Live {
+    int64_t bytes = 0;
+    int64_t row_us = 0;
+    bool any = false;
+  };
+  std::vector<Live> live(num_devices);
+  std::vector<int64_t> peak(num_devices, -1);
+  for (const TimelineEvent& e : timeline) {
+    if (e.device >= num_devices) continue;
+    Live& d = live[e.device];
+    if (const int64_t t = MicrosOf(e); d.any && t != d.row_us) {
+      peak[e.device] = std::max(peak[e.device], d.bytes);  // the row before ends
+      d.row_us = t;
+    } else if (!d.any) {
+      d.any = true;
+      d.row_us = t;
+    }
+    // A version bump moves bytes between categories, not in or out.
+    if (e.action == Action::kDestroy) d.bytes -= e.bytes;
+    if (e.action == Action::kCreate || e.action == Action::kPreexisting) d.bytes += e.bytes;
+  }
+  for (size_t d = 0; d < num_devices; ++d) {
+    if (live[d].any) peak[d] = std::max(peak[d], live[d].bytes);
+  }
+  return peak;
+}
+
 CoalescedTimeline Coalesce(const std::vector<TimelineEvent>& timeline, const CategoryDict& cats,
                            DeviceIndex device) {
   CoalescedTimeline out;

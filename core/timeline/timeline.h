@@ -125,6 +125,12 @@ void CoalescedRows(const std::vector<TimelineEvent>& timeline, const CategoryDic
                    DeviceIndex device,
                    const std::function<void(int64_t, const std::array<int64_t, 9>&)>& row);
 
+// Per device (indexed as Trace::devices, `num_devices` of them), the
+// largest live bytes of a row (the total after every event of one
+// microsecond, as the exports' rows are), or -1 for a device without
+// events.
+std::vector<int64_t> PeakPerDevice(const std::vector<TimelineEvent>& timeline, size_t num_devices);
+
 // The timeline as text, one event per line, e.g.
 //   create             T3(v0)              96 B  ACTIVATION
 // with `OLD -> NEW` categories when a version bump changes the category and

@@ -102,7 +102,8 @@ def export_memory_timeline(prof: torch.profiler.profile, path: PathLike, device:
     plot), ``.raw.json.gz`` (raw events), ``.json.gz`` or ``.json``
     (``[times_us, sizes by category]``). Any other suffix raises ValueError
     before anything is recorded. ``device`` (``"cpu"``, ``"cuda:0"``)
-    defaults to ``cuda:0`` when the run has CUDA memory, else ``cpu``.
+    defaults to the accelerator whose memory peaks highest (``cuda:N``,
+    ``hip:N``...), else ``cpu``.
 
     The profile must have been recorded with ``record_shapes=True,
     profile_memory=True, with_stack=True`` (RecorderError otherwise).

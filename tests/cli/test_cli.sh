@@ -90,6 +90,25 @@ check export-html-missing-trace 2 "$tmp/nope.trace: cannot open" -- \
   "$bin" export "$tmp/nope.trace" -o "$tmp/nc.html"
 [ ! -e "$tmp/nc.html" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL missing trace: wrote $tmp/nc.html"; }
 check export-bad-device 2 'device "cuda:3" is not in the trace (devices: cpu)' -- "$bin" export "$fx" -o "$tmp/d.json" --device cuda:3
+# The default device is the accelerator whose memory peaks highest (issue
+# 31): a ROCm run's hip:0, a DDP rank's cuda:1; never the nearly empty cpu
+# (ResolveDevice's choice among several accelerators: test_kineto.cpp).
+gpu_fx="$root/fixtures/cuda/host_batches_to_gpu.trace.jsonl.gz"
+gunzip -c "$gpu_fx" | sed 's/"cuda:0"/"hip:0"/g' >"$tmp/hip.trace"
+gunzip -c "$gpu_fx" | sed 's/"cuda:0"/"cuda:1"/g' >"$tmp/cuda1.trace"
+for dev in hip:0 cuda:1; do
+  [ "$dev" = hip:0 ] && f="$tmp/hip.trace" || f="$tmp/cuda1.trace"
+  for c in peak summary; do
+    "$bin" "$c" "$f" >"$tmp/out" 2>/dev/null
+    head -1 "$tmp/out" | grep -q "^\(peak of \)\?$dev" && pass=$((pass + 1)) ||
+      { fail=$((fail + 1)); echo "FAIL default-device-$c-$dev: $(head -1 "$tmp/out")"; }
+  done
+  "$bin" export "$f" -o "$tmp/dev.html" 2>/dev/null
+  if grep -q "No memory events" "$tmp/dev.html" ||
+    ! grep -o '<option[^>]*>[^<]*</option>' "$tmp/dev.html" | head -1 | grep -q "selected>$dev<"; then
+    fail=$((fail + 1)); echo "FAIL default-device-html-$dev: not opened on $dev first"
+  else pass=$((pass + 1)); fi
+done
 check export-bad-suffix 2 "unknown output format" -- "$bin" export "$fx" -o "$tmp/d.txt"
 check export-unwritable 2 "cannot write" -- "$bin" export "$fx" -o "$tmp/no/such/dir/d.json"
 if ls -A "$tmp" | grep -q -E '^(d\.|\.d\.)'; then fail=$((fail + 1)); echo "FAIL partial output left behind"; else pass=$((pass + 1)); fi

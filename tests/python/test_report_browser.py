@@ -211,20 +211,20 @@ def test_report_in_the_browser(report, browser):
     errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
     assert not errors, errors
 
-    # The default device (cuda:0: the trace has CUDA memory) is named by the
-    # title; the image has alt text.
+    # The default device (cuda:0: the accelerator that peaks highest), listed
+    # first, is named by the title; the image has alt text.
     data = browser.execute_script("return window.memtlReport.data")
     names = [d["name"] for d in data["devices"]]
-    assert names == ["cpu", "cuda:0"]
-    assert data["selected"] == 1 and "cuda:0" in browser.title
-    img = browser.find_element(By.CSS_SELECTOR, "#device-1 img.plot")
+    assert names == ["cuda:0", "cpu"]
+    assert data["selected"] == 0 and "cuda:0" in browser.title
+    img = browser.find_element(By.CSS_SELECTOR, "#device-0 img.plot")
     assert "peak" in img.get_attribute("alt")
     assert [s[0] for s in data["steps"]] == ["ProfilerStep#0", "ProfilerStep#1", "ProfilerStep#2"] * 2
-    markers = browser.find_elements(By.CSS_SELECTOR, "#device-1 .marker.step")
+    markers = browser.find_elements(By.CSS_SELECTOR, "#device-0 .marker.step")
     assert len(markers) == 3 and markers[0].text.startswith("ProfilerStep#")
     # A step's label ends before the next step's line (shortened or hidden).
     overlaps = browser.execute_script("""
-        var m = document.querySelectorAll('#device-1 .marker.step'), bad = [];
+        var m = document.querySelectorAll('#device-0 .marker.step'), bad = [];
         for (var i = 0; i + 1 < m.length; ++i) {
           var label = m[i].querySelector('span').getBoundingClientRect();
           var next = m[i + 1].getBoundingClientRect().left;
@@ -232,32 +232,32 @@ def test_report_in_the_browser(report, browser):
         }
         return bad;""")
     assert not overlaps, overlaps
-    assert browser.find_element(By.CSS_SELECTOR, "#device-1 .marker.peak").is_displayed()
+    assert browser.find_element(By.CSS_SELECTOR, "#device-0 .marker.peak").is_displayed()
     shot(browser, "report_loaded")
 
     # Hovering a point shows what the .json export has at its time, and an op.
-    dev = data["devices"][1]
+    dev = data["devices"][0]
     for k in (0, len(dev["t"]) // 3, dev["t"].index(dev["peak"]["us"]), len(dev["t"]) - 2):
         x = dev["t"][k] / 1000
-        hover(browser, 1, x)
-        when, shown, op = legend(browser, 1)
+        hover(browser, 0, x)
+        when, shown, op = legend(browser, 0)
         assert shown in sizes["cuda:0"][when]
         assert op.startswith("op: ")
         # The point shown is the one aimed at, a neighbour of it, or one
         # within 2.5 px of it: the mouse lands on whole pixels and dygraphs
         # picks the nearest point (a fresh CI run showed 1.58 px).
         px = browser.execute_script("return %s.toDomXCoord(arguments[0]) - %s.toDomXCoord(arguments[1])"
-                                    % (chart(browser, 1), chart(browser, 1)), x, (when - dev["first_us"]) / 1000)
+                                    % (chart(browser, 0), chart(browser, 0)), x, (when - dev["first_us"]) / 1000)
         near = {dev["t"][j] for j in (k - 1, k, k + 1) if 0 <= j < len(dev["t"])}
         assert abs(px) <= 2.5 or when - dev["first_us"] in near, (px, when, k)
-    hover(browser, 1, dev["peak"]["us"] / 1000)  # for the screenshot
+    hover(browser, 0, dev["peak"]["us"] / 1000)  # for the screenshot
     shot(browser, "report_hover_peak")
 
     # Dragging across the chart zooms in; Zoom out restores the range.
-    g = chart(browser, 1)
+    g = chart(browser, 0)
     full = browser.execute_script("return %s.xAxisRange()" % g)
     area = browser.execute_script("return %s.getArea()" % g)
-    canvas = canvas_of(browser, 1)
+    canvas = canvas_of(browser, 0)
     w, h = canvas.size["width"], canvas.size["height"]
     y = int(area["y"] + area["h"] / 2 - h / 2)
     x0 = int(area["x"] + 0.3 * area["w"] - w / 2)
@@ -269,7 +269,7 @@ def test_report_in_the_browser(report, browser):
     assert zoomed[0] > full[0] and zoomed[1] < full[1]
     assert zoomed[1] - zoomed[0] < 0.5 * (full[1] - full[0])
     shot(browser, "report_zoomed")
-    browser.find_element(By.XPATH, "//section[@id='device-1']//button[text()='Zoom out']").click()
+    browser.find_element(By.XPATH, "//section[@id='device-0']//button[text()='Zoom out']").click()
     time.sleep(0.3)
     assert browser.execute_script("return %s.xAxisRange()" % g) == full
 
@@ -278,13 +278,13 @@ def test_report_in_the_browser(report, browser):
     peak_row = dev["v"][dev["t"].index(dev["peak"]["us"])]
     big = max(range(8), key=lambda c: peak_row[c])
     top_before = browser.execute_script("return %s.yAxisRange()[1]" % g)
-    browser.find_element(By.CSS_SELECTOR, "#device-1 .toggles input[data-category='%s']" % CATEGORIES[big]).click()
+    browser.find_element(By.CSS_SELECTOR, "#device-0 .toggles input[data-category='%s']" % CATEGORIES[big]).click()
     time.sleep(0.3)
     assert browser.execute_script("return %s.visibility()[7 - arguments[0]]" % g, big) is False
     top_after = browser.execute_script("return %s.yAxisRange()[1]" % g)
     assert top_after < top_before
-    hover(browser, 1, dev["peak"]["us"] / 1000)
-    row = browser.find_element(By.CSS_SELECTOR, "#device-1 .legend tr[data-category='%s']" % CATEGORIES[big])
+    hover(browser, 0, dev["peak"]["us"] / 1000)
+    row = browser.find_element(By.CSS_SELECTOR, "#device-0 .legend tr[data-category='%s']" % CATEGORIES[big])
     assert "off" in row.get_attribute("class")
     shot(browser, "report_toggled")
 
@@ -292,24 +292,24 @@ def test_report_in_the_browser(report, browser):
     Select(browser.find_element(By.ID, "device")).select_by_visible_text("cpu")
     time.sleep(0.5)
     assert "cpu" in browser.title and "cuda" not in browser.title
-    assert browser.find_element(By.ID, "device-0").is_displayed()
-    assert not browser.find_element(By.ID, "device-1").is_displayed()
+    assert browser.find_element(By.ID, "device-1").is_displayed()
+    assert not browser.find_element(By.ID, "device-0").is_displayed()
     shot(browser, "report_cpu")
     # The peak can be a spike narrower than a pixel: zoomed in to the points
     # around it, hovering it shows it.
-    cpu = data["devices"][0]
+    cpu = data["devices"][1]
     k = cpu["t"].index(cpu["peak"]["us"])
     window = [cpu["t"][max(k - 2, 0)] / 1000, cpu["t"][min(k + 2, len(cpu["t"]) - 1)] / 1000]
-    browser.execute_script("%s.updateOptions({dateWindow: arguments[0]})" % chart(browser, 0), window)
-    hover(browser, 0, cpu["peak"]["us"] / 1000)
-    when, shown, _ = legend(browser, 0)
+    browser.execute_script("%s.updateOptions({dateWindow: arguments[0]})" % chart(browser, 1), window)
+    hover(browser, 1, cpu["peak"]["us"] / 1000)
+    when, shown, _ = legend(browser, 1)
     assert when == cpu["first_us"] + cpu["peak"]["us"]
     assert shown in sizes["cpu"][when] and sum(shown) == cpu["peak"]["bytes"]
     shot(browser, "report_cpu_peak_zoomed")
 
     # The memory tables sort by a column on a click, largest first, then the
     # other way.
-    table = browser.find_element(By.CSS_SELECTOR, "#device-0 table.memory")
+    table = browser.find_element(By.CSS_SELECTOR, "#device-1 table.memory")
     header = table.find_element(By.XPATH, ".//th[text()='allocated, self']")
     col = [th.text for th in table.find_elements(By.CSS_SELECTOR, "thead th")].index("allocated, self")
     values = lambda: [int(r.find_elements(By.TAG_NAME, "td")[col].get_attribute("data-v"))  # noqa: E731
@@ -319,7 +319,7 @@ def test_report_in_the_browser(report, browser):
     header.click()
     assert values() == sorted(values())
     modules = [r.find_element(By.TAG_NAME, "td").text
-               for r in browser.find_elements(By.CSS_SELECTOR, "#device-0 table.memory")[1]
+               for r in browser.find_elements(By.CSS_SELECTOR, "#device-1 table.memory")[1]
                .find_elements(By.CSS_SELECTOR, "tbody tr")]
     assert any(m.startswith("Sequential_0 > Conv2d_0") for m in modules), modules
     browser.execute_script("arguments[0].scrollIntoView()", table)

@@ -198,6 +198,29 @@ TEST_CASE("kineto: eight GPUs in one file come out per device") {
     }
     CHECK(peak == 1024L * (d + 1) + 512);
   }
+  // Without --device: the accelerator whose memory peaks highest (cuda:7
+  // here, the last), as PeakPerDevice measures it.
+  auto again = ReadKinetoString(Doc(events), "t.json");
+  REQUIRE(again.ok());
+  auto an = Analyze(std::move(again.value().trace), "t.json", false, true);
+  REQUIRE(an.ok());
+  auto c = Categorize(std::move(an.value()), PipelineOptions());
+  REQUIRE(c.ok());
+  const Trace& t = c.value()->analysis->trace;
+  CHECK(t.devices[c.value()->device].name == "cuda:7");
+  const std::vector<int64_t> peaks = PeakPerDevice(c.value()->timeline, t.devices.size());
+  REQUIRE(peaks.size() == 8);
+  for (int d = 0; d < 8; ++d) CHECK(peaks[d] == 1024L * (d + 1) + 512);
+}
+
+TEST_CASE("default device: the accelerator that peaks highest, the first on a tie, else cpu") {
+  Trace t;
+  for (const char* name : {"cpu", "cuda:0", "hip:1", "cuda:1"}) t.InternDevice(name);
+  CHECK(ResolveDevice(t, "", {100, 5, 7, 7}).value() == 2);     // hip:1, the first of two 7s
+  CHECK(ResolveDevice(t, "", {100, -1, -1, -1}).value() == 0);  // no accelerator events: cpu
+  CHECK(ResolveDevice(t, "", {-1, 0, -1, -1}).value() == 1);    // an accelerator with events
+  CHECK(ResolveDevice(t, "cpu", {100, 5, 7, 7}).value() == 0);  // asked for
+  CHECK(!ResolveDevice(t, "cuda:3", {100, 5, 7, 7}).ok());
 }
 
 TEST_CASE("kineto: bad input") {

@@ -271,8 +271,9 @@ TEST_CASE("report: two devices, steps, and the op running at each point") {
   CHECK(report.steps[0].time_us == 1);
   CHECK(report.steps[1].time_us == 6);
   REQUIRE(report.devices.size() == 2);
-  const DeviceReport& cpu = report.devices[0];
-  const DeviceReport& cuda = report.devices[1];
+  // Accelerators first, then cpu.
+  const DeviceReport& cuda = report.devices[0];
+  const DeviceReport& cpu = report.devices[1];
   CHECK(cpu.name == "cpu");
   CHECK(cuda.name == "cuda:0");
 
@@ -399,13 +400,13 @@ TEST_CASE("report: the HTML holds every device's chart data and loads nothing") 
     CHECK_MESSAGE(html.find(load) == std::string::npos, load);
   CHECK(html.find("<title>memtl memory timeline: cuda:0 (two &lt;devices&gt;)</title>") !=
         std::string::npos);
-  CHECK(html.find("<option value=\"1\" selected>cuda:0</option>") != std::string::npos);
+  CHECK(html.find("<option value=\"0\" selected>cuda:0</option>") != std::string::npos);
   CHECK(html.find("Memory by module") != std::string::npos);
   // The chart's data: every device's points as the report has them.
   const std::string open = "<script id=\"memtl-data\" type=\"application/json\">";
   const size_t at = html.find(open) + open.size();
   const auto data = nlohmann::json::parse(html.substr(at, html.find("</script>", at) - at));
-  CHECK(data["selected"] == 1);
+  CHECK(data["selected"] == 0);
   CHECK(data["source"] == "two <devices>");
   REQUIRE(data["devices"].size() == 2);
   REQUIRE(data["steps"].size() == 2);
