@@ -153,6 +153,29 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
       ->expected(1);
   diff->callback([&args] { args.command = "diff"; });
 
+  CLI::App* ranks = app->add_subcommand(
+      "ranks",
+      "compare the ranks of one distributed run: per rank its peak and when, the categories at "
+      "the peak and the ProfilerStep it falls in; the skew (largest peak over the median) and "
+      "the outlier ranks");
+  ranks
+      ->add_option("TRACE", args.traces,
+                   "the ranks' traces: files, directories (every trace in them) or quoted glob "
+                   "patterns")
+      ->required();
+  ranks->add_option("--format", args.format, "text (the default) or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  ranks
+      ->add_option("-o,--output", args.outputs,
+                   "write to this file instead of standard output (atomically), in the --format "
+                   "given, else by its suffix: .html (one curve per rank and the table), .json, "
+                   "any other text")
+      ->expected(1);
+  ranks->add_option("-j,--jobs", args.jobs, "traces analyzed at once (default: one per core)")
+      ->check(CLI::Range(1, 4096));
+  ranks->add_flag("-q,--quiet", args.quiet, "no progress or result line on stderr");
+  ranks->callback([&args] { args.command = "ranks"; });
+
   CLI::App* graph = app->add_subcommand(
       "graph",
       "print the versioned data-flow graph over top-level ops, in the layout of PyTorch's "

@@ -13,8 +13,8 @@
 
 namespace memtl::cli {
 
-inline constexpr std::array<std::string_view, 8> kCommands = {
-    "export", "peak", "explain", "summary", "diff", "events", "categories", "graph"};
+inline constexpr std::array<std::string_view, 9> kCommands = {
+    "export", "peak", "explain", "summary", "diff", "ranks", "events", "categories", "graph"};
 
 struct Args {
   std::string command;
@@ -28,6 +28,8 @@ struct Args {
   std::string et;                    // an execution trace to join to a Kineto TRACE
   std::string et_b;                  // diff: one to join to a Kineto B
   std::vector<std::string> budgets;  // summary: CATEGORY=SIZE
+  std::vector<std::string> traces;   // ranks: files, directories or glob patterns
+  int jobs = 0;                      // ranks: traces analyzed at once (0: one per core)
   bool partial = false;
   bool strict = false;
   bool timings = false;

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include <sys/stat.h>
@@ -23,6 +24,7 @@
 
 #include "cli/app.h"
 #include "cli/progress.h"
+#include "cli/ranks.h"
 #include "core/explain/events.h"
 #include "core/explain/explain.h"
 #include "core/explain/peak.h"
@@ -333,6 +335,49 @@ int RunDiff(const Args& args) {
   return 0;
 }
 
+int RunRanks(const Args& args) {
+  auto paths = memtl::cli::RankTraces(args.traces);
+  if (!paths.ok()) return Fail(paths.status().message());
+  std::string format = args.format;
+  const std::string out = args.outputs.empty() ? "" : args.outputs.front();
+  for (const std::string& p : paths.value()) {
+    if (!out.empty() && out != "-" && SameFile(out, p))
+      return Fail(memtl::QuotePath(out) + ": is a trace being read; choose another output path");
+  }
+  if (format.empty())
+    format = out.ends_with(".html") ? "html" : out.ends_with(".json") ? "json" : "text";
+  const int jobs = args.jobs > 0
+                       ? args.jobs
+                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  progress_line = std::make_unique<memtl::ProgressLine>(&progress, "", !args.quiet);
+  std::vector<memtl::RankRow> rows = memtl::cli::AnalyzeRanks(paths.value(), jobs, &progress);
+  progress_line->Stop();
+  auto report = memtl::CompareRanks(std::move(rows));
+  if (!report.ok()) return Fail(report.status().message());
+  const std::string text = format == "json"   ? memtl::RanksJson(report.value())
+                           : format == "html" ? memtl::RanksHtml(report.value())
+                                              : memtl::FormatRanks(report.value());
+  int failed = 0;
+  for (const memtl::RankRow& row : report.value().rows) failed += row.error.empty() ? 0 : 1;
+  if (out.empty() || out == "-") {
+    if (int rc = Emit(text); rc != 0) return rc;
+  } else {
+    if (auto s = memtl::WriteFileAtomically(out, text, false); !s.ok()) return Fail(s.message());
+    if (!args.quiet)
+      PrintErrLine("memtl: wrote " + memtl::QuotePath(out) + " (" +
+                   std::to_string(report.value().rows.size()) + " ranks)");
+  }
+  // Every rank's row is out; a rank that could not be analyzed at all
+  // makes the status that of an error.
+  if (failed > 0) {
+    PrintErrLine("memtl: " + std::to_string(failed) + " of " +
+                 std::to_string(report.value().rows.size()) +
+                 " traces could not be analyzed (their rows say why)");
+    return 2;
+  }
+  return 0;
+}
+
 int RunCategories(const Args& args) {
   auto c = Categorize(args, memtl::Retain::kAll);
   if (!c.ok()) return Fail(c.status().message());
@@ -474,6 +519,7 @@ int main(int argc, char** argv) {
                    : args.command == "explain"    ? RunExplain(args)
                    : args.command == "summary"    ? RunSummary(args)
                    : args.command == "diff"       ? RunDiff(args)
+                   : args.command == "ranks"      ? RunRanks(args)
                    : args.command == "events"     ? RunEvents(args)
                                                   : RunExport(args);
     if (progress_line) progress_line->Stop();

@@ -48,6 +48,14 @@ void ProgressLine::Stop() {
 std::string ProgressLine::Text() const {
   const char* stage = progress_->stage.load(std::memory_order_relaxed);
   std::string text = std::string("memtl: ") + stage + " " + name_;
+  if (std::string(stage) == "analyzing ranks") {
+    char count[64];
+    std::snprintf(
+        count, sizeof count, ": %llu of %llu traces",
+        static_cast<unsigned long long>(progress_->done.load(std::memory_order_relaxed)),
+        static_cast<unsigned long long>(progress_->total.load(std::memory_order_relaxed)));
+    return std::string("memtl: analyzing ranks") + count;
+  }
   if (std::string(stage) != "reading") return text + " ...";
   const uint64_t done = progress_->done.load(std::memory_order_relaxed);
   const uint64_t total = progress_->total.load(std::memory_order_relaxed);

@@ -16,6 +16,7 @@
 
 #include "core/categories/category.h"
 #include "core/explain/peak.h"
+#include "core/explain/ranks.h"
 #include "core/explain/report.h"
 #include "core/explain/summary.h"
 #include "core/model/diagnostics.h"
@@ -85,5 +86,8 @@ std::string Base64(const std::string& bytes);
 
 // memtl diff as one self-contained HTML page (export/diff_html.cpp).
 std::string DiffHtml(const Summary& a, const Summary& b);
+
+// memtl ranks as one self-contained HTML page (export/ranks_html.cpp).
+std::string RanksHtml(const RanksReport& r);
 
 }  // namespace memtl

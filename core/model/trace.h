@@ -71,6 +71,12 @@ struct TraceHeader {
   // autograd engine's thread), pre-order sees an address allocated again
   // before the free that released it.
   bool pairs_in_time_order = false;
+  // A distributed run's rank and world size (-1: not said), and what names
+  // the run (a memtl trace's "run"; empty: not said): `memtl ranks` checks
+  // that the traces it is given are one run's distinct ranks.
+  int64_t rank = -1;
+  int64_t world_size = -1;
+  std::string run;
 };
 
 struct Trace {

@@ -147,6 +147,22 @@ void KinetoParser::Member(std::string_view key, std::string_view value) {
     if (ReadScaled(value, 0, &v) != NumberRead::kBad) profile_memory = v != 0 ? 1 : 0;
   } else if (key == "schemaVersion") {
     if (ReadScaled(value, 0, &v) != NumberRead::kBad) schema_version = v;
+  } else if (key == "distributedInfo") {
+    // {"backend": "nccl", "rank": 0, "world_size": 8, ...}: a rank's trace.
+    try {
+      JsonCursor c(value);
+      if (c.Peek() != Kind::kObject) return;
+      c.BeginObject();
+      std::string_view k;
+      while (c.NextKey(&k)) {
+        const std::string_view raw = RawValue(c, value);
+        if ((k == "rank" || k == "world_size") && ReadScaled(raw, 0, &v) == NumberRead::kOk &&
+            v >= 0 && v <= (int64_t{1} << 31))
+          (k == "rank" ? rank : world_size) = v;
+      }
+    } catch (const JsonError&) {
+      // A malformed member says nothing of the rank.
+    }
   }
 }
 

@@ -65,8 +65,9 @@ class KinetoParser {
   int64_t base_ns = 0;
   int profile_memory = -1;
   int64_t schema_version = -1;
-  uint64_t out_of_memory = 0;  // "[OutOfMemory]" events
-  bool want_rf_ids = false;    // read ops' "Record function id" (KinetoEvent::rf)
+  int64_t rank = -1, world_size = -1;  // "distributedInfo", when the trace has it
+  uint64_t out_of_memory = 0;          // "[OutOfMemory]" events
+  bool want_rf_ids = false;            // read ops' "Record function id" (KinetoEvent::rf)
   // The record function ids that KinetoEvent::rf indexes; [0] stands for none.
   std::vector<uint64_t> rf_ids;
 

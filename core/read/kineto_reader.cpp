@@ -262,6 +262,8 @@ Expected<KinetoRead> Build(KinetoParser& p, KinetoRead r, const std::string& nam
   if (p.events.size() + t.devices.size() >= kMaxEvents)
     return Status::Error(name + ": more than 2^30 events");
   t.header.version = kTraceFormatVersion;
+  t.header.rank = p.rank;
+  t.header.world_size = p.world_size;
   t.header.producer = p.schema_version >= 0
                           ? "kineto (schemaVersion " + std::to_string(p.schema_version) + ")"
                           : "kineto";

@@ -98,6 +98,14 @@ void Builder::Header(JsonCursor& c) {
       t_->header.has_ids = Bool(c, "ids");
     } else if (Is(key, "profile_memory")) {
       t_->header.profile_memory = Bool(c, "profile_memory") ? 1 : 0;
+    } else if (Is(key, "rank") || Is(key, "world_size")) {
+      const bool rank = Is(key, "rank");
+      const int64_t v = Int(c, rank ? "rank" : "world_size");
+      if (v < 0 || v > (int64_t{1} << 31))
+        Fail(std::string(rank ? "\"rank\"" : "\"world_size\"") + " is out of range");
+      (rank ? t_->header.rank : t_->header.world_size) = v;
+    } else if (Is(key, "run") && c.Peek() == JsonCursor::Kind::kString) {
+      t_->header.run = std::string(c.ReadString(&scratch_));
     } else {
       c.SkipValue();
     }

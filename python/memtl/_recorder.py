@@ -301,6 +301,27 @@ def _walk_native(native, roots, trace, schema_lookup):
     return _Facts(events, allocations, devices, aten_ops, ops_with_inputs)
 
 
+def _distributed():
+    """The header's rank, world_size and run when torch.distributed is
+    initialized in this process (memtl ranks checks that its traces are one
+    run's distinct ranks); {} otherwise. The run is what every rank of one
+    job shares: torchrun's TORCHELASTIC_RUN_ID, else the rendezvous address
+    MASTER_ADDR:MASTER_PORT."""
+    try:
+        import torch.distributed as dist
+        if not (dist.is_available() and dist.is_initialized()):
+            return {}
+        out = {"rank": int(dist.get_rank()), "world_size": int(dist.get_world_size())}
+    except Exception:  # a stand-in torch, or one without distributed
+        return {}
+    run = os.environ.get("TORCHELASTIC_RUN_ID") or (
+        "%s:%s" % (os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"])
+        if "MASTER_ADDR" in os.environ and "MASTER_PORT" in os.environ else "")
+    if run:
+        out["run"] = run
+    return out
+
+
 def write_events(roots, out, torch_version="", schema_lookup=None, settings=None):
     """Writes the header and every event of `roots` (PyTorch's event tree) to
     `out`: a text stream, or save's _TraceFile. `settings` holds the profiler
@@ -334,6 +355,7 @@ def write_events(roots, out, torch_version="", schema_lookup=None, settings=None
             raise RecorderError("no operator has any recorded input: record with record_shapes=True")
         header = {"format": FORMAT, "version": VERSION, "producer": PRODUCER, "torch_version": torch_version,
                   "ids": ids, "devices": facts.devices}
+        header.update(_distributed())
         header.update(settings)
         trace.finish(_dumps(header, separators=(",", ":")) + "\n")
     finally:

@@ -355,5 +355,41 @@ else
   fail=$((fail + 1))
   echo "FAIL kineto-reserved"
 fi
+# memtl ranks (issue 31, item 5): a run's ranks, made from fixtures whose
+# headers are given a rank, a world size and a run; rank 1 holds more.
+rk="$tmp/ranks"
+mkdir -p "$rk"
+rank_trace() {  # rank_trace FIXTURE RANK WORLD RUN OUT
+  gunzip -c "$root/fixtures/torch2/$1.trace.jsonl.gz" |
+    sed "1s/}\$/,\"rank\":$2,\"world_size\":$3,\"run\":\"$4\"}/" >"$5"
+}
+rank_trace e2e_fwd_bwd_sgd 0 3 job1 "$rk/r0.trace.jsonl"
+rank_trace e2e_adam 1 3 job1 "$rk/r1.trace.jsonl"
+rank_trace e2e_fwd_bwd_sgd 2 3 job1 "$rk/r2.trace.jsonl"
+check ranks-json 0 "" -- "$bin" ranks "$rk" --format json -q
+if python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert [x["rank"] for x in r["ranks"]] == [0, 1, 2], r
+assert r["outliers"] == [1] and r["skew"] > 1 and r["median_peak_bytes"] == r["ranks"][0]["peak_bytes"], r
+assert all(x["device"] == "cpu" and not x["truncated"] for x in r["ranks"]), r
+' "$tmp/out"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL ranks-json: $(head -c 400 "$tmp/out")"; fi
+check ranks-html 0 "wrote $rk.html (3 ranks)" -- "$bin" ranks "$rk/r*.trace.jsonl" -o "$rk.html"
+[ "$(grep -c '<polyline' "$rk.html")" -eq 3 ] && grep -q "Outliers (more than 10% from the median): rank 1" "$rk.html" &&
+  pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL ranks-html: not 3 curves and rank 1 named"; }
+cp "$rk/r1.trace.jsonl" "$tmp/again.trace.jsonl"
+check ranks-twice 2 "rank 1 twice: $tmp/again.trace.jsonl, $rk/r1.trace.jsonl" -- \
+  "$bin" ranks "$rk" "$tmp/again.trace.jsonl"
+rank_trace e2e_adam 3 4 job1 "$tmp/w4.trace.jsonl"
+check ranks-world-sizes 2 "traces of different world sizes (world size 3:" -- "$bin" ranks "$rk" "$tmp/w4.trace.jsonl"
+rank_trace e2e_adam 2 3 job2 "$tmp/job2.trace.jsonl"
+check ranks-runs 2 "traces of different runs (run \"job1\":" -- "$bin" ranks "$rk/r0.trace.jsonl" "$tmp/job2.trace.jsonl"
+check ranks-no-match 2 "no file matches this pattern" -- "$bin" ranks "$tmp/none*.trace"
+# A rank cut off is analyzed up to its last complete record and said so;
+# the others are analyzed as ever.
+head -c 20000 "$rk/r2.trace.jsonl" >"$rk/r2.cut" && mv "$rk/r2.cut" "$rk/r2.trace.jsonl"
+"$bin" ranks "$rk" >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 0 ] && grep -q "^2 .*(truncated: analyzed up to line" "$tmp/out" && grep -q "^0 .*r0.trace.jsonl" "$tmp/out" &&
+  pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL ranks-truncated: $(cat "$tmp/out" "$tmp/err")"; }
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
