@@ -74,9 +74,15 @@ std::string Curves(const RanksReport& r) {
     if (row.curve.empty()) continue;
     svg += "<polyline fill=\"none\" stroke-width=\"1.5\" stroke=\"" + Colour(i, r.rows.size()) +
            "\" points=\"";
-    for (const auto& [t, bytes] : row.curve) {
+    // A step line: memory holds its value until the next point.
+    for (size_t k = 0; k < row.curve.size(); ++k) {
+      const auto [t, bytes] = row.curve[k];
       std::snprintf(buf, sizeof buf, "%.1f,%.1f ", x(t), y(bytes));
       svg += buf;
+      if (k + 1 < row.curve.size()) {
+        std::snprintf(buf, sizeof buf, "%.1f,%.1f ", x(row.curve[k + 1][0]), y(bytes));
+        svg += buf;
+      }
     }
     svg += "\"><title>rank " + (row.rank >= 0 ? std::to_string(row.rank) : std::string("?")) +
            ": peak " + HumanBytes(row.peak_bytes) + " (" + html::Escape(row.path) +
@@ -128,7 +134,9 @@ std::string RanksHtml(const RanksReport& r) {
   for (size_t i = 0; i < r.rows.size(); ++i) {
     const RankRow& row = r.rows[i];
     const bool outlier = std::find(r.outliers.begin(), r.outliers.end(), i) != r.outliers.end();
-    out += "<tr><td>" + (row.rank >= 0 ? std::to_string(row.rank) : std::string("?")) + "</td>";
+    // The rank in its curve's colour: the chart's legend.
+    out += "<tr><td><span style=\"color:" + Colour(i, r.rows.size()) + "\">&#9632;</span> " +
+           (row.rank >= 0 ? std::to_string(row.rank) : std::string("?")) + "</td>";
     if (!row.error.empty()) {
       out += "<td colspan=\"12\">failed: " + html::Escape(row.error) + "</td>";
     } else {
