@@ -4,7 +4,9 @@
 # this machine keeps on disk: always pinned, since an unpinned torch is a
 # multi-GB CUDA build), pytest and selenium (the HTML report's browser test,
 # tests/python/test_report_browser.py; pinned: 4.52 needs a certifi newer
-# than the package index here has). Does nothing when they are there already.
+# than the package index here has) and Dask's distributed (memtl.analyze's
+# test on a real LocalCluster, tests/python/test_analyze.py; pinned). Does
+# nothing when they are there already.
 # Prints the environment's python.
 #   scripts/venv.sh
 set -euo pipefail
@@ -12,12 +14,14 @@ cd "$(dirname "$0")/.."
 venv="${MEMTL_VENV:-$PWD/.venv}"
 torch_version=2.13.0
 selenium_version=4.51.0
+distributed_version=2026.8.0
 py="$venv/bin/python"
 if [ ! -x "$py" ]; then
   python3 -m venv "$venv" >&2
 fi
-if ! "$py" -c "import torch, pytest, selenium, sys; sys.exit(torch.__version__.split('+')[0] != '$torch_version' or selenium.__version__ != '$selenium_version')" 2>/dev/null; then
-  echo "installing torch==$torch_version, pytest and selenium==$selenium_version into $venv" >&2
-  "$py" -m pip install -q --disable-pip-version-check "torch==$torch_version" pytest "selenium==$selenium_version" >&2
+if ! "$py" -c "import torch, pytest, selenium, distributed, sys; sys.exit(torch.__version__.split('+')[0] != '$torch_version' or selenium.__version__ != '$selenium_version' or distributed.__version__ != '$distributed_version')" 2>/dev/null; then
+  echo "installing torch==$torch_version, pytest, selenium==$selenium_version and distributed==$distributed_version into $venv" >&2
+  "$py" -m pip install -q --disable-pip-version-check "torch==$torch_version" pytest "selenium==$selenium_version" \
+    "distributed==$distributed_version" >&2
 fi
 echo "$py"

@@ -223,6 +223,9 @@ std::string RanksJson(const RanksReport& r) {
     out += i ? ",{" : "{";
     out += "\"rank\":" + (row.rank >= 0 ? std::to_string(row.rank) : std::string("null"));
     out += ",\"trace\":" + JsonString(row.path);
+    out += ",\"world_size\":" +
+           (row.world_size >= 0 ? std::to_string(row.world_size) : std::string("null"));
+    out += ",\"run\":" + (row.run.empty() ? std::string("null") : JsonString(row.run));
     if (!row.error.empty()) {
       out += ",\"error\":" + JsonString(row.error) + "}";
       continue;

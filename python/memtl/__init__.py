@@ -23,13 +23,15 @@ import subprocess
 import tempfile
 from typing import TYPE_CHECKING, Optional, Union
 
+from ._ranks import analyze
 from ._recorder import RecorderError, save
 from ._version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
-__all__ = ["__version__", "save", "export_memory_timeline", "binary", "RecorderError", "ExportError"]
+__all__ = ["__version__", "save", "export_memory_timeline", "analyze", "binary", "RecorderError",
+           "ExportError"]
 
 PathLike = Union[str, "os.PathLike[str]"]  # what open() takes
 
@@ -133,4 +135,7 @@ def export_memory_timeline(prof: torch.profiler.profile, path: PathLike, device:
             message = r.stderr.strip() or "no message"
             if message.startswith("memtl: "):
                 message = message[len("memtl: "):]
+            # The trace was this call's temporary file, gone on return: the
+            # message names the user's output instead.
+            message = message.replace(trace, "the profile recorded for %s" % path)
             raise ExportError("memtl export failed (status %d): %s" % (r.returncode, message))

@@ -30,6 +30,9 @@ if not torch.distributed.is_available():
     raise unittest.SkipTest("this torch has no torch.distributed")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+import memtl  # noqa: E402
+
 RUNS = os.path.join(HERE, "distributed_runs.py")
 ALL = ["ddp_default", "ddp_bucket_view", "ddp_static_graph", "zero_adam", "fsdp2", "ddp_compiled"]
 
@@ -48,6 +51,14 @@ def _run(world, scenarios, timeout):
                 outcomes[rank] = json.load(f)
             traces = [n for n in os.listdir(out) if n.endswith(".rank%d.trace.jsonl.gz" % rank)]
             assert len(traces) == len(scenarios), (rank, traces)
+        # memtl.analyze (memtl ranks) on each scenario's traces: every rank
+        # once, known from the trace's header, one run.
+        for s in scenarios:
+            report = memtl.analyze(os.path.join(out, s + ".rank*.trace.jsonl.gz"))
+            rows = report["ranks"]
+            assert [r["rank"] for r in rows] == list(range(world)), (s, rows)
+            assert all(r["world_size"] == world and not r.get("error") for r in rows), (s, rows)
+            assert len({r["run"] for r in rows}) == 1 and report["skew"] >= 1, (s, report)
         return outcomes
 
 
