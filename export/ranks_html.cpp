@@ -55,8 +55,8 @@ std::string Curves(const RanksReport& r) {
   svg += buf;
   svg += "<text x=\"4\" y=\"" + std::to_string(kTop + 12) + "\">" + HumanBytes(top) + "</text>\n";
   svg += "<text x=\"4\" y=\"" + std::to_string(kTop + kH) + "\">0</text>\n";
-  std::snprintf(buf, sizeof buf, "<text x=\"%d\" y=\"%d\">%.3f ms</text>\n", kLeft,
-                kTop + kH + 20, static_cast<double>(t0) / 1000.0);
+  std::snprintf(buf, sizeof buf, "<text x=\"%d\" y=\"%d\">%.3f ms</text>\n", kLeft, kTop + kH + 20,
+                static_cast<double>(t0) / 1000.0);
   svg += buf;
   std::snprintf(buf, sizeof buf, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%.3f ms</text>\n",
                 kLeft + kW, kTop + kH + 20, static_cast<double>(t1) / 1000.0);
@@ -128,8 +128,7 @@ std::string RanksHtml(const RanksReport& r) {
   out +=
       "<table class=\"memory\">\n<thead><tr><th>rank</th><th>device</th><th>peak</th>"
       "<th>at (ms)</th><th>step</th>";
-  for (int c = 0; c < 8; ++c)
-    out += "<th>" + html::Escape(ExportCategoryLabel(c, false)) + "</th>";
+  for (int c = 0; c < 8; ++c) out += "<th>" + html::Escape(ExportCategoryLabel(c, false)) + "</th>";
   out += "<th>trace</th></tr></thead>\n<tbody>\n";
   for (size_t i = 0; i < r.rows.size(); ++i) {
     const RankRow& row = r.rows[i];
@@ -146,9 +145,9 @@ std::string RanksHtml(const RanksReport& r) {
       out += html::Num(row.peak_us, buf) + "<td>" + html::Escape(row.step) + "</td>";
       for (int c = 0; c < 8; ++c) out += html::Num(row.at_peak[c], HumanBytes(row.at_peak[c]));
       out += "<td>" + html::Escape(row.path) +
-             (row.truncated ? " (truncated: analyzed up to line " +
-                                  std::to_string(row.analyzed_lines) + ")"
-                            : std::string()) +
+             (row.truncated
+                  ? " (truncated: analyzed up to line " + std::to_string(row.analyzed_lines) + ")"
+                  : std::string()) +
              "</td>";
     }
     out += "</tr>\n";

@@ -455,7 +455,29 @@ def _threads_dataloader():
     return _sgd_step_of_small(batches=(x for (x,) in loader))
 
 
-GROUPS = ("dataflow", "e2e", "resnet", "null", "threads")
+# ---- torch.compile ---------------------------------------------------------------------
+# The forward and backward run in code inductor generated (its cached
+# files, torchinductor_<user>/xx/c....py): categories stay PyTorch's, and the
+# explaining outputs show the user's frame around the generated one as a
+# compiled region (docs/categories.md).
+
+@scenario("compiled_mlp_sgd", "compiled", needs=("torch._inductor",))
+def _compiled_mlp_sgd():
+    model = torch.compile(torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(),
+                                              torch.nn.Linear(8, 2)))
+    sgd = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randn(4, 8)
+
+    def step():
+        sgd.zero_grad(set_to_none=True)
+        model(x).sum().backward()
+        sgd.step()
+
+    step()  # compiles the forward and the backward before the profile
+    return {}, step
+
+
+GROUPS = ("dataflow", "e2e", "resnet", "null", "threads", "compiled")
 
 
 def default_out():

@@ -21,11 +21,25 @@ std::string_view ModuleName(const Trace& trace, uint32_t event) {
 
 }  // namespace
 
-bool IsUserFrame(std::string_view name) {
+namespace {
+
+// The file of a python call "FILE(LINE): FUNC", or empty.
+std::string_view FrameFile(std::string_view name) {
   const auto paren = name.find('(');
-  if (name.empty() || name[0] == '<' || paren == std::string_view::npos || paren == 0) return false;
-  if (name.find("): ", paren) == std::string_view::npos) return false;
-  const std::string_view file = name.substr(0, paren);
+  if (name.empty() || name[0] == '<' || paren == std::string_view::npos || paren == 0) return {};
+  if (name.find("): ", paren) == std::string_view::npos) return {};
+  return name.substr(0, paren);
+}
+
+}  // namespace
+
+bool IsGeneratedFrame(std::string_view name) {
+  return FrameFile(name).find("torchinductor_") != std::string_view::npos;
+}
+
+bool IsUserFrame(std::string_view name) {
+  const std::string_view file = FrameFile(name);
+  if (file.empty() || file.find("torchinductor_") != std::string_view::npos) return false;
   return !file.starts_with("torch/") && file.find("/torch/") == std::string_view::npos;
 }
 
@@ -69,16 +83,19 @@ EventContext ContextOf(const Trace& trace, const OpTree& tree, uint32_t event) {
   std::vector<std::string_view> modules;
   bool optimizer = false;
   std::string_view call_site;
+  bool compiled = false;  // inside generated code below the call site
   for (uint32_t p = event; p != kNone32; p = trace.events[p].parent) {
     const Event& e = trace.events[p];
     if (e.kind != EventKind::kPy) continue;
     const std::string& name = trace.Name(e);
     if (name.find(kOptim) != std::string::npos) optimizer = true;
+    if (call_site.empty() && IsGeneratedFrame(name)) compiled = true;
     if (call_site.empty() && IsUserFrame(name)) call_site = name;
     if (const auto m = ModuleName(trace, p); !m.empty()) modules.push_back(m);
   }
   EventContext c;
   c.call_site = call_site;
+  if (compiled) c.call_site += c.call_site.empty() ? "compiled region" : " (compiled region)";
   for (auto it = modules.rbegin(); it != modules.rend(); ++it)
     c.module += (c.module.empty() ? "" : " > ") + std::string(*it);
   c.phase = tree.in_backward(event) ? "backward"

@@ -61,8 +61,14 @@ struct EventContext {
 EventContext ContextOf(const Trace& trace, const OpTree& tree, uint32_t event);
 
 // Whether a python call's name is a frame of the user's code (EventContext::
-// call_site): "FILE(LINE): FUNC" with FILE outside PyTorch, no built-in.
+// call_site): "FILE(LINE): FUNC" with FILE outside PyTorch and outside
+// generated code, no built-in.
 bool IsUserFrame(std::string_view name);
+// Whether it is a frame of code torch.compile generated (inductor's cached
+// files, "torchinductor_<user>/xx/c....py(71): call"): not the user's, and
+// no place of its own; the call site of an event inside one is the user
+// frame around it, marked "(compiled region)".
+bool IsGeneratedFrame(std::string_view name);
 
 // The trace's ProfilerStep#N scopes (torch.profiler's schedule opens one per
 // step): (start time in ns, name), by start time. They are leaves of the

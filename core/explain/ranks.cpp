@@ -109,7 +109,8 @@ Expected<RanksReport> CompareRanks(std::vector<RankRow> rows) {
   if (by_run.size() > 1) {
     std::string text;
     for (const auto& [run, at] : by_run)
-      text += (text.empty() ? "" : "; ") + std::string("run ") + Quote(run) + ": " + Files(rows, at);
+      text +=
+          (text.empty() ? "" : "; ") + std::string("run ") + Quote(run) + ": " + Files(rows, at);
     return Status::Error("traces of different runs (" + text + ")");
   }
   if (!by_world.empty() && !by_rank.empty() && by_rank.rbegin()->first >= by_world.begin()->first)
@@ -134,7 +135,8 @@ Expected<RanksReport> CompareRanks(std::vector<RankRow> rows) {
   if (peaks.empty()) return r;
   std::sort(peaks.begin(), peaks.end());
   const size_t n = peaks.size();
-  r.median_peak = n % 2 == 1 ? peaks[n / 2] : peaks[n / 2 - 1] + (peaks[n / 2] - peaks[n / 2 - 1]) / 2;
+  r.median_peak =
+      n % 2 == 1 ? peaks[n / 2] : peaks[n / 2 - 1] + (peaks[n / 2] - peaks[n / 2 - 1]) / 2;
   r.skew = r.median_peak > 0
                ? static_cast<double>(peaks.back()) / static_cast<double>(r.median_peak)
                : 1.0;
@@ -184,9 +186,10 @@ std::string FormatRanks(const RanksReport& r) {
     std::string cats;
     for (int k = 0; k < 2; ++k) {
       if (row.at_peak[order[k]] <= 0) break;
-      cats += (k ? ", " : "") + ExportCategoryLabel(order[k], false) + " " +
-              std::to_string(row.peak_bytes > 0 ? 100 * row.at_peak[order[k]] / row.peak_bytes : 0) +
-              "%";
+      cats +=
+          (k ? ", " : "") + ExportCategoryLabel(order[k], false) + " " +
+          std::to_string(row.peak_bytes > 0 ? 100 * row.at_peak[order[k]] / row.peak_bytes : 0) +
+          "%";
     }
     const bool outlier = std::find(r.outliers.begin(), r.outliers.end(), i) != r.outliers.end();
     std::snprintf(buf, sizeof buf, "%-5s %-8s %12s %12s  %-18s %-26s %s%s%s\n",
@@ -200,7 +203,7 @@ std::string FormatRanks(const RanksReport& r) {
     out += buf;
   }
   if (r.median_peak > 0) {
-    std::snprintf(buf, sizeof buf, "\nmedian peak %s, largest over median %.3f", 
+    std::snprintf(buf, sizeof buf, "\nmedian peak %s, largest over median %.3f",
                   HumanBytes(r.median_peak).c_str(), r.skew);
     out += buf;
     if (r.outliers.empty()) {

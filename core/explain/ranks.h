@@ -34,7 +34,7 @@ struct RankRow {
   bool inferred = false;  // categories inferred (a Kineto trace read alone)
   std::string device;     // the device analyzed (the default: memtl peak's)
   int64_t peak_bytes = 0;
-  int64_t peak_us = 0;  // from the rank's alignment point (align_us)
+  int64_t peak_us = 0;               // from the rank's alignment point (align_us)
   std::array<int64_t, 8> at_peak{};  // by category, the export's order
   std::string step;                  // the ProfilerStep#N the peak falls in; empty: none
   // Where the rank's time starts for comparing ranks: its first

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/explain/context.h"
 #include "core/explain/explain.h"
 #include "core/explain/summary.h"
 #include "core/pipeline/analysis.h"
@@ -41,6 +42,23 @@ Explained Load(const std::string& name) {
 }
 
 }  // namespace
+
+TEST_CASE("call sites: the user's frames, not PyTorch's, built-ins or generated code") {
+  CHECK(IsUserFrame("train.py(35): step"));
+  CHECK(IsUserFrame("/home/me/proj/model.py(12): forward"));
+  CHECK(!IsUserFrame("torch/nn/modules/linear.py(125): forward"));
+  CHECK(!IsUserFrame("/usr/lib/python3/dist-packages/torch/autograd/__init__.py(200): backward"));
+  CHECK(!IsUserFrame("<built-in method add_ of Tensor object at 0x7f>"));
+  CHECK(!IsUserFrame("nn.Module: Linear_0"));
+  // torch.compile's generated files: compiled regions of the user's code.
+  for (const char* generated :
+       {"torchinductor_root/hm/chmioy7tw5ibwerrqvc6kerrxrsteppsj5xvsga7zrj6sdd2ccjf.py(71): call",
+        "/tmp/torchinductor_alice/ab/cabcdef.py(242): call"}) {
+    CHECK(!IsUserFrame(generated));
+    CHECK(IsGeneratedFrame(generated));
+  }
+  CHECK(!IsGeneratedFrame("train.py(35): step"));
+}
 
 TEST_CASE("explain: tensor references") {
   CHECK(ParseTensorRef("T12")->id == 12);

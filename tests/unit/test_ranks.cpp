@@ -8,7 +8,8 @@ using namespace memtl;
 
 namespace {
 
-RankRow Row(int64_t rank, int64_t peak, const char* path, int64_t world = 4, const char* run = "j") {
+RankRow Row(int64_t rank, int64_t peak, const char* path, int64_t world = 4,
+            const char* run = "j") {
   RankRow r;
   r.rank = rank;
   r.peak_bytes = peak;
