@@ -10,8 +10,10 @@ SCENARIOS adds the fixture scenarios of collect/torch/record_fixtures.py,
 profiled here with whatever torch runs the tests.
 """
 
+import importlib.util
 import os
 import sys
+import unittest
 
 import torch
 import torch.nn as nn
@@ -453,4 +455,28 @@ def shared_module_twice():
             opt.zero_grad()
             F.mse_loss(head(torch.relu(shared(torch.relu(shared(x))))), y).backward()
             opt.step()
+    return prof
+
+
+@workload
+def mobilenet_v3_small():
+    """torchvision's MobileNetV3-small (depthwise convolutions, hardswish,
+    squeeze-excitation), one SGD-momentum step after a warm one; needs
+    torchvision (the newest-torch oracle run installs it; skipped elsewhere)."""
+    if importlib.util.find_spec("torchvision") is None:
+        raise unittest.SkipTest("needs torchvision")
+    import torchvision
+
+    model = torchvision.models.mobilenet_v3_small(num_classes=10)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x, y = torch.randn(2, 3, 32, 32), torch.tensor([1, 7])
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+
+    step()
+    with profile() as prof:
+        step()
     return prof
