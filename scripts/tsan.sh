@@ -5,8 +5,8 @@
 # trace large enough for the reader's parse workers. memtl's second thread
 # inflates, runs the allocation checks and the op tree's shape beside
 # identity, and writes the output; parse workers parse a large trace's
-# blocks while the caller appends them: any data race among them is a
-# report.
+# blocks while the caller appends them; memtl ranks analyzes a trace per
+# worker: any data race among them is a report.
 # Exits non-zero on the first report (printing it); a bad input failing with
 # its one-line error is expected and not a report.
 #   scripts/tsan.sh
@@ -61,4 +61,10 @@ check export "$out/bad.jsonl" -o "$out/bad.json"
 head -c 70000000 "$out/big.jsonl" >"$out/cut.jsonl"
 check export "$out/cut.jsonl" -o "$out/cut.json"
 check export "$out/cut.jsonl" --partial -o "$out/cut.json"
+# memtl ranks analyzes a trace per worker thread: every torch 2.x fixture
+# as a rank of one run (ranks from the file names), four at once.
+mkdir -p "$out/ranks"
+k=0
+for f in fixtures/torch2/*.trace.jsonl.gz; do ln -s "$PWD/$f" "$out/ranks/rank$k.trace.jsonl.gz"; k=$((k + 1)); done
+check ranks -j 4 "$out/ranks" -o "$out/ranks.html"
 echo "tsan: $runs runs, no report"

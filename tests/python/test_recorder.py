@@ -495,6 +495,9 @@ class EndToEndTest(unittest.TestCase):
         with self.assertRaises(RuntimeError) as cm:
             memtl.export_memory_timeline(prof, os.path.join(self.dir.name, "t.json"), device="cuda:0")
         self.assertIn("cuda:0", str(cm.exception))
+        # The message names the user's output, not the deleted temporary trace.
+        self.assertIn("the profile recorded for %s" % os.path.join(self.dir.name, "t.json"), str(cm.exception))
+        self.assertNotIn("run.trace.jsonl", str(cm.exception))
 
     def test_other_live_python_threads(self):
         """Profiles taken while other Python threads are alive (the fixture
