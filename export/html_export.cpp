@@ -86,7 +86,7 @@ std::string PeakSection(const PeakReport& r) {
             Escape(CategoryLabel(t.category, r.inferred)) + "</td><td>" + LiveName(t) +
             "</td><td>" + Escape(t.phase) + "</td>" +
             (steps ? "<td>" + Escape(t.step) + "</td>" : "") + "<td>" + Escape(t.creator_name) +
-            "</td><td>" + Escape(t.module) + "</td>" +
+            "</td><td>" + Escape(ModuleCell(t)) + "</td>" +
             (sites ? "<td class=\"name\">" + Escape(t.call_site) + "</td>" : "") + "</tr>\n";
   }
   return html + "</tbody></table>\n";

@@ -3,6 +3,8 @@
 // the steps say which rule gave it.
 #include "core/explain/explain.h"
 
+#include "core/explain/names.h"
+
 #include <algorithm>
 #include <iterator>
 #include <utility>
@@ -80,6 +82,7 @@ Expected<std::string> ExplainTensor(const ExplainTensorInput& x, const TensorRef
     if (e.time >= 0) first = first < 0 ? e.time : std::min(first, e.time);
   }
   const StepStarts steps_at = ProfilerSteps(trace);
+  const TensorNames names = NameModelState(trace, kt);
   auto when = [&](uint32_t event) { return MsAfter(trace.event_t0[event], first < 0 ? 0 : first); };
 
   std::string out;
@@ -96,6 +99,9 @@ Expected<std::string> ExplainTensor(const ExplainTensorInput& x, const TensorRef
       const TensorKey& tk = kt[key];
       f.Line("category", std::string(CategoryName(category)),
              JsonString(std::string(CategoryName(category))));
+      // The model's state by the name users know (names.h).
+      if (const auto it = names.find(key.value()); it != names.end())
+        f.Line("name", it->second, JsonString(it->second));
       f.Line("key",
              "tensor id " + std::to_string(tk.id.value()) + ", allocation id " +
                  std::to_string(tk.allocation.value()) + ", device " +

@@ -4,6 +4,8 @@
 // bytes alive; the graph then names each live version's creating node.
 #include "core/explain/peak.h"
 
+#include "core/explain/names.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <string_view>
@@ -188,8 +190,10 @@ PeakReport ExplainPeak(const PeakInput& c, size_t top) {
   std::stable_sort(live.begin(), live.end(),
                    [&](KeySlot x, KeySlot y) { return bytes[x] > bytes[y]; });
   live.resize(std::min(live.size(), top));
+  const TensorNames names = live.empty() ? TensorNames() : NameModelState(trace, c.keys);
   for (const KeySlot k : live) {
     LiveTensor t;
+    if (const auto it = names.find(k.value()); it != names.end()) t.name = it->second;
     t.tensor = c.keys[k].id.value();
     t.version = alive[k];
     t.bytes = bytes[k];
@@ -206,6 +210,8 @@ PeakReport ExplainPeak(const PeakInput& c, size_t top) {
   }
   return r;
 }
+
+const std::string& ModuleCell(const LiveTensor& t) { return t.name.empty() ? t.module : t.name; }
 
 std::string LiveName(const LiveTensor& t) {
   return t.alloc != kNone32
@@ -251,7 +257,7 @@ std::string FormatPeak(const PeakReport& r) {
   for (const LiveTensor& t : r.largest) {
     steps |= !t.step.empty();
     sites |= !t.call_site.empty();
-    module_width = std::max(module_width, t.module.size());
+    module_width = std::max(module_width, ModuleCell(t).size());
   }
   module_width = std::clamp<size_t>(module_width, 6, 48);
   auto line = [&](const std::string& bytes, std::string_view category, const std::string& tensor,
@@ -279,7 +285,7 @@ std::string FormatPeak(const PeakReport& r) {
        "module", "call site");
   for (const LiveTensor& t : r.largest) {
     line(HumanBytes(t.bytes), CategoryLabel(t.category, r.inferred), LiveName(t), t.phase, t.step,
-         t.creator_name, t.module, t.call_site);
+         t.creator_name, ModuleCell(t), t.call_site);
   }
   return out;
 }
@@ -307,8 +313,8 @@ std::string PeakJson(const PeakReport& r) {
            ",\"version\":" + std::to_string(t.version) + ",\"bytes\":" + std::to_string(t.bytes) +
            ",\"category\":" + JsonString(CategoryName(t.category)) +
            ",\"created_by\":" + JsonString(t.creator_name) + ",\"module\":" + JsonString(t.module) +
-           ",\"phase\":" + JsonString(t.phase) + ",\"step\":" + JsonString(t.step) +
-           ",\"call_site\":" + JsonString(t.call_site) + "}";
+           ",\"name\":" + JsonString(t.name) + ",\"phase\":" + JsonString(t.phase) +
+           ",\"step\":" + JsonString(t.step) + ",\"call_site\":" + JsonString(t.call_site) + "}";
   }
   return out + "]}\n";
 }

@@ -38,6 +38,11 @@ struct LiveTensor {
   std::string phase;           // "forward", "backward", "optimizer", "other"
   std::string step;            // the creator's ProfilerStep#N (context.h StepAt); empty: none
   std::string call_site;  // the creator's Python call site ("train.py(42): forward"); empty: none
+  // A model's state by the name users know (names.h): "Sequential_0 >
+  // Linear_1 .weight", "... .weight grad", "... .weight exp_avg"; empty when
+  // no module or optimizer reports the tensor. The outputs show it in place
+  // of the module.
+  std::string name;
 };
 
 struct PeakReport {
@@ -86,6 +91,9 @@ std::vector<uint32_t> AllocationsAliveAt(const Trace& trace, const InferredCateg
                                          DeviceIndex device, int64_t time_us);
 
 // A live entry's name: "T12(v0)" for a tensor, "A7" for an allocation.
+// What the module column shows for a tensor: its name when it has one
+// (a parameter, gradient or optimizer state), else its creator's modules.
+const std::string& ModuleCell(const LiveTensor& t);
 std::string LiveName(const LiveTensor& t);
 // For people: a summary, the categories and a table of the largest tensors
 // (the step and call site columns only when some tensor has one).
