@@ -108,23 +108,42 @@ std::string DeviceSection(const DeviceSummary& a, const DeviceSummary& b) {
 
 }  // namespace
 
-std::string DiffHtml(const Summary& a, const Summary& b) {
+namespace html {
+
+std::string PageStart(const std::string& title, std::string_view css) {
   std::string out =
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
       "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
       "script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:\">\n"
-      "<title>memtl diff: " +
-      html::Escape(a.trace) + " and " + html::Escape(b.trace) + "</title>\n<style>\n";
+      "<title>" +
+      Escape(title) + "</title>\n<style>\n";
   out += report_assets::kReportCss;
-  out += "svg.bars text{font-size:13px;fill:#222}\nh3{font-size:14px;margin:14px 0 4px}\n";
+  out += css;
+  return out + "</style>\n</head>\n<body>\n";
+}
+
+std::string PageEnd() {
+  // report.js sorts the tables; with no devices of its own it draws no chart.
+  std::string out =
+      "<script id=\"memtl-data\" type=\"application/json\">{\"devices\":[],\"selected\":0,"
+      "\"categories\":[],\"steps\":[]}</script>\n<script>\n";
+  out += report_assets::kReportJs;
+  return out + "</script>\n</body>\n</html>\n";
+}
+
+}  // namespace html
+
+std::string DiffHtml(const Summary& a, const Summary& b) {
+  std::string out = html::PageStart(
+      "memtl diff: " + a.trace + " and " + b.trace,
+      "svg.bars text{font-size:13px;fill:#222}\nh3{font-size:14px;margin:14px 0 4px}\n");
   // A trace without tensors (a Kineto trace read alone) has inferred categories.
   auto inferred = [](const Summary& s) {
     return s.inferred ? std::string(" (categories inferred: the trace records no tensors)")
                       : std::string();
   };
-  out += "</style>\n</head>\n<body>\n<h1>memtl diff</h1>\n<p>A: <b>" + html::Escape(a.trace) +
-         "</b>" + inferred(a) + "<br>B: <b>" + html::Escape(b.trace) + "</b>" + inferred(b) +
-         "</p>\n";
+  out += "<h1>memtl diff</h1>\n<p>A: <b>" + html::Escape(a.trace) + "</b>" + inferred(a) +
+         "<br>B: <b>" + html::Escape(b.trace) + "</b>" + inferred(b) + "</p>\n";
   out +=
       "<p class=\"how\">Each run's memory at its own peak, by category (the bars; hover for "
       "bytes), each category's largest over the run, and the ops and modules whose bytes at "
@@ -138,13 +157,7 @@ std::string DiffHtml(const Summary& a, const Summary& b) {
     }
     out += DeviceSection(*da, *db);
   }
-  // report.js sorts the tables; with no devices of its own it draws no chart.
-  out +=
-      "<script id=\"memtl-data\" type=\"application/json\">{\"devices\":[],\"selected\":0,"
-      "\"categories\":[],\"steps\":[]}</script>\n<script>\n";
-  out += report_assets::kReportJs;
-  out += "</script>\n</body>\n</html>\n";
-  return out;
+  return out + html::PageEnd();
 }
 
 }  // namespace memtl

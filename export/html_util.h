@@ -41,6 +41,13 @@ inline std::string Escape(std::string_view s) {
 inline constexpr const char* kCategoryColors[8] = {"#006400", "#daa520", "#000000", "#9370db",
                                                    "#ff0000", "#0000cd", "#4169e1", "#808080"};
 
+// The start of a page with the report's style (and `css` after it) under the
+// report's Content-Security-Policy, through <body>; and its end, with
+// report.js to sort its tables (it draws no chart: the page has no
+// devices). The diff and ranks pages use them (export/diff_html.cpp).
+std::string PageStart(const std::string& title, std::string_view css);
+std::string PageEnd();
+
 // A number cell: `text` shown, `v` what report.js sorts by.
 inline std::string Num(int64_t v, const std::string& text) {
   return "<td class=\"n\" data-v=\"" + std::to_string(v) + "\">" + text + "</td>";

@@ -9,7 +9,6 @@
 #include "core/explain/peak.h"
 #include "export/export.h"
 #include "export/html_util.h"
-#include "export/report_assets.h"
 
 namespace memtl {
 
@@ -94,15 +93,9 @@ std::string Curves(const RanksReport& r) {
 }  // namespace
 
 std::string RanksHtml(const RanksReport& r) {
-  std::string out =
-      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-      "script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:\">\n"
-      "<title>memtl ranks: " +
-      std::to_string(r.rows.size()) + " traces</title>\n<style>\n";
-  out += report_assets::kReportCss;
-  out += "svg.ranks text{font-size:12px;fill:#222}\n";
-  out += "</style>\n</head>\n<body>\n<h1>memtl ranks</h1>\n";
+  std::string out = html::PageStart("memtl ranks: " + std::to_string(r.rows.size()) + " traces",
+                                    "svg.ranks text{font-size:12px;fill:#222}\n");
+  out += "<h1>memtl ranks</h1>\n";
   char buf[160];
   if (r.median_peak > 0) {
     std::snprintf(buf, sizeof buf, "%.3f", r.skew);
@@ -153,13 +146,7 @@ std::string RanksHtml(const RanksReport& r) {
     out += "</tr>\n";
   }
   out += "</tbody>\n</table>\n";
-  // report.js sorts the table; with no devices of its own it draws no chart.
-  out +=
-      "<script id=\"memtl-data\" type=\"application/json\">{\"devices\":[],\"selected\":0,"
-      "\"categories\":[],\"steps\":[]}</script>\n<script>\n";
-  out += report_assets::kReportJs;
-  out += "</script>\n</body>\n</html>\n";
-  return out;
+  return out + html::PageEnd();
 }
 
 }  // namespace memtl
