@@ -74,8 +74,10 @@ class Flattener {
   uint32_t Aid(uint64_t ptr, DeviceIndex device, bool is_free, bool is_allocation = false) {
     auto [aid, inserted] = live_.try_emplace(ptr, device, next_aid_);
     next_aid_ += inserted ? 1 : 0;
-    if (!inserted && is_allocation && splits_.Contains(*aid)) {
-      // A storage of `splits_`, allocated again while live.
+    // A storage of `splits_` (or one split from it: each reuse while live
+    // starts another), allocated again while live.
+    if (!inserted && is_allocation && !splits_.empty() &&
+        (splits_.Contains(*aid) || *aid >= splits_.first_new_id)) {
       ends_.emplace_back(*aid, event_);
       *aid = next_split_aid_++;
       ++num_splits_;

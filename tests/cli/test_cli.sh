@@ -391,5 +391,22 @@ head -c 20000 "$rk/r2.trace.jsonl" >"$rk/r2.cut" && mv "$rk/r2.cut" "$rk/r2.trac
 "$bin" ranks "$rk" >"$tmp/out" 2>"$tmp/err"
 [ $? -eq 0 ] && grep -q "^2 .*(truncated: analyzed up to line" "$tmp/out" && grep -q "^0 .*r0.trace.jsonl" "$tmp/out" &&
   pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL ranks-truncated: $(cat "$tmp/out" "$tmp/err")"; }
+# A storage freed unrecorded and then written, whose address is allocated
+# twice more (PyTorch: "version mismatch"): split at each reuse, three
+# storages in all (docs/categories.md, "Storages freed unseen").
+cat >"$tmp/reused.trace" <<'TRACE'
+{"format": "memtl-trace", "version": 1, "producer": "bad-corpus", "ids": false, "profile_memory": true}
+{"k": "op", "i": 0, "p": -1, "name": "aten::zero_", "t0": 1, "t1": 2, "tid": 1, "scope": "function", "seq": -1, "args": [{"impl": 1, "ptr": 100, "id": null, "aid": null, "dev": "cpu", "dtype": "float32", "layout": "strided", "sizes": [4], "strides": [1]}]}
+{"k": "op", "i": 1, "p": -1, "name": "aten::empty", "t0": 3, "t1": 4, "tid": 1, "scope": "function", "seq": -1, "args": []}
+{"k": "alloc", "i": 2, "p": 1, "t": 3, "tid": 1, "ptr": 100, "bytes": 16, "dev": "cpu", "total_allocated": 16, "total_reserved": 0, "id": null, "aid": null}
+{"k": "op", "i": 3, "p": -1, "name": "aten::zero_", "t0": 5, "t1": 6, "tid": 1, "scope": "function", "seq": -1, "args": [{"impl": 2, "ptr": 100, "id": null, "aid": null, "dev": "cpu", "dtype": "float32", "layout": "strided", "sizes": [4], "strides": [1]}]}
+{"k": "op", "i": 4, "p": -1, "name": "aten::empty", "t0": 7, "t1": 8, "tid": 1, "scope": "function", "seq": -1, "args": []}
+{"k": "alloc", "i": 5, "p": 4, "t": 7, "tid": 1, "ptr": 100, "bytes": 16, "dev": "cpu", "total_allocated": 16, "total_reserved": 0, "id": null, "aid": null}
+{"k": "op", "i": 6, "p": -1, "name": "aten::zero_", "t0": 9, "t1": 10, "tid": 1, "scope": "function", "seq": -1, "args": [{"impl": 3, "ptr": 100, "id": null, "aid": null, "dev": "cpu", "dtype": "float32", "layout": "strided", "sizes": [4], "strides": [1]}]}
+TRACE
+"$bin" categories "$tmp/reused.trace" >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 0 ] && grep -q "split in two (2x" "$tmp/err" && [ "$(grep -c "^create  *T[12](v0)" "$tmp/out")" -eq 2 ] &&
+  [ "$(grep -c "^destroy  *T[01](v1)" "$tmp/out")" -eq 2 ] && pass=$((pass + 1)) ||
+  { fail=$((fail + 1)); echo "FAIL storage-reused-twice: $(cat "$tmp/err" "$tmp/out")"; }
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
