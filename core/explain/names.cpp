@@ -23,9 +23,9 @@ std::string ModulePath(const Trace& trace, uint32_t event) {
 
 TensorNames NameModelState(const Trace& trace, const KeyTable& keys) {
   TensorNames names;
-  auto name = [&](uint32_t tensor, std::string text) {
+  auto name = [&](uint32_t tensor, const std::string& text) {
     const KeySlot k = keys.SlotOfTensor(tensor);
-    if (k.valid()) names.try_emplace(k.value(), std::move(text));
+    if (k.valid()) names.try_emplace(k.value(), text);
   };
   auto name_of = [&](uint32_t tensor) -> const std::string* {
     const KeySlot k = keys.SlotOfTensor(tensor);
@@ -46,7 +46,9 @@ TensorNames NameModelState(const Trace& trace, const KeyTable& keys) {
       const ParamInfo& param = trace.params[p];
       const std::string attr =
           param.name == kNone32 ? std::string("?") : trace.strings.Get(param.name);
-      const std::string full = path + " ." + attr;
+      std::string full = path;
+      full += " .";
+      full += attr;
       name(param.tensor, full);
       name(param.grad, full + " grad");
     }
