@@ -141,6 +141,8 @@ Expected<RanksReport> CompareRanks(std::vector<RankRow> rows) {
                ? static_cast<double>(peaks.back()) / static_cast<double>(r.median_peak)
                : 1.0;
   const double median = static_cast<double>(r.median_peak);
+  // With two ranks the median is their midpoint: neither is the odd one.
+  if (n < 3) return r;
   for (size_t i = 0; i < r.rows.size(); ++i) {
     const RankRow& row = r.rows[i];
     if (!row.error.empty()) continue;

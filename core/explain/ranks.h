@@ -64,7 +64,7 @@ struct RanksReport {
   int64_t median_peak = 0;    // of the ranks with numbers
   double skew = 0;            // the largest peak over the median (1: even)
   // Rows whose peak is more than kOutlierShare away from the median, by
-  // index into `rows`.
+  // index into `rows`; none with fewer than three ranks.
   std::vector<size_t> outliers;
 };
 

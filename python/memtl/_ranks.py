@@ -105,7 +105,8 @@ def compare(rows: List[dict]) -> dict:
     report["skew"] = float("%.6g" % (peaks[-1] / median)) if median > 0 else 1
     for r in ordered:
         if not r.get("error"):
-            r["outlier"] = median > 0 and abs(r["peak_bytes"] - median) > _OUTLIER_SHARE * median
+            # With two ranks the median is their midpoint: neither is the odd one.
+            r["outlier"] = n >= 3 and median > 0 and abs(r["peak_bytes"] - median) > _OUTLIER_SHARE * median
             if r["outlier"]:
                 report["outliers"].append(r["rank"] if r.get("rank") is not None else r["trace"])
     return report

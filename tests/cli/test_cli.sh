@@ -391,6 +391,15 @@ head -c 20000 "$rk/r2.trace.jsonl" >"$rk/r2.cut" && mv "$rk/r2.cut" "$rk/r2.trac
 "$bin" ranks "$rk" >"$tmp/out" 2>"$tmp/err"
 [ $? -eq 0 ] && grep -q "^2 .*(truncated: analyzed up to line" "$tmp/out" && grep -q "^0 .*r0.trace.jsonl" "$tmp/out" &&
   pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL ranks-truncated: $(cat "$tmp/out" "$tmp/err")"; }
+# A real run's ranks: ZeroRedundancyOptimizer at world size 2 (fixtures,
+# recorded by tests/python/distributed_runs.py, each rank equal to PyTorch).
+check ranks-zero 0 "" -- "$bin" ranks "$root/fixtures/torch2/zero_adam.rank*" --format json -q
+python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert [x["rank"] for x in r["ranks"]] == [0, 1] and {x["world_size"] for x in r["ranks"]} == {2}, r
+assert len({x["run"] for x in r["ranks"]}) == 1, r
+' "$tmp/out" && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL ranks-zero: $(head -c 300 "$tmp/out")"; }
 # A storage freed unrecorded and then written, whose address is allocated
 # twice more (PyTorch: "version mismatch"): split at each reuse, three
 # storages in all (docs/categories.md, "Storages freed unseen").
