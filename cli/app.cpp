@@ -126,7 +126,8 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
   AddEtOption(summary, args);
   summary->add_option("--format", args.format, "text (the default) or json")
       ->check(CLI::IsMember({"text", "json"}));
-  summary->add_option("--top", args.top, "how many ops and modules to list")->default_val(10);
+  summary->add_option("--top", args.summary_top, "how many ops and modules to list")
+      ->default_val(10);
   summary->add_option("--budget", args.budgets,
                       "CATEGORY=SIZE or total=SIZE, e.g. ACTIVATION=2GiB (repeatable): exit "
                       "with status 3 when a device goes over");

@@ -23,6 +23,8 @@ struct Args {
   std::string device;
   std::string format;                // peak: text or json; export: the format of -o -
   size_t top = 20;                   // peak: how many tensors
+  size_t summary_top = 10;           // summary: how many ops and modules (a field of its own:
+                                     // CLI11 sets every command's default, the last one wins)
   std::string tensor;                // explain: "T12" or "T12:v1"
   std::string trace_b;               // diff: the second trace
   std::string et;                    // an execution trace to join to a Kineto TRACE

@@ -295,7 +295,7 @@ int RunSummary(const Args& args) {
     if (!parsed.ok()) return Fail(parsed.status().message());
     budgets.push_back(parsed.value());
   }
-  auto s = SummaryOf(args, args.top);
+  auto s = SummaryOf(args, args.summary_top);
   if (!s.ok()) return Fail(s.status().message());
   const std::string text =
       args.format == "json" ? memtl::SummaryJson(s.value()) : memtl::FormatSummary(s.value());

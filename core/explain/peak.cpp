@@ -247,6 +247,7 @@ std::string FormatPeak(const PeakReport& r) {
                     : 0.0);
     out += buf;
   }
+  if (r.largest.empty()) return out;  // --top 0, or nothing alive: no table to head
   out += r.inferred ? "\nlargest allocations alive at the peak:\n"
                     : "\nlargest tensors alive at the peak:\n";
   // The step and call site columns only when some tensor has one; the

@@ -391,6 +391,14 @@ head -c 20000 "$rk/r2.trace.jsonl" >"$rk/r2.cut" && mv "$rk/r2.cut" "$rk/r2.trac
 "$bin" ranks "$rk" >"$tmp/out" 2>"$tmp/err"
 [ $? -eq 0 ] && grep -q "^2 .*(truncated: analyzed up to line" "$tmp/out" && grep -q "^0 .*r0.trace.jsonl" "$tmp/out" &&
   pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL ranks-truncated: $(cat "$tmp/out" "$tmp/err")"; }
+# peak's --top defaults to 20 (summary's own default, 10, once overwrote
+# it), and --top 0 prints no table.
+"$bin" peak "$root/fixtures/resnet18_sgd_step.trace.jsonl.gz" >"$tmp/out" 2>/dev/null
+[ "$(grep -c "^ *[0-9.]* [KMG]\?i\?B  [A-Z]" "$tmp/out")" -eq 20 ] && pass=$((pass + 1)) ||
+  { fail=$((fail + 1)); echo "FAIL peak-top-default: $(grep -c "^ *[0-9.]* [KMG]\?i\?B  [A-Z]" "$tmp/out") rows"; }
+"$bin" peak "$root/fixtures/resnet18_sgd_step.trace.jsonl.gz" --top 0 >"$tmp/out" 2>/dev/null
+! grep -q "largest tensors" "$tmp/out" && grep -q "^by category:" "$tmp/out" && pass=$((pass + 1)) ||
+  { fail=$((fail + 1)); echo "FAIL peak-top-0: $(cat "$tmp/out")"; }
 # A real run's ranks: ZeroRedundancyOptimizer at world size 2 (fixtures,
 # recorded by tests/python/distributed_runs.py, each rank equal to PyTorch).
 check ranks-zero 0 "" -- "$bin" ranks "$root/fixtures/torch2/zero_adam.rank*" --format json -q
