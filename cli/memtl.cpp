@@ -429,8 +429,16 @@ bool SameFile(const std::string& a, const std::string& b) {
 }
 
 int RunExport(const Args& args) {
-  // Check every output before the (possibly long) analysis: its suffix, and
-  // that it is not the trace itself (which the export would replace).
+  // Check every output before the (possibly long) analysis: its suffix,
+  // that it is not the trace itself (which the export would replace), and
+  // that no two name one file (the second would replace the first).
+  for (size_t i = 0; i < args.outputs.size(); ++i) {
+    const std::string& o = args.outputs[i];
+    for (size_t j = 0; j < i; ++j) {
+      if (o == args.outputs[j] || (o != "-" && SameFile(o, args.outputs[j])))
+        return Fail(memtl::QuotePath(o) + ": named twice by -o; name each output once");
+    }
+  }
   for (const std::string& o : args.outputs) {
     if (o == "-") {
       if (args.format.empty())

@@ -99,7 +99,8 @@ Expected<std::string> ExplainAllocation(const ExplainInput& in, uint32_t alloc, 
           "\": " + std::string(InferRuleText(rule)) + "\n";
   text +=
       "  (inferred, not proven: the trace records no tensors, so the category comes from the "
-      "scopes around the allocation and its lifetime, core/infer/infer.cpp; an execution trace "
+      "scopes around the allocation and its lifetime, as docs/trace-format.md \"Inferred "
+      "categories\" says; an execution trace "
       "of the same run, --et, proves categories)\n";
   j += ",\"rule\":" + JsonString(InferRuleName(rule)) +
        ",\"rule_text\":" + JsonString(InferRuleText(rule)) + "}";

@@ -110,6 +110,7 @@ for dev in hip:0 cuda:1; do
   else pass=$((pass + 1)); fi
 done
 check export-bad-suffix 2 "unknown output format" -- "$bin" export "$fx" -o "$tmp/d.txt"
+check export-same-output-twice 2 "$tmp/d.html: named twice by -o" -- "$bin" export "$fx" -o "$tmp/d.html" -o "$tmp/d.html"
 check export-unwritable 2 "cannot write" -- "$bin" export "$fx" -o "$tmp/no/such/dir/d.json"
 if ls -A "$tmp" | grep -q -E '^(d\.|\.d\.)'; then fail=$((fail + 1)); echo "FAIL partial output left behind"; else pass=$((pass + 1)); fi
 check categories 0 "" -- "$bin" categories "$fx"
@@ -329,6 +330,7 @@ for what in peak categories; do
 done
 if "$bin" explain "$kt" A19 2>/dev/null | grep -qF '  category: GRADIENT (inferred)' &&
   "$bin" explain "$kt" A19 2>/dev/null | grep -qF 'decided by: inference rule "outlives backward"' &&
+  ! "$bin" explain "$kt" A19 2>/dev/null | grep -q '\.cpp' &&
   "$bin" summary "$kt" 2>/dev/null | grep -q '^  OPTIMIZER_STATE (inferred) ' &&
   "$bin" export "$kt" -o "$tmp/k.html" -o "$tmp/k.raw.json.gz" 2>/dev/null &&
   grep -q 'Categories are inferred' "$tmp/k.html" && grep -q '"inferred":true' "$tmp/k.html" &&
