@@ -33,6 +33,17 @@ std::string_view FrameFile(std::string_view name) {
 
 }  // namespace
 
+std::string ModulePath(const Trace& trace, uint32_t event) {
+  std::vector<std::string_view> modules;
+  for (uint32_t p = event; p != kNone32; p = trace.events[p].parent) {
+    if (const auto m = ModuleName(trace, p); !m.empty()) modules.push_back(m);
+  }
+  std::string path;
+  for (auto it = modules.rbegin(); it != modules.rend(); ++it)
+    path += (path.empty() ? "" : " > ") + std::string(*it);
+  return path;
+}
+
 bool IsGeneratedFrame(std::string_view name) {
   return FrameFile(name).find("torchinductor_") != std::string_view::npos;
 }
@@ -80,7 +91,6 @@ std::string_view ShapeOf(const ExplainInput& in, KeySlot key) {
 EventContext ContextOf(const Trace& trace, const OpTree& tree, uint32_t event) {
   if (event == kNone32) return {"", "other", ""};
   constexpr std::string_view kOptim = "torch/optim/";
-  std::vector<std::string_view> modules;
   bool optimizer = false;
   std::string_view call_site;
   bool compiled = false;  // inside generated code below the call site
@@ -91,13 +101,11 @@ EventContext ContextOf(const Trace& trace, const OpTree& tree, uint32_t event) {
     if (name.find(kOptim) != std::string::npos) optimizer = true;
     if (call_site.empty() && IsGeneratedFrame(name)) compiled = true;
     if (call_site.empty() && IsUserFrame(name)) call_site = name;
-    if (const auto m = ModuleName(trace, p); !m.empty()) modules.push_back(m);
   }
   EventContext c;
   c.call_site = call_site;
   if (compiled) c.call_site += c.call_site.empty() ? "compiled region" : " (compiled region)";
-  for (auto it = modules.rbegin(); it != modules.rend(); ++it)
-    c.module += (c.module.empty() ? "" : " > ") + std::string(*it);
+  c.module = ModulePath(trace, event);
   c.phase = tree.in_backward(event) ? "backward"
             : optimizer             ? "optimizer"
             : !c.module.empty()     ? "forward"

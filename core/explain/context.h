@@ -60,6 +60,10 @@ struct EventContext {
 // `event` kNone32 (no event: a tensor from before the profile) is "other".
 EventContext ContextOf(const Trace& trace, const OpTree& tree, uint32_t event);
 
+// "Sequential_0 > Linear_1": the nn.Module calls around `event`, the event
+// itself included, outermost first; empty when there are none.
+std::string ModulePath(const Trace& trace, uint32_t event);
+
 // Whether a python call's name is a frame of the user's code (EventContext::
 // call_site): "FILE(LINE): FUNC" with FILE outside PyTorch and outside
 // generated code, no built-in.

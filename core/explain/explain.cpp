@@ -82,7 +82,7 @@ Expected<std::string> ExplainTensor(const ExplainTensorInput& x, const TensorRef
     if (e.time >= 0) first = first < 0 ? e.time : std::min(first, e.time);
   }
   const StepStarts steps_at = ProfilerSteps(trace);
-  const TensorNames names = NameModelState(trace, kt);
+  const TensorNames names = NameModelState(trace, kt, keys);  // `keys` is in slot order
   auto when = [&](uint32_t event) { return MsAfter(trace.event_t0[event], first < 0 ? 0 : first); };
 
   std::string out;

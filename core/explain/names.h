@@ -9,6 +9,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "core/model/key_table.h"
@@ -16,15 +17,14 @@
 
 namespace memtl {
 
-// Per key slot (KeySlot::value()), the name of each tensor the modules and
-// optimizers of `trace` report; the first module call that reports a
-// parameter names it (a module called twice keeps its first path).
-// Keys no module or optimizer reports have no entry.
+// Per key slot (KeySlot::value()), the name of each of the `wanted` keys
+// (sorted) that the modules and optimizers of `trace` report; the first
+// module call that reports a parameter names it (a module called twice
+// keeps its first path). Other keys have no entry. A module's path is built
+// only when it reports a wanted key, so naming the few tensors a command
+// shows costs one scan of the python calls.
 using TensorNames = absl::flat_hash_map<uint32_t, std::string>;
-TensorNames NameModelState(const Trace& trace, const KeyTable& keys);
-
-// "Sequential_0 > Linear_1": the nn.Module calls around event `event`, the
-// event itself included, outermost first; empty when there are none.
-std::string ModulePath(const Trace& trace, uint32_t event);
+TensorNames NameModelState(const Trace& trace, const KeyTable& keys,
+                           const std::vector<KeySlot>& wanted);
 
 }  // namespace memtl

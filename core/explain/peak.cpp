@@ -190,7 +190,9 @@ PeakReport ExplainPeak(const PeakInput& c, size_t top) {
   std::stable_sort(live.begin(), live.end(),
                    [&](KeySlot x, KeySlot y) { return bytes[x] > bytes[y]; });
   live.resize(std::min(live.size(), top));
-  const TensorNames names = live.empty() ? TensorNames() : NameModelState(trace, c.keys);
+  std::vector<KeySlot> shown = live;
+  std::sort(shown.begin(), shown.end());
+  const TensorNames names = NameModelState(trace, c.keys, shown);
   for (const KeySlot k : live) {
     LiveTensor t;
     if (const auto it = names.find(k.value()); it != names.end()) t.name = it->second;
