@@ -24,7 +24,7 @@
 
 #include "cli/app.h"
 #include "cli/progress.h"
-#include "cli/ranks.h"
+#include "cli/rank_traces.h"
 #include "core/explain/events.h"
 #include "core/explain/explain.h"
 #include "core/explain/peak.h"

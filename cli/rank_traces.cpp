@@ -1,4 +1,4 @@
-#include "cli/ranks.h"
+#include "cli/rank_traces.h"
 
 #include <glob.h>
 
