@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <iterator>
 #include <optional>
 #include <system_error>
@@ -213,8 +214,7 @@ Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string&
     a->diagnostics.Add(
         "storage allocated again while live (its free was not recorded): split in two",
         "the earlier storage ends where its address is allocated again; PyTorch's memory "
-        "profiler fails on this trace "
-        "(\"version mismatch\")",
+        "profiler fails on this trace (\"version mismatch\")",
         a->identity.split_storages);
   }
   a->timer.Mark("size map");
@@ -555,9 +555,12 @@ Expected<std::unique_ptr<Analysis>> AnalyzeFile(const std::string& path,
   StorageSplits splits;
   auto a = AnalyzeFileOnce(path, options, {}, &splits);
   if (a.ok() || splits.empty()) return a;
-  if (path == "-") {
+  // Only a regular file reads the same twice (standard input, which the
+  // command reads as /dev/stdin, or a FIFO does not).
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
     return Status::Error(a.status().message() +
-                         "; memtl splits them on a second read, which standard input cannot give: "
+                         "; memtl splits them on a second read, which a pipe cannot give: "
                          "pass the trace as a file");
   }
   if (options.progress != nullptr) options.progress->Set("reading again");

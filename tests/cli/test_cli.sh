@@ -427,5 +427,11 @@ TRACE
 [ $? -eq 0 ] && grep -q "split in two (2x" "$tmp/err" && [ "$(grep -c "^create  *T[12](v0)" "$tmp/out")" -eq 2 ] &&
   [ "$(grep -c "^destroy  *T[01](v1)" "$tmp/out")" -eq 2 ] && pass=$((pass + 1)) ||
   { fail=$((fail + 1)); echo "FAIL storage-reused-twice: $(cat "$tmp/err" "$tmp/out")"; }
+# Split storages need a second read: from a pipe it cannot be had, and
+# memtl says so; standard input redirected from a file reads twice.
+check split-from-pipe 2 "which a pipe cannot give: pass the trace as a file" -- \
+  bash -c 'gunzip -c "$0" | "$1" peak -' "$root/fixtures/torch2/ddp_static_graph.trace.jsonl.gz" "$bin"
+"$bin" peak - <"$root/fixtures/torch2/ddp_static_graph.trace.jsonl.gz" 2>/dev/null | grep -q "^peak of cpu" &&
+  pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL split-from-redirected-stdin"; }
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
