@@ -75,7 +75,7 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
   CLI::App* events = app->add_subcommand(
       "events",
       "print the timeline with context: time, action, tensor(version), bytes, category, "
-      "device, the op that made the change, its modules and phase");
+      "device, the op that made the change, its modules and phase, and a model's state by name");
   AddReadOptions(events, args);
   AddEtOption(events, args);
   events

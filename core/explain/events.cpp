@@ -6,6 +6,7 @@
 #include <iterator>
 #include <string_view>
 
+#include "core/explain/names.h"
 #include "core/explain/peak.h"
 
 namespace memtl {
@@ -30,13 +31,16 @@ std::string FormatEvents(const ExplainInput& in, EventsFormat format) {
   const DataFlowGraph& g = in.graph;
   const PerValue<uint32_t> creator = CreatorOfValues(g);
   const PerKey<uint32_t> freer = FreerOfKeys(g, in.keys.size());
+  const TensorNames names = NameModelState(in, nullptr);
   int64_t first = -1;
   for (const TimelineEvent& e : in.timeline) {
     if (e.time >= 0) first = first < 0 ? e.time : std::min(first, e.time);
   }
   std::string out;
   if (format == EventsFormat::kTsv)
-    out = "time_ms\taction\ttensor\tversion\tbytes\tshape\tcategory\tdevice\top\tmodule\tphase\n";
+    out =
+        "time_ms\taction\ttensor\tversion\tbytes\tshape\tcategory\tdevice\top\tmodule\tphase\t"
+        "name\n";
   char buf[512];
   for (const TimelineEvent& e : in.timeline) {
     // The node behind this change, when the graph names one.
@@ -71,6 +75,11 @@ std::string FormatEvents(const ExplainInput& in, EventsFormat format) {
       if (next != category) category += " -> " + next;
     }
     const std::string& device = trace.devices[e.device].name;
+    // A model's state by its name (names.h), which the text shows in place
+    // of the module, as memtl peak does.
+    const auto named = e.has_key() ? names.find(e.key().value()) : names.end();
+    const std::string_view name =
+        named != names.end() ? std::string_view(named->second.text) : std::string_view();
     const std::string action(ActionName(e.action));
     // Times before 0 print as "-"; two times from 0 up differ by less than
     // 2^63, but one of -2^63 and 2^63-1 would not.
@@ -91,7 +100,8 @@ std::string FormatEvents(const ExplainInput& in, EventsFormat format) {
         line.append(shape);
         if (shape.size() < 24) line.append(24 - shape.size(), ' ');
         std::snprintf(buf, sizeof buf, " %-32s %-6s %-28s %-9s %s\n", category.c_str(),
-                      device.c_str(), op_name.c_str(), where.phase.c_str(), where.module.c_str());
+                      device.c_str(), op_name.c_str(), where.phase.c_str(),
+                      named != names.end() ? named->second.text.c_str() : where.module.c_str());
         line += buf;
         while (line.size() > 1 && line[line.size() - 2] == ' ') line.erase(line.size() - 2, 1);
         out += line;
@@ -101,9 +111,9 @@ std::string FormatEvents(const ExplainInput& in, EventsFormat format) {
         const std::string version =
             e.has_key() ? std::to_string(e.version().value()) : std::string();
         const std::string bytes = std::to_string(e.bytes);
-        const std::string_view fields[] = {time,    action,       tensor,     version,
-                                           bytes,   shape,        category,   device,
-                                           op_name, where.module, where.phase};
+        const std::string_view fields[] = {time,    action,       tensor,      version,
+                                           bytes,   shape,        category,    device,
+                                           op_name, where.module, where.phase, name};
         for (size_t k = 0; k < std::size(fields); ++k) {
           if (k > 0) out += '\t';
           out.append(fields[k]);
@@ -120,7 +130,8 @@ std::string FormatEvents(const ExplainInput& in, EventsFormat format) {
                ",\"shape\":" + (shape.empty() ? std::string("null") : JsonString(shape)) +
                ",\"category\":" + JsonString(category) + ",\"device\":" + JsonString(device) +
                ",\"op\":" + JsonString(op_name) + ",\"module\":" + JsonString(where.module) +
-               ",\"phase\":" + JsonString(where.phase) + "}\n";
+               ",\"phase\":" + JsonString(where.phase) +
+               ",\"name\":" + (name.empty() ? std::string("null") : JsonString(name)) + "}\n";
         break;
     }
   }

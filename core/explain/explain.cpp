@@ -82,7 +82,7 @@ Expected<std::string> ExplainTensor(const ExplainTensorInput& x, const TensorRef
     if (e.time >= 0) first = first < 0 ? e.time : std::min(first, e.time);
   }
   const StepStarts steps_at = ProfilerSteps(trace);
-  const TensorNames names = NameModelState(trace, kt, keys);  // `keys` is in slot order
+  const TensorNames names = NameModelState(in, &keys);  // `keys` is in slot order
   auto when = [&](uint32_t event) { return MsAfter(trace.event_t0[event], first < 0 ? 0 : first); };
 
   std::string out;
@@ -101,7 +101,7 @@ Expected<std::string> ExplainTensor(const ExplainTensorInput& x, const TensorRef
              JsonString(std::string(CategoryName(category))));
       // The model's state by the name users know (names.h).
       if (const auto it = names.find(key.value()); it != names.end())
-        f.Line("name", it->second, JsonString(it->second));
+        f.Line("name", it->second.text, JsonString(it->second.text));
       f.Line("key",
              "tensor id " + std::to_string(tk.id.value()) + ", allocation id " +
                  std::to_string(tk.allocation.value()) + ", device " +

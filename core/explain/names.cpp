@@ -2,74 +2,256 @@
 #include "core/explain/names.h"
 
 #include <algorithm>
-
-#include "core/explain/context.h"
+#include <numeric>
 
 namespace memtl {
 
-TensorNames NameModelState(const Trace& trace, const KeyTable& keys,
-                           const std::vector<KeySlot>& wanted) {
-  TensorNames names;
-  auto is_wanted = [&](uint32_t tensor) {
-    const KeySlot k = keys.SlotOfTensor(tensor);
-    return k.valid() && std::binary_search(wanted.begin(), wanted.end(), k);
-  };
-  auto name = [&](uint32_t tensor, const std::string& text) {
-    if (is_wanted(tensor)) names.try_emplace(keys.SlotOfTensor(tensor).value(), text);
-  };
-  // A parameter's name as a module reports it, or as an optimizer reports
-  // it when no module did (its place in the optimizer's list).
-  TensorNames params;
-  auto param_name = [&](uint32_t tensor) -> const std::string* {
-    const KeySlot k = keys.SlotOfTensor(tensor);
-    const auto it = k.valid() ? params.find(k.value()) : params.end();
-    return it == params.end() ? nullptr : &it->second;
-  };
-  // Modules first, in event order: a parameter's name is its module's path
-  // and its attribute name. Parameters are remembered whether wanted or
-  // not: an optimizer's wanted state takes its parameter's name.
-  for (uint32_t e = 0; e < trace.events.size(); ++e) {
-    const Event& ev = trace.events[e];
-    const uint32_t m = ev.kind == EventKind::kPy ? trace.Py(ev.payload).module() : kNone32;
-    if (m == kNone32) continue;
-    const ModuleInfo& mod = trace.modules[m];
-    std::string path;  // built at the first parameter it names
-    for (uint32_t p = mod.params_begin; p < mod.params_begin + mod.params_count; ++p) {
-      const ParamInfo& param = trace.params[p];
-      std::string full;
-      if (const std::string* known = param_name(param.tensor)) {
-        if (!is_wanted(param.tensor) && !is_wanted(param.grad)) continue;
-        full = *known;
-      } else {
-        if (path.empty()) path = ModulePath(trace, e);
-        full = path;
-        full += " .";
-        full += param.name == kNone32 ? std::string("?") : trace.strings.Get(param.name);
-        if (const KeySlot k = keys.SlotOfTensor(param.tensor); k.valid())
-          params.emplace(k.value(), full);
+namespace {
+
+// What a key is to the model: a parameter, or a parameter's gradient or
+// state. `param` indexes the parameters found (Params::bases).
+struct Role {
+  enum Kind : uint8_t { kParam, kGrad, kState };
+  uint32_t param = 0;
+  Kind kind = kParam;
+  uint32_t state_name = kNone32;  // string id; kNone32: "state"
+};
+
+// The parameters found, each with the name its gradient and state extend.
+struct Params {
+  std::vector<TensorName> bases;
+  absl::flat_hash_map<uint32_t, uint32_t> of_key;  // key slot -> index into bases
+};
+
+class Namer {
+ public:
+  Namer(const ExplainInput& in, bool tracer_state) : in_(in), tracer_state_(tracer_state) {}
+
+  // 1. What the python tracer reports.
+  void FromTracer() {
+    const Trace& t = in_.trace;
+    // Modules first, in event order: a parameter's name is its module's
+    // path and its attribute name.
+    for (uint32_t e = 0; e < t.events.size(); ++e) {
+      const Event& ev = t.events[e];
+      const uint32_t m = ev.kind == EventKind::kPy ? t.Py(ev.payload).module() : kNone32;
+      if (m == kNone32) continue;
+      const ModuleInfo& mod = t.modules[m];
+      std::string path;  // built at the first parameter it introduces
+      for (uint32_t p = mod.params_begin; p < mod.params_begin + mod.params_count; ++p) {
+        const ParamInfo& param = t.params[p];
+        uint32_t index = FindParam(param.tensor);
+        if (index == kNone32) {
+          const KeySlot k = in_.keys.SlotOfTensor(param.tensor);
+          if (!k.valid()) continue;
+          if (path.empty()) path = ModulePath(t, e);
+          TensorName base;
+          base.module = path;
+          if (param.qualname != kNone32) {
+            base.text = t.strings.Get(param.qualname);
+          } else {
+            base.text = path + " .";
+            base.text += param.name == kNone32 ? std::string("?") : t.strings.Get(param.name);
+          }
+          index = AddParam(k, std::move(base));
+        }
+        SetRole(param.grad, {index, Role::kGrad, kNone32});
       }
-      name(param.tensor, full);
-      name(param.grad, full + " grad");
+    }
+    // Then the optimizers: their parameters (named by their place in the
+    // optimizer's list when no module reported them), gradients and state.
+    for (uint32_t e = 0; e < t.events.size(); ++e) {
+      const Event& ev = t.events[e];
+      const uint32_t o = ev.kind == EventKind::kPy ? t.Py(ev.payload).optimizer() : kNone32;
+      if (o == kNone32) continue;
+      const OptimizerInfo& opt = t.optimizers[o];
+      for (uint32_t p = opt.params_begin; p < opt.params_begin + opt.params_count; ++p) {
+        const ParamInfo& param = t.params[p];
+        uint32_t index = FindParam(param.tensor);
+        if (index == kNone32) {
+          const KeySlot k = in_.keys.SlotOfTensor(param.tensor);
+          if (!k.valid()) continue;
+          TensorName base;
+          base.text = param.qualname != kNone32
+                          ? t.strings.Get(param.qualname)
+                          : "optimizer param " + std::to_string(p - opt.params_begin);
+          index = AddParam(k, std::move(base));
+        }
+        SetRole(param.grad, {index, Role::kGrad, kNone32});
+        for (uint32_t s = param.state_begin; s < param.state_begin + param.state_count; ++s)
+          SetRole(t.states[s].tensor, {index, Role::kState, t.states[s].name});
+      }
     }
   }
-  // Then the optimizers: their parameters' gradients and state.
-  for (uint32_t e = 0; e < trace.events.size(); ++e) {
-    const Event& ev = trace.events[e];
-    const uint32_t o = ev.kind == EventKind::kPy ? trace.Py(ev.payload).optimizer() : kNone32;
-    if (o == kNone32) continue;
-    const OptimizerInfo& opt = trace.optimizers[o];
-    for (uint32_t p = opt.params_begin; p < opt.params_begin + opt.params_count; ++p) {
-      const ParamInfo& param = trace.params[p];
-      const std::string* known = param_name(param.tensor);
-      const std::string base =
-          known != nullptr ? *known : "optimizer param " + std::to_string(p - opt.params_begin);
-      name(param.tensor, base);
-      name(param.grad, base + " grad");
-      for (uint32_t s = param.state_begin; s < param.state_begin + param.state_count; ++s)
-        name(trace.states[s].tensor, base + " " + trace.strings.Get(trace.states[s].name));
+
+  // Whether a wanted key that is a GRADIENT or OPTIMIZER_STATE has no role.
+  bool MissesAny(const std::vector<KeySlot>* wanted) const {
+    auto missing = [&](KeySlot k) {
+      return !roles_.contains(k.value()) &&
+             (Is(k, Category::kGradient) || Is(k, Category::kOptimizerState));
+    };
+    if (wanted != nullptr) return std::any_of(wanted->begin(), wanted->end(), missing);
+    for (const KeySlot k : in_.keys.slots()) {
+      if (missing(k)) return true;
+    }
+    return false;
+  }
+
+  // 2. The data-flow rule (names.h) for the gradients and state the tracer
+  // left unnamed.
+  void FromOptimizerDataFlow() {
+    const Trace& t = in_.trace;
+    const DataFlowGraph& g = in_.graph;
+    const uint32_t num_keys = in_.keys.size();
+    PerKey<int64_t> bytes(num_keys, -1);
+    for (const TimelineEvent& e : in_.timeline) {
+      if (e.has_key() && (e.action == Action::kCreate || e.action == Action::kPreexisting))
+        bytes[e.key()] = e.bytes;
+    }
+    std::vector<uint32_t> group(num_keys);
+    std::iota(group.begin(), group.end(), 0u);
+    auto find = [&](uint32_t k) {
+      while (group[k] != k) k = group[k] = group[group[k]];
+      return k;
+    };
+    // Per node, the optimizer step around it (kNone32: none); per python
+    // name (string id), whether it is a call into torch/optim/.
+    std::vector<uint8_t> optim_name(t.strings.size(), 0);  // 0 unknown, 1 yes, 2 no
+    auto step_of = [&](uint32_t event) {
+      uint32_t step = kNone32;
+      for (uint32_t p = event; p != kNone32; p = t.events[p].parent) {
+        const Event& ev = t.events[p];
+        if (ev.kind != EventKind::kPy) continue;
+        uint8_t& known = optim_name[t.py_names[ev.payload]];
+        if (known == 0) known = t.Name(ev).find("torch/optim/") != std::string::npos ? 1 : 2;
+        if (known == 1) step = p;  // the outermost wins
+      }
+      return step;
+    };
+    std::vector<uint32_t> node_step(g.nodes().size());
+    absl::flat_hash_map<int64_t, uint32_t> by_size;  // per node: a key of each size
+    for (size_t n = 0; n < g.nodes().size(); ++n) {
+      const FlowNode& node = g.nodes()[n];
+      node_step[n] = step_of(node.event);
+      if (node_step[n] == kNone32) continue;
+      // Join the node's tensors of one size (a shared scalar, such as a
+      // learning rate held in a tensor, joins nothing it is not the size of).
+      by_size.clear();
+      for (const FlowEdge* e = g.begin(node); e != g.end(node); ++e) {
+        const int64_t size = bytes[e->key()];
+        if (size <= 0) continue;
+        const auto [it, added] = by_size.try_emplace(size, e->key().value());
+        const uint32_t x = find(e->key().value()), y = find(it->second);
+        if (!added && x != y) group[x] = y;
+      }
+    }
+    // Each group's parameter: kNone32 none yet, kMany two or more.
+    constexpr uint32_t kMany = kNone32 - 1;
+    absl::flat_hash_map<uint32_t, uint32_t> group_param;
+    for (const auto& [key, index] : params_.of_key) {
+      uint32_t& p = group_param.try_emplace(find(key), kNone32).first->second;
+      p = p == kNone32 || p == index ? index : kMany;
+    }
+    auto param_of = [&](uint32_t root) {
+      const auto it = group_param.find(root);
+      return it == group_param.end() ? kNone32 : it->second;
+    };
+    // A group with no parameter takes the next one its step touches.
+    std::vector<uint32_t> pending;
+    uint32_t step = kNone32;
+    for (size_t n = 0; n < g.nodes().size(); ++n) {
+      if (node_step[n] == kNone32) continue;
+      if (node_step[n] != step) pending.clear();
+      step = node_step[n];
+      const FlowNode& node = g.nodes()[n];
+      uint32_t touched = kNone32;
+      for (const FlowEdge* e = g.begin(node); e != g.end(node); ++e) {
+        const uint32_t root = find(e->key().value());
+        const uint32_t p = param_of(root);
+        if (p == kNone32) {
+          pending.push_back(root);
+        } else {
+          touched = touched == kNone32 || touched == p ? p : kMany;
+        }
+      }
+      if (touched == kNone32) continue;
+      if (touched != kMany) {
+        for (const uint32_t root : pending) group_param.try_emplace(root, touched);
+      }
+      pending.clear();
+    }
+    for (const KeySlot k : in_.keys.slots()) {
+      if (roles_.contains(k.value())) continue;
+      const bool grad = Is(k, Category::kGradient);
+      if (!grad && !Is(k, Category::kOptimizerState)) continue;
+      const uint32_t p = param_of(find(k.value()));
+      if (p == kNone32 || p == kMany) continue;
+      roles_.emplace(k.value(), Role{p, grad ? Role::kGrad : Role::kState, kNone32});
     }
   }
-  return names;
+
+  TensorNames Names(const std::vector<KeySlot>* wanted) const {
+    TensorNames names;
+    auto add = [&](uint32_t key) {
+      const auto it = roles_.find(key);
+      if (it == roles_.end()) return;
+      const Role& r = it->second;
+      TensorName n = params_.bases[r.param];
+      if (r.kind == Role::kGrad) n.text += " grad";
+      if (r.kind == Role::kState)
+        n.text += r.state_name == kNone32 ? " state" : " " + in_.trace.strings.Get(r.state_name);
+      names.emplace(key, std::move(n));
+    };
+    if (wanted != nullptr) {
+      for (const KeySlot k : *wanted) add(k.value());
+    } else {
+      for (const auto& [key, role] : roles_) add(key);
+    }
+    return names;
+  }
+
+ private:
+  uint32_t FindParam(uint32_t tensor) const {
+    const KeySlot k = in_.keys.SlotOfTensor(tensor);
+    if (!k.valid()) return kNone32;
+    const auto it = params_.of_key.find(k.value());
+    return it == params_.of_key.end() ? kNone32 : it->second;
+  }
+  uint32_t AddParam(KeySlot k, TensorName base) {
+    const auto index = static_cast<uint32_t>(params_.bases.size());
+    params_.bases.push_back(std::move(base));
+    params_.of_key.emplace(k.value(), index);
+    roles_.try_emplace(k.value(), Role{index, Role::kParam, kNone32});
+    return index;
+  }
+  void SetRole(uint32_t tensor, Role role) {
+    if (!tracer_state_) return;
+    if (const KeySlot k = in_.keys.SlotOfTensor(tensor); k.valid())
+      roles_.try_emplace(k.value(), role);
+  }
+  // Whether any version of `k` has category `c`.
+  bool Is(KeySlot k, Category c) const {
+    const Version last = std::max(in_.graph.last_version(k), Version(0));
+    for (Version v(0); v <= last; v = v.next()) {
+      if (in_.categories.Get(k, v) == c) return true;
+    }
+    return false;
+  }
+
+  const ExplainInput& in_;
+  const bool tracer_state_;
+  Params params_;
+  absl::flat_hash_map<uint32_t, Role> roles_;  // key slot -> role
+};
+
+}  // namespace
+
+TensorNames NameModelState(const ExplainInput& in, const std::vector<KeySlot>* wanted,
+                           bool tracer_state) {
+  Namer namer(in, tracer_state);
+  namer.FromTracer();
+  if (namer.MissesAny(wanted)) namer.FromOptimizerDataFlow();
+  return namer.Names(wanted);
 }
 
 }  // namespace memtl

@@ -192,10 +192,10 @@ PeakReport ExplainPeak(const PeakInput& c, size_t top) {
   live.resize(std::min(live.size(), top));
   std::vector<KeySlot> shown = live;
   std::sort(shown.begin(), shown.end());
-  const TensorNames names = NameModelState(trace, c.keys, shown);
+  const TensorNames names = NameModelState(c, &shown);
   for (const KeySlot k : live) {
     LiveTensor t;
-    if (const auto it = names.find(k.value()); it != names.end()) t.name = it->second;
+    if (const auto it = names.find(k.value()); it != names.end()) t.name = it->second.text;
     t.tensor = c.keys[k].id.value();
     t.version = alive[k];
     t.bytes = bytes[k];

@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "core/explain/names.h"
 #include "core/explain/peak.h"
 
 namespace memtl {
@@ -61,6 +62,12 @@ struct DeviceUse {
   // of the module call whose parameter they are (kNone32: none).
   std::map<uint32_t, int64_t> before_profile;
   int64_t no_identity = 0;  // untracked bytes alive at the peak
+  // The model's state alive at the peak, by the module that owns it
+  // (owner ids: ComputeTables' `owners`): the module table counts it there,
+  // not where it was made. `moved` is what leaves each place's module row
+  // for it; `owned_before` is what of it comes from before the profile.
+  std::map<uint32_t, int64_t> owned, owned_before;
+  std::map<uint32_t, int64_t> moved;
 
   MemoryUse& At(uint32_t place, size_t num_places) {
     if (by_place.size() <= place) by_place.resize(std::max<size_t>(num_places, place + 1));
@@ -102,6 +109,19 @@ std::vector<std::string_view> Prefixes(std::string_view path) {
   return out;
 }
 
+// Adds `u` to module path `path` (self) and every path around it (total);
+// to the row `none` when the path is empty.
+void AddToModule(std::map<std::string, MemoryRow, std::less<>>& rows, const std::string& path,
+                 const MemoryUse& u, std::string_view none) {
+  if (path.empty()) {
+    AddTo(rows, none, u, true);
+    return;
+  }
+  const std::vector<std::string_view> prefixes = Prefixes(path);
+  for (size_t i = 0; i < prefixes.size(); ++i)
+    AddTo(rows, prefixes[i], u, i + 1 == prefixes.size());
+}
+
 }  // namespace
 
 std::vector<MemoryTables> ComputeTables(const ExplainInput& in) {
@@ -115,6 +135,20 @@ std::vector<MemoryTables> ComputeTables(const ExplainInput& in) {
   // place once an allocation below it asked (most ops allocate nothing).
   PerKey<uint32_t> alloc_place(num_keys, kNone32), free_place(num_keys, kNone32);
   PerKey<uint32_t> param_place(num_keys, kNone32);
+  // Per key, the module that owns it as a model's parameter, gradient or
+  // state (names.h), as an id into `owners`; kNone32: none.
+  PerKey<uint32_t> owner(num_keys, kNone32);
+  std::vector<std::string> owners;
+  if (in.inferred == nullptr) {
+    std::map<std::string, uint32_t, std::less<>> owner_ids;
+    for (auto& [key, name] : NameModelState(in, nullptr)) {
+      if (name.module.empty()) continue;
+      const auto [it, added] =
+          owner_ids.try_emplace(name.module, static_cast<uint32_t>(owners.size()));
+      if (added) owners.push_back(name.module);
+      owner[KeySlot(key)] = it->second;
+    }
+  }
   // A trace without tensors: per allocation record, its place, so that the
   // inference's pairing can put what is alive at the peak there.
   std::vector<uint32_t> place_of_alloc(in.inferred != nullptr ? trace.allocs.size() : 0, kNone32);
@@ -230,10 +264,19 @@ std::vector<MemoryTables> ComputeTables(const ExplainInput& in) {
         break;
     }
     if (!to_peak || e.action == Action::kIncrementVersion) continue;
-    if (made != kNone32)
+    const uint32_t owned_by = owner[e.key()];
+    if (made != kNone32) {
       u.At(made, places.size()).at_peak += sign * e.bytes;
-    else
+      if (owned_by != kNone32) {
+        u.owned[owned_by] += sign * e.bytes;
+        u.moved[made] += sign * e.bytes;
+      }
+    } else if (owned_by != kNone32) {
+      u.owned[owned_by] += sign * e.bytes;
+      u.owned_before[owned_by] += sign * e.bytes;
+    } else {
       u.before_profile[param_place[e.key()]] += sign * e.bytes;
+    }
   }
 
   // A trace without tensors: the untracked bytes alive at the peak go to the
@@ -295,14 +338,24 @@ std::vector<MemoryTables> ComputeTables(const ExplainInput& in) {
       if (sites.empty()) AddTo(by_site, kNoCallSite, m, true);
       for (size_t i = 0; i < sites.size(); ++i)
         AddTo(by_site, trace.strings.Get(sites[i]), m, i + 1 == sites.size());
-      const std::string& path = module_path[p];
-      if (path.empty()) {
-        AddTo(by_module, kOutsideModules, m, true);
-        continue;
-      }
-      const std::vector<std::string_view> prefixes = Prefixes(path);
-      for (size_t i = 0; i < prefixes.size(); ++i)
-        AddTo(by_module, prefixes[i], m, i + 1 == prefixes.size());
+      // The model's state made here counts under its module instead.
+      MemoryUse in_module = m;
+      if (const auto it = u.moved.find(p); it != u.moved.end()) in_module.at_peak -= it->second;
+      AddToModule(by_module, module_path[p], in_module, kOutsideModules);
+    }
+    for (const auto& [id, bytes] : u.owned) {
+      if (bytes == 0) continue;
+      MemoryUse m;
+      m.at_peak = bytes;
+      AddToModule(by_module, owners[id], m, kOutsideModules);
+    }
+    for (const auto& [id, bytes] : u.owned_before) {
+      if (bytes == 0) continue;
+      MemoryUse m;
+      m.at_peak = bytes;
+      t.device += m;
+      AddTo(by_op, kBeforeProfile, m, true);
+      AddTo(by_site, kBeforeProfile, m, true);
     }
     for (const auto& [place, bytes] : u.before_profile) {
       if (bytes == 0) continue;
@@ -311,13 +364,8 @@ std::vector<MemoryTables> ComputeTables(const ExplainInput& in) {
       t.device += m;
       AddTo(by_op, kBeforeProfile, m, true);
       AddTo(by_site, kBeforeProfile, m, true);
-      if (place == kNone32 || module_path[place].empty()) {
-        AddTo(by_module, kBeforeProfile, m, true);
-        continue;
-      }
-      const std::vector<std::string_view> prefixes = Prefixes(module_path[place]);
-      for (size_t i = 0; i < prefixes.size(); ++i)
-        AddTo(by_module, prefixes[i], m, i + 1 == prefixes.size());
+      AddToModule(by_module, place == kNone32 ? std::string() : module_path[place], m,
+                  kBeforeProfile);
     }
     if (u.no_identity != 0) {
       MemoryUse m;

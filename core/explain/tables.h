@@ -21,6 +21,12 @@
 // re-allocations of a live untracked address), freed = those of its
 // DESTROY events, at the peak = the peak's bytes.
 //
+// A model's parameters, gradients and optimizer state (names.h) alive at
+// the peak count, in the module table's "at peak" columns, under the module
+// whose parameter they are, not where they were made: that module holds
+// them (a gradient is made by a backward op outside any module call). Their
+// allocations and frees stay where they happened.
+//
 // Bytes alive at the peak with no allocation in the window go to rows of
 // their own: a module's parameter (as the python tracer reports it) to that
 // module (it was made when the module was), any other tensor from before the

@@ -143,6 +143,10 @@ struct ParamInfo {
   uint32_t grad = kNone32;
   uint32_t state_begin = 0;  // into Trace::states
   uint32_t state_count = 0;
+  // The model's own name for it (named_parameters(): "layer1.0.conv1.weight";
+  // string id), where the trace's header lists the model (memtl.save's
+  // model=); kNone32 otherwise.
+  uint32_t qualname = kNone32;
 };
 
 struct ModuleInfo {

@@ -77,6 +77,20 @@ struct TraceHeader {
   int64_t rank = -1;
   int64_t world_size = -1;
   std::string run;
+  // Where and when the profile was recorded, as the producer says (the
+  // script's name, a local time with its offset); empty: not said. The
+  // report names them instead of the trace's file.
+  std::string script;
+  std::string recorded_at;
+  // The model's parameters by name (the header's "model"): the reader gives
+  // each module's and optimizer's parameter whose storage matches one its
+  // name (ParamInfo::qualname), then empties this.
+  struct ModelParam {
+    std::string name;
+    uint64_t ptr = 0;
+    std::string device;
+  };
+  std::vector<ModelParam> model;
 };
 
 struct Trace {

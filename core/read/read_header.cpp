@@ -106,6 +106,12 @@ void Builder::Header(JsonCursor& c) {
       (rank ? t_->header.rank : t_->header.world_size) = v;
     } else if (Is(key, "run") && c.Peek() == JsonCursor::Kind::kString) {
       t_->header.run = std::string(c.ReadString(&scratch_));
+    } else if (Is(key, "script") && c.Peek() == JsonCursor::Kind::kString) {
+      t_->header.script = std::string(c.ReadString(&scratch_));
+    } else if (Is(key, "recorded_at") && c.Peek() == JsonCursor::Kind::kString) {
+      t_->header.recorded_at = std::string(c.ReadString(&scratch_));
+    } else if (Is(key, "model")) {
+      Model(c);
     } else {
       c.SkipValue();
     }
@@ -118,6 +124,35 @@ void Builder::Header(JsonCursor& c) {
          std::to_string(kTraceFormatVersion) + ")");
   }
   t_->header.version = static_cast<int>(version);
+}
+
+// "model": [{"name": "layer1.0.conv1.weight", "ptr": 94..., "dev": "cpu"}, ...].
+void Builder::Model(JsonCursor& c) {
+  if (NextKind(c) != JsonCursor::Kind::kArray) Fail("expected a list for \"model\"");
+  c.BeginArray();
+  while (c.NextItem()) {
+    if (NextKind(c) != JsonCursor::Kind::kObject) Fail("expected a parameter object in \"model\"");
+    TraceHeader::ModelParam p;
+    bool has_name = false, has_ptr = false;
+    c.BeginObject();
+    std::string_view key;
+    while (c.NextKey(&key)) {
+      if (Is(key, "name")) {
+        p.name = std::string(String(c, "name"));
+        has_name = true;
+      } else if (Is(key, "ptr")) {
+        p.ptr = Uint64(c, "ptr");
+        has_ptr = true;
+      } else if (Is(key, "dev")) {
+        p.device = std::string(String(c, "dev"));
+      } else {
+        c.SkipValue();
+      }
+    }
+    Require(has_name, "name");
+    Require(has_ptr, "ptr");
+    t_->header.model.push_back(std::move(p));
+  }
 }
 
 void Builder::FinishImpls() {

@@ -1,4 +1,5 @@
 // Python calls, with their modules' and optimizers' parameters and state.
+#include "absl/container/flat_hash_map.h"
 #include "core/read/record_builder.h"
 
 namespace memtl::read {
@@ -134,6 +135,39 @@ void Builder::Py(const Fields& f, Event* e) {
   if (py.index != PyInfo::kNone31) {
     t_->py_links.push_back({e->payload, py.index, py.is_optimizer});
   }
+}
+
+}  // namespace memtl::read
+
+namespace memtl::read {
+
+// A parameter's storage pointer and device find its name in the header's
+// model; a torch 1.13 parameter, known by its pointer alone, by the pointer.
+// A pointer the model lists under two names (parameters that share a
+// storage at different offsets) names none of them: the trace cannot tell
+// which one a record means.
+void NameModelParams(Trace& trace) {
+  if (trace.header.model.empty()) return;
+  struct Named {
+    uint32_t name;  // string id; kNone32: ambiguous
+    std::string device;
+  };
+  absl::flat_hash_map<uint64_t, Named> by_ptr;
+  for (const TraceHeader::ModelParam& p : trace.header.model) {
+    const uint32_t name = trace.strings.Intern(p.name);
+    const auto [it, added] = by_ptr.try_emplace(p.ptr, Named{name, p.device});
+    if (!added && it->second.name != name) it->second.name = kNone32;
+  }
+  for (ParamInfo& param : trace.params) {
+    if (param.tensor == kNone32 || param.tensor >= trace.tensors.size()) continue;
+    const auto it = by_ptr.find(trace.tensor_ptrs[param.tensor]);
+    if (it == by_ptr.end() || it->second.name == kNone32) continue;
+    const Tensor& t = trace.tensors[param.tensor];
+    if (t.partial == 0 && trace.devices[t.device].name != it->second.device) continue;
+    param.qualname = it->second.name;
+  }
+  trace.header.model.clear();
+  trace.header.model.shrink_to_fit();
 }
 
 }  // namespace memtl::read

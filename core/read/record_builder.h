@@ -132,6 +132,8 @@ class Builder {
   void ReserveFor(double factor);
   // The first line.
   void Header(JsonCursor& c);
+  // The header's "model" (TraceHeader::model).
+  void Model(JsonCursor& c);
   // Numbers the impls of the tensors read so far (Tensor::impl, and
   // Trace::num_impls); called once the records end.
   void FinishImpls();
@@ -303,5 +305,10 @@ class Builder {
   // The id in Trace::shapes of the tensor just read (sizes_, last_dtype_).
   uint32_t InternShape();
 };
+
+// Gives each parameter record whose storage the header's model lists its
+// name there (ParamInfo::qualname), then empties the list; readers call it
+// once every record is in (read_python.cpp).
+void NameModelParams(Trace& trace);
 
 }  // namespace memtl::read

@@ -261,6 +261,7 @@ Expected<Trace> ReadBlocks(LineSource& src, std::string head, const ReadOptions&
     return Status::Error(QuotePath(src.name()) + ": empty file (no memtl trace header)");
   builder.FinishImpls();
   trace.Finish();
+  read::NameModelParams(trace);
   if (!trace.header.has_ids) {
     const PartialTensorCounts partial = ResolvePartialTensors(trace);
     local.python_tensors_resolved = partial.resolved;
