@@ -300,18 +300,25 @@ Expected<std::string> HtmlReport(const ExportInput& in, DeviceIndex device) {
     if (report.devices[i].device == device) selected = i;
   }
   const std::string shown = report.devices.empty() ? wanted : report.devices[selected].name;
+  // What the report was made from: the script and time of the run where the
+  // trace's producer says (memtl.save writes them; a report made from
+  // Python would otherwise name a temporary file), else the trace's name.
+  const TraceHeader& h = in.trace.header;
+  const std::string source =
+      h.script.empty() ? in.source_name
+                       : h.script + (h.recorded_at.empty() ? "" : ", recorded " + h.recorded_at);
 
   std::string html =
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
       "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
       "script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:\">\n"
       "<title>memtl memory timeline: " +
-      Escape(shown) + " (" + Escape(in.source_name) + ")</title>\n<style>\n";
+      Escape(shown) + " (" + Escape(source) + ")</title>\n<style>\n";
   html += report_assets::kDygraphsCss;
   html += "\n";
   html += report_assets::kReportCss;
   html += "</style>\n</head>\n<body>\n<h1>Memory timeline of <span class=\"device-name\">" +
-          Escape(shown) + "</span></h1>\n<p>From <b>" + Escape(in.source_name) + "</b>";
+          Escape(shown) + "</span></h1>\n<p>From <b>" + Escape(source) + "</b>";
   if (report.devices.size() > 1) {
     html += "; device <select id=\"device\">";
     for (size_t i = 0; i < report.devices.size(); ++i) {
@@ -356,7 +363,7 @@ Expected<std::string> HtmlReport(const ExportInput& in, DeviceIndex device) {
     html += "</ul>\n";
   }
   html += "<script id=\"memtl-data\" type=\"application/json\">" +
-          DataJson(report, in.source_name, selected) + "</script>\n<script>\n";
+          DataJson(report, source, selected) + "</script>\n<script>\n";
   html += report_assets::kDygraphsJs;
   html += "\n</script>\n<script>\n";
   html += report_assets::kReportJs;

@@ -146,8 +146,8 @@ namespace memtl::read {
 // A pointer the model lists under two names (parameters that share a
 // storage at different offsets) names none of them: the trace cannot tell
 // which one a record means.
-void NameModelParams(Trace& trace) {
-  if (trace.header.model.empty()) return;
+size_t NameModelParams(Trace& trace) {
+  if (trace.header.model.empty()) return 0;
   struct Named {
     uint32_t name;  // string id; kNone32: ambiguous
     std::string device;
@@ -158,6 +158,7 @@ void NameModelParams(Trace& trace) {
     const auto [it, added] = by_ptr.try_emplace(p.ptr, Named{name, p.device});
     if (!added && it->second.name != name) it->second.name = kNone32;
   }
+  size_t named = 0;
   for (ParamInfo& param : trace.params) {
     if (param.tensor == kNone32 || param.tensor >= trace.tensors.size()) continue;
     const auto it = by_ptr.find(trace.tensor_ptrs[param.tensor]);
@@ -165,9 +166,11 @@ void NameModelParams(Trace& trace) {
     const Tensor& t = trace.tensors[param.tensor];
     if (t.partial == 0 && trace.devices[t.device].name != it->second.device) continue;
     param.qualname = it->second.name;
+    ++named;
   }
   trace.header.model.clear();
   trace.header.model.shrink_to_fit();
+  return named;
 }
 
 }  // namespace memtl::read

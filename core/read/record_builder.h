@@ -308,7 +308,7 @@ class Builder {
 
 // Gives each parameter record whose storage the header's model lists its
 // name there (ParamInfo::qualname), then empties the list; readers call it
-// once every record is in (read_python.cpp).
-void NameModelParams(Trace& trace);
+// once every record is in (read_python.cpp). Returns how many it named.
+size_t NameModelParams(Trace& trace);
 
 }  // namespace memtl::read

@@ -261,7 +261,12 @@ Expected<Trace> ReadBlocks(LineSource& src, std::string head, const ReadOptions&
     return Status::Error(QuotePath(src.name()) + ": empty file (no memtl trace header)");
   builder.FinishImpls();
   trace.Finish();
-  read::NameModelParams(trace);
+  if (!trace.header.model.empty() && read::NameModelParams(trace) == 0 && local.note.empty()) {
+    local.note = QuotePath(src.name()) +
+                 ": the model in the header has no parameter in the profile (no module or "
+                 "optimizer reports a tensor at its parameters' storage): is it the model "
+                 "that was profiled?";
+  }
   if (!trace.header.has_ids) {
     const PartialTensorCounts partial = ResolvePartialTensors(trace);
     local.python_tensors_resolved = partial.resolved;

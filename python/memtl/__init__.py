@@ -21,7 +21,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from typing import TYPE_CHECKING, Optional, Union
+from typing import TYPE_CHECKING, Optional, Sequence, Union
 
 from ._ranks import analyze
 from ._recorder import RecorderError, save
@@ -96,7 +96,43 @@ def binary() -> str:
     raise ExportError("the memtl command was not found: install memtl with pip, or set MEMTL_BIN")
 
 
-def export_memory_timeline(prof: torch.profiler.profile, path: PathLike, device: Optional[str] = None) -> None:
+# The trace save() wrote of a profile, kept on the profile object so that
+# more exports of it do not walk the profile again (export_memory_timeline).
+_SAVED = "_memtl_saved_trace"
+
+
+def _saved_trace(prof, model) -> str:
+    """A trace of ``prof`` (and ``model``) saved once: the walk of the profile
+    is the costly part of an export. It lives in a temporary folder that
+    goes with the profile object (or at exit); a profile that ran again
+    (new results) or another model is saved again."""
+    import weakref
+
+    profiler = getattr(prof, "profiler", prof)
+    results = getattr(profiler, "kineto_results", None)
+    cached = getattr(prof, _SAVED, None)
+    if cached is not None:
+        c_results, c_model, c_dir, c_trace = cached
+        same_model = (c_model is None and model is None) or (
+            c_model is not None and model is not None and c_model() is model)
+        if c_results is results and same_model and os.path.exists(c_trace):
+            return c_trace
+    folder = tempfile.TemporaryDirectory(prefix="memtl_")
+    trace = os.path.join(folder.name, "run.trace.jsonl")
+    save(prof, trace, model=model)
+    try:
+        model_ref = weakref.ref(model) if model is not None else None
+    except TypeError:  # not weakly referable (not an nn.Module: save warned)
+        model_ref = None
+    try:
+        setattr(prof, _SAVED, (results, model_ref, folder, trace))
+    except AttributeError:  # a profile object that takes no attributes: no cache
+        pass
+    return trace
+
+
+def export_memory_timeline(prof: torch.profiler.profile, path: Union[PathLike, Sequence[PathLike]],
+                           device: Optional[str] = None, model=None) -> None:
     """Writes the memory timeline of ``prof`` to ``path``, as
     ``prof.export_memory_timeline(path, device)`` does, and much faster.
 
@@ -107,35 +143,53 @@ def export_memory_timeline(prof: torch.profiler.profile, path: PathLike, device:
     defaults to the accelerator whose memory peaks highest (``cuda:N``,
     ``hip:N``...), else ``cpu``.
 
+    ``path`` may be a list of paths: the profile is walked and analyzed
+    once for all of them. Later calls on the same profile (and model) reuse
+    the trace the first one saved, so exporting ``.html`` and then ``.json``
+    walks the profile once too. ``model`` (the profiled nn.Module) names
+    parameters, gradients and optimizer state as ``named_parameters()``
+    does (see ``save``).
+
     The profile must have been recorded with ``record_shapes=True,
     profile_memory=True, with_stack=True`` (RecorderError otherwise).
     A failure of the analysis raises ExportError with memtl's message; the
-    output file then does not exist (a previous one is left as it was).
+    output files then do not exist (previous ones are left as they were).
     """
-    path = os.fspath(path)
-    if _export_format(path) is None:
-        raise ValueError(
-            "%s: unknown output suffix; use .html, .json, .json.gz or .raw.json.gz "
-            "(as torch.profiler.profile.export_memory_timeline)" % path
-        )
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise ExportError("%s: cannot write: the folder %s does not exist" % (path, directory))
-    if not os.access(directory, os.W_OK | os.X_OK):
-        raise ExportError("%s: cannot write: permission denied on the folder %s" % (path, directory))
+    paths = [os.fspath(p) for p in path] if isinstance(path, (list, tuple)) else [os.fspath(path)]
+    if not paths:
+        raise ValueError("no output path given")
+    for p in paths:
+        if _export_format(p) is None:
+            raise ValueError(
+                "%s: unknown output suffix; use .html, .json, .json.gz or .raw.json.gz "
+                "(as torch.profiler.profile.export_memory_timeline)" % p
+            )
+        directory = os.path.dirname(os.path.abspath(p))
+        if not os.path.isdir(directory):
+            raise ExportError("%s: cannot write: the folder %s does not exist" % (p, directory))
+        if not os.access(directory, os.W_OK | os.X_OK):
+            raise ExportError("%s: cannot write: permission denied on the folder %s" % (p, directory))
     program = binary()
-    with tempfile.TemporaryDirectory(prefix="memtl_") as d:
-        trace = os.path.join(d, "run.trace.jsonl")
-        save(prof, trace)
-        cmd = [program, "export", trace, "-o", path]
-        if device is not None:
-            cmd += ["--device", str(device)]
-        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        if r.returncode != 0:
-            message = r.stderr.strip() or "no message"
-            if message.startswith("memtl: "):
-                message = message[len("memtl: "):]
-            # The trace was this call's temporary file, gone on return: the
-            # message names the user's output instead.
-            message = message.replace(trace, "the profile recorded for %s" % path)
-            raise ExportError("memtl export failed (status %d): %s" % (r.returncode, message))
+    trace = _saved_trace(prof, model)
+    cmd = [program, "export", trace]
+    for p in paths:
+        cmd += ["-o", p]
+    if device is not None:
+        cmd += ["--device", str(device)]
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    named = " and ".join(paths)
+    if r.returncode != 0:
+        message = r.stderr.strip() or "no message"
+        if message.startswith("memtl: "):
+            message = message[len("memtl: "):]
+        # The trace is a temporary file: the message names the user's
+        # output instead.
+        message = message.replace(trace, "the profile recorded for %s" % named)
+        raise ExportError("memtl export failed (status %d): %s" % (r.returncode, message))
+    for line in r.stderr.splitlines():
+        # A note of the analysis (the model names no parameter of the
+        # profile, a truncated trace...) reaches the user as a warning.
+        if line.startswith("memtl: note: "):
+            import warnings
+
+            warnings.warn(line.replace(trace, "the profile recorded for %s" % named), stacklevel=2)

@@ -322,14 +322,15 @@ def _distributed():
     return out
 
 
-def write_events(roots, out, torch_version="", schema_lookup=None, settings=None):
+def write_events(roots, out, torch_version="", schema_lookup=None, settings=None, header_extra=None):
     """Writes the header and every event of `roots` (PyTorch's event tree) to
     `out`: a text stream, or save's _TraceFile. `settings` holds the profiler
     settings known from the profile object; a required setting it does not
     name is judged from the events (no allocation at all: profile_memory was
     off; no operator with any input: record_shapes was off) and a
     RecorderError is raised before anything is written. Returns (events
-    written, allocations). Exposed for tests and other producers.
+    written, allocations). `header_extra` adds fields to the header (save's
+    script, time and model). Exposed for tests and other producers.
 
     The tree is walked once. The header comes first but states what the walk
     learns (the devices, whether ids are complete), so the body goes to a
@@ -357,6 +358,7 @@ def write_events(roots, out, torch_version="", schema_lookup=None, settings=None
                   "ids": ids, "devices": facts.devices}
         header.update(_distributed())
         header.update(settings)
+        header.update(header_extra or {})
         trace.finish(_dumps(header, separators=(",", ":")) + "\n")
     finally:
         if trace is not out:
@@ -425,10 +427,53 @@ def _torch_field_error(e, torch_version):
                          % (torch_version, type(obj).__name__, getattr(e, "name", None) or str(e)))
 
 
-def save(prof: torch.profiler.profile, path: str | os.PathLike[str]) -> None:
+def _script():
+    """The base name of the script that runs (what a report names), or None
+    in an interactive session."""
+    import sys
+
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None) or (sys.argv[0] if sys.argv and sys.argv[0] else None)
+    if not path or path == "-c":
+        return None
+    return os.path.basename(path)
+
+
+def _model_params(model):
+    """The header's "model": each parameter of `model` by its name in
+    named_parameters(), with its storage's address and device, which the
+    reader matches with the profile's parameter records. A `model` that is
+    not an nn.Module gives a warning and None (the trace is written without
+    names)."""
+    import warnings
+
+    import torch
+
+    if not isinstance(model, torch.nn.Module):
+        warnings.warn("memtl: model= takes a torch.nn.Module, not %s; the trace is written without "
+                      "the model's parameter names" % type(model).__name__, stacklevel=3)
+        return None
+    params = []
+    for name, p in model.named_parameters():
+        try:
+            storage = p.untyped_storage() if hasattr(p, "untyped_storage") else p.storage()
+            ptr = storage.data_ptr()
+        except (RuntimeError, NotImplementedError):  # a tensor without storage (meta, fake)
+            continue
+        if ptr:
+            params.append({"name": name, "ptr": ptr, "dev": str(p.device)})
+    return params
+
+
+def save(prof: torch.profiler.profile, path: str | os.PathLike[str], model=None) -> None:
     """Writes `prof` (a finished torch.profiler.profile, or a
     torch.autograd.profiler.profile) to `path` as a memtl trace; gzip when
-    `path` ends in `.gz`. The file appears whole or not at all, and nothing
+    `path` ends in `.gz`. With `model` (the profiled torch.nn.Module), the
+    trace names every parameter, its gradient and its optimizer state as
+    `model.named_parameters()` does ("layer1.0.conv1.weight grad"); a
+    `model` that is not an nn.Module gives a warning and the trace is
+    written without those names. The header also names the script that ran
+    and the time of the save, which the report shows. The file appears whole or not at all, and nothing
     else is left behind: it is written to an unnamed file in the same
     directory (O_TMPFILE; a named temporary file where the file system has
     none), synced, then linked into place.
@@ -436,9 +481,19 @@ def save(prof: torch.profiler.profile, path: str | os.PathLike[str]) -> None:
     and OSError naming `path` when it cannot be written."""
     import torch
 
+    import datetime
+
     path = os.fspath(path)
     settings = _settings(prof)
     _check_settings(settings)
+    extra = {"recorded_at": datetime.datetime.now().astimezone().isoformat(timespec="seconds")}
+    script = _script()
+    if script is not None:
+        extra["script"] = script
+    if model is not None:
+        params = _model_params(model)
+        if params is not None:
+            extra["model"] = params
     try:
         roots = _event_tree(prof)
     except AttributeError as e:
@@ -461,7 +516,7 @@ def save(prof: torch.profiler.profile, path: str | os.PathLike[str]) -> None:
             # The gzip header names the final file, not the temporary one.
             trace = _TraceFile(raw, directory, base[:-3] if path.endswith(".gz") else None)
             try:
-                write_events(roots, trace, torch.__version__, _schema_lookup(), settings)
+                write_events(roots, trace, torch.__version__, _schema_lookup(), settings, extra)
             except AttributeError as e:
                 err = _torch_field_error(e, torch.__version__)
                 if err is None:
