@@ -44,6 +44,26 @@ std::string ModulePath(const Trace& trace, uint32_t event) {
   return path;
 }
 
+std::string CallSiteLabel(std::string_view frame, uint32_t line) {
+  const std::string_view file = FrameFile(frame);
+  if (file.empty()) return std::string(frame);
+  const size_t close = frame.find("): ", file.size());
+  const std::string_view defined = frame.substr(file.size() + 1, close - file.size() - 1);
+  const std::string_view function = frame.substr(close + 3);
+  std::string out(file);
+  if (line != 0) {
+    out += ":" + std::to_string(line) + " in ";
+    out += function;
+    out += "()";
+  } else {
+    out += ": ";
+    out += function;
+    out += "(), defined at line ";
+    out += defined;
+  }
+  return out;
+}
+
 bool IsGeneratedFrame(std::string_view name) {
   return FrameFile(name).find("torchinductor_") != std::string_view::npos;
 }
@@ -93,17 +113,23 @@ EventContext ContextOf(const Trace& trace, const OpTree& tree, uint32_t event) {
   constexpr std::string_view kOptim = "torch/optim/";
   bool optimizer = false;
   std::string_view call_site;
-  bool compiled = false;  // inside generated code below the call site
-  for (uint32_t p = event; p != kNone32; p = trace.events[p].parent) {
+  uint32_t line = 0;          // of the call the event is under, in the call site
+  bool compiled = false;      // inside generated code below the call site
+  uint32_t below = kNone32;   // the event on the path just below `p`
+  for (uint32_t p = event; p != kNone32; below = p, p = trace.events[p].parent) {
     const Event& e = trace.events[p];
     if (e.kind != EventKind::kPy) continue;
     const std::string& name = trace.Name(e);
     if (name.find(kOptim) != std::string::npos) optimizer = true;
     if (call_site.empty() && IsGeneratedFrame(name)) compiled = true;
-    if (call_site.empty() && IsUserFrame(name)) call_site = name;
+    if (call_site.empty() && IsUserFrame(name)) {
+      call_site = name;
+      if (below != kNone32 && trace.events[below].kind == EventKind::kPy)
+        line = trace.PyLine(trace.events[below].payload);
+    }
   }
   EventContext c;
-  c.call_site = call_site;
+  if (!call_site.empty()) c.call_site = CallSiteLabel(call_site, line);
   if (compiled) c.call_site += c.call_site.empty() ? "compiled region" : " (compiled region)";
   c.module = ModulePath(trace, event);
   c.phase = tree.in_backward(event) ? "backward"

@@ -49,8 +49,10 @@ std::string_view ShapeOf(const ExplainInput& in, KeySlot key);
 struct EventContext {
   std::string module;  // "Sequential_0 > Linear_1"; empty when none
   std::string phase;   // "forward", "backward", "optimizer", "other"
-  // The innermost Python frame of the user's code around the event, as the
-  // python tracer names it ("train.py(42): forward"); empty when none. A
+  // The innermost Python frame of the user's code around the event
+  // (CallSiteLabel: "train.py:57 in forward()" where the trace says which
+  // line of it made the call the event is under, else "train.py: forward(),
+  // defined at line 42"); empty when none. A
   // frame is the user's when its file is not PyTorch's (under torch/) and
   // it is no built-in ("<built-in method ...>"); standard-library frames
   // are not told apart (they are rarely the innermost).
@@ -63,6 +65,13 @@ EventContext ContextOf(const Trace& trace, const OpTree& tree, uint32_t event);
 // "Sequential_0 > Linear_1": the nn.Module calls around `event`, the event
 // itself included, outermost first; empty when there are none.
 std::string ModulePath(const Trace& trace, uint32_t event);
+
+// What the outputs call a frame of the user's code, from the python
+// tracer's name for it ("train.py(42): forward": the line is where the
+// function is defined): with `line` (the line of that frame that made a
+// call, 0: unknown) "train.py:57 in forward()"; without,
+// "train.py: forward(), defined at line 42". Any other name stays as it is.
+std::string CallSiteLabel(std::string_view frame, uint32_t line);
 
 // Whether a python call's name is a frame of the user's code (EventContext::
 // call_site): "FILE(LINE): FUNC" with FILE outside PyTorch and outside

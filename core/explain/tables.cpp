@@ -25,13 +25,15 @@ constexpr std::string_view kModulePrefix = "nn.Module: ";
 
 // The ops, module calls and frames of the user's code around an event, as
 // a trie: place 0 is outside any of them; a child adds an op (its name), a
-// module call or a user frame (a python call IsUserFrame names).
+// module call, a user frame (a python call IsUserFrame names), or the line
+// of a user frame that made the call below it (where the trace says).
 class Places {
  public:
-  enum class Kind : uint8_t { kOp, kModule, kCallSite };
+  enum class Kind : uint8_t { kOp, kModule, kCallSite, kLine };
   struct Place {
     uint32_t parent = kNone32;
-    uint32_t name = 0;  // string id of the op's or the python call's name
+    // String id of the op's or the python call's name; a kLine's line.
+    uint32_t name = 0;
     Kind kind = Kind::kOp;
     uint32_t event = kNone32;  // the first event that made it (for ContextOf)
   };
@@ -160,17 +162,28 @@ std::vector<MemoryTables> ComputeTables(const ExplainInput& in) {
   // Per string id of a python call: 0 not yet known, 1 a module call, 2 a
   // user frame, 3 neither (each name is tested once).
   std::vector<uint8_t> py_kind(trace.strings.size(), 0);
-  auto label = [&](uint32_t event, uint32_t parent) {
+  auto kind_of = [&](uint32_t name) {
+    uint8_t& kind = py_kind[name];
+    if (kind == 0) {
+      const std::string& s = trace.strings.Get(name);
+      kind = s.starts_with(kModulePrefix) ? 1 : IsUserFrame(s) ? 2 : 3;
+    }
+    return kind;
+  };
+  // `parent_event` is the event around `event` (kNone32: a root).
+  auto label = [&](uint32_t event, uint32_t parent, uint32_t parent_event) {
     const Event& ev = trace.events[event];
     if (ev.kind == EventKind::kOp)
       return places.Child(parent, trace.ops[ev.payload].name, Places::Kind::kOp, event);
     if (ev.kind == EventKind::kPy) {
+      // A call a user frame made, at a line the trace gives: that line first.
+      const uint32_t line = trace.PyLine(ev.payload);
+      if (line != 0 && parent_event != kNone32 &&
+          trace.events[parent_event].kind == EventKind::kPy &&
+          kind_of(trace.py_names[trace.events[parent_event].payload]) == 2)
+        parent = places.Child(parent, line, Places::Kind::kLine, event);
       const uint32_t name = trace.py_names[ev.payload];
-      uint8_t& kind = py_kind[name];
-      if (kind == 0) {
-        const std::string& s = trace.strings.Get(name);
-        kind = s.starts_with(kModulePrefix) ? 1 : IsUserFrame(s) ? 2 : 3;
-      }
+      const uint8_t kind = kind_of(name);
       if (kind == 1) return places.Child(parent, name, Places::Kind::kModule, event);
       if (kind == 2) return places.Child(parent, name, Places::Kind::kCallSite, event);
     }
@@ -180,7 +193,8 @@ std::vector<MemoryTables> ComputeTables(const ExplainInput& in) {
     size_t i = stack.size();
     while (i > 0 && stack[i - 1].place == kNone32) --i;
     uint32_t p = i == 0 ? 0 : stack[i - 1].place;
-    for (; i < stack.size(); ++i) stack[i].place = p = label(stack[i].event, p);
+    for (; i < stack.size(); ++i)
+      stack[i].place = p = label(stack[i].event, p, i == 0 ? kNone32 : stack[i - 1].event);
     return p;
   };
   for (const uint32_t e : in.tree.preorder()) {
@@ -304,19 +318,34 @@ std::vector<MemoryTables> ComputeTables(const ExplainInput& in) {
   }
 
   // The rows. A place's op names, call sites and module path are found once.
-  std::vector<std::vector<uint32_t>> op_names(places.size()), call_sites(places.size());
+  // A call site is a user frame's name (string id) and, where the trace
+  // says, the line of it that made the call (in the high half; 0: none).
+  std::vector<std::vector<uint32_t>> op_names(places.size());
+  std::vector<std::vector<uint64_t>> call_sites(places.size());
   std::vector<std::string> module_path(places.size());
   for (uint32_t p = 1; p < places.size(); ++p) {
     const Places::Place& place = places[p];
     // Each op name and call site once, the innermost's last.
     op_names[p] = op_names[place.parent];
     call_sites[p] = call_sites[place.parent];
-    if (place.kind != Places::Kind::kModule) {
-      std::vector<uint32_t>& names = place.kind == Places::Kind::kOp ? op_names[p] : call_sites[p];
-      std::erase(names, place.name);
-      names.push_back(place.name);
+    if (place.kind == Places::Kind::kOp) {
+      std::erase(op_names[p], place.name);
+      op_names[p].push_back(place.name);
+    } else if (place.kind == Places::Kind::kCallSite) {
+      std::erase(call_sites[p], uint64_t{place.name});
+      call_sites[p].push_back(place.name);
+    } else if (place.kind == Places::Kind::kLine && !call_sites[p].empty()) {
+      // The frame around it (the innermost) at that line.
+      const uint64_t site = (uint64_t{place.name} << 32) | (call_sites[p].back() & 0xffffffffu);
+      call_sites[p].pop_back();
+      std::erase(call_sites[p], site);
+      call_sites[p].push_back(site);
     }
     const bool module = place.kind == Places::Kind::kModule;
+    if (place.kind == Places::Kind::kLine) {  // its event is the call below it
+      module_path[p] = module_path[place.parent];
+      continue;
+    }
     module_path[p] = module || !module_path[place.parent].empty()
                          ? ContextOf(trace, in.tree, place.event).module
                          : std::string();
@@ -334,10 +363,13 @@ std::vector<MemoryTables> ComputeTables(const ExplainInput& in) {
       if (ops.empty()) AddTo(by_op, kOutsideOps, m, true);
       for (size_t i = 0; i < ops.size(); ++i)
         AddTo(by_op, trace.strings.Get(ops[i]), m, i + 1 == ops.size());
-      const std::vector<uint32_t>& sites = call_sites[p];
+      const std::vector<uint64_t>& sites = call_sites[p];
       if (sites.empty()) AddTo(by_site, kNoCallSite, m, true);
-      for (size_t i = 0; i < sites.size(); ++i)
-        AddTo(by_site, trace.strings.Get(sites[i]), m, i + 1 == sites.size());
+      for (size_t i = 0; i < sites.size(); ++i) {
+        const std::string& frame = trace.strings.Get(static_cast<uint32_t>(sites[i]));
+        AddTo(by_site, CallSiteLabel(frame, static_cast<uint32_t>(sites[i] >> 32)), m,
+              i + 1 == sites.size());
+      }
       // The model's state made here counts under its module instead.
       MemoryUse in_module = m;
       if (const auto it = u.moved.find(p); it != u.moved.end()) in_module.at_peak -= it->second;

@@ -112,6 +112,11 @@ struct Trace {
   // in order, with a bit per call saying whether it has one. Read them
   // through Py().
   std::vector<uint32_t> py_names;
+  // Per python call, the line of its caller's code that made the call (the
+  // python tracer's caller frame; 0: not said): empty when no record says,
+  // and shorter than py_names when the last ones do not. Read it through
+  // PyLine().
+  std::vector<uint32_t> py_lines;
   std::vector<PyLink> py_links;
   std::vector<bool> py_linked;
   std::vector<uint32_t> other_names;  // string id per kOther event
@@ -164,6 +169,7 @@ struct Trace {
 
   // The event's name: the op's or python call's, "[memory]" for allocations.
   const std::string& Name(const Event& e) const;
+  uint32_t PyLine(uint32_t py) const { return py < py_lines.size() ? py_lines[py] : 0; }
   // Python call `py` (Event::payload), with its module or optimizer.
   PyInfo Py(uint32_t py) const {
     PyInfo info;

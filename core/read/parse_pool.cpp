@@ -19,6 +19,7 @@ void Chunk::Clear() {
   p.allocs.clear();
   p.alloc_ptrs.clear();
   p.py_names.clear();
+  p.py_lines.clear();
   p.py_links.clear();
   p.py_linked.clear();
   p.other_names.clear();

@@ -157,6 +157,10 @@ bool Builder::Append(Trace& part, const ChunkExtras& x) {
   AppendAll(t.alloc_ids, part.alloc_ids);
 
   // Python calls with their modules, optimizers, parameters and state.
+  if (!part.py_lines.empty()) {
+    t.py_lines.resize(py0, 0);
+    AppendAll(t.py_lines, part.py_lines);
+  }
   AppendMapped(t.py_names, part.py_names, name);
   t.py_linked.insert(t.py_linked.end(), part.py_linked.begin(), part.py_linked.end());
   AppendMapped(t.py_links, part.py_links, [&](PyLink l) {

@@ -131,6 +131,10 @@ void Builder::Py(const Fields& f, Event* e) {
   }
   e->payload = static_cast<uint32_t>(t_->py_names.size());
   t_->py_names.push_back(py.name);
+  if (f.line != 0) {
+    t_->py_lines.resize(e->payload, 0);
+    t_->py_lines.push_back(f.line);
+  }
   t_->py_linked.push_back(py.index != PyInfo::kNone31);
   if (py.index != PyInfo::kNone31) {
     t_->py_links.push_back({e->payload, py.index, py.is_optimizer});

@@ -147,6 +147,10 @@ void Builder::Field(JsonCursor& c, std::string_view key, Fields& f) {
   if (Is(key, "name")) {
     f.name = Name(c, "name");
     f.has_name = true;
+  } else if (Is(key, "line")) {
+    const int64_t line = Int(c, "line");
+    if (line < 0 || line >= (int64_t{1} << 30)) Fail("\"line\" is out of range");
+    f.line = static_cast<uint32_t>(line);
   } else if (Is(key, "tid")) {
     if (!OptUint64(c, "tid", &f.tid)) f.tid = 0;
   } else if (Is(key, "seq")) {

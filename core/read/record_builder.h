@@ -158,6 +158,7 @@ class Builder {
     // PyTorch's thread ids are unsigned 64-bit: a python-tracer thread that
     // ran no op has 2^64-1.
     uint64_t tid = 0;
+    uint32_t line = 0;  // a python call's line in its caller (0: not said)
     int64_t total_allocated = 0, total_reserved = 0, id = -1, aid = -1;
     uint64_t ptr = 0;
     uint32_t name = 0;

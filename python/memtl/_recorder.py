@@ -254,9 +254,13 @@ def _walk(roots, write, v2, ids, schema_lookup=None, check_inputs=False):
                            % (i, parent, e.start_time_ns, e.start_tid or 0, f.ptr, f.alloc_size, dev,
                               f.total_allocated, f.total_reserved))
             elif kind == "PyCall" or kind == "PyCCall":
-                # A PyCCall carries nothing the format keeps.
-                append('{"k":"py","i":%d,"p":%d,"name":%s,"t0":%d,"t1":%d,"tid":%d%s}\n'
+                # The line of the caller's code that made the call (the call
+                # site's line); a PyCCall carries nothing else the format keeps.
+                caller = getattr(f, "caller", None)
+                line = caller.line_number if caller is not None else 0
+                append('{"k":"py","i":%d,"p":%d,"name":%s,"t0":%d,"t1":%d,"tid":%d%s%s}\n'
                        % (i, parent, jstr(_py_name(e)), e.start_time_ns, e.end_time_ns, e.start_tid or 0,
+                          ',"line":%d' % line if 0 < line < 1 << 30 else "",
                           w.py_extra(f, v2) if kind == "PyCall" else ""))
             else:
                 append('{"k":"other","i":%d,"p":%d,"name":%s,"t0":%d,"t1":%d,"type":%s}\n'

@@ -114,7 +114,7 @@ TEST_CASE("explain: the rules behind a parameter, a gradient and an activation")
   CHECK(act.find("activations: unknown -> ACTIVATION") != std::string::npos);
   CHECK(act.find("created by: aten::relu") != std::string::npos);
   CHECK(act.find("ReLU_0") != std::string::npos);
-  CHECK(act.find("called from record_fixtures.py(") != std::string::npos);
+  CHECK(act.find("called from record_fixtures.py: ") != std::string::npos);
 }
 
 TEST_CASE(

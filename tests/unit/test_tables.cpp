@@ -209,18 +209,21 @@ TEST_CASE("peak and tables: the step and the Python call site of what holds the 
   // Two tensors made by aten::ones_like in two steps (ProfilerStep#N
   // scopes are leaves, as torch.profiler records them): the first under
   // the model's line, through a PyTorch frame (not the user's), the second
-  // at the training loop's line itself.
+  // at the training loop's line itself. The calls say the line of their
+  // caller that made them (the model's forward at train.py:12, relu at
+  // model.py:7); the op the loop runs itself has no such call around it.
   const std::string ones = ",null,null,null,null,null";
-  auto py = [](int i, int p, const std::string& name, long t0, long t1) {
+  auto py = [](int i, int p, const std::string& name, long t0, long t1, int line = 0) {
     return R"({"k":"py","i":)" + std::to_string(i) + R"(,"p":)" + std::to_string(p) +
            R"(,"name":")" + name + R"(","t0":)" + std::to_string(t0) + R"(,"t1":)" +
-           std::to_string(t1) + R"(,"tid":1})" + "\n";
+           std::to_string(t1) + R"(,"tid":1)" +
+           (line != 0 ? R"(,"line":)" + std::to_string(line) : std::string()) + "}\n";
   };
   const std::string text =
       Header() + Op(0, -1, "ProfilerStep#1", 500, 600, "", "user_scope") +
       py(1, -1, "train.py(10): <module>", 1000, 5000) +
-      py(2, 1, "model.py(5): forward", 1100, 1900) +
-      py(3, 2, "torch/nn/functional.py(100): relu", 1150, 1800) +
+      py(2, 1, "model.py(5): forward", 1100, 1900, 12) +
+      py(3, 2, "torch/nn/functional.py(100): relu", 1150, 1800, 7) +
       Op(4, 3, "aten::ones_like", 1200, 1300, T(1, 100) + ones) + Alloc(5, 4, 1250, 300, 16) +
       Op(6, 4, "aten::fill_", 1260, 1270, T(3, 300) + R"(,{"float":1.0})") +
       Op(7, -1, "ProfilerStep#2", 3000, 3100, "", "user_scope") +
@@ -238,8 +241,8 @@ TEST_CASE("peak and tables: the step and the Python call site of what holds the 
   const LiveTensor* model = nullptr;
   const LiveTensor* loop = nullptr;
   for (const LiveTensor& t : peak.largest) {
-    if (t.call_site == "model.py(5): forward") model = &t;
-    if (t.call_site == "train.py(10): <module>") loop = &t;
+    if (t.call_site == "model.py:7 in forward()") model = &t;
+    if (t.call_site == "train.py: <module>(), defined at line 10") loop = &t;
   }
   REQUIRE(model != nullptr);
   REQUIRE(loop != nullptr);
@@ -253,21 +256,24 @@ TEST_CASE("peak and tables: the step and the Python call site of what holds the 
   const auto j = nlohmann::json::parse(PeakJson(peak));
   bool found = false;
   for (const auto& t : j["largest"]) {
-    if (t["call_site"] == "model.py(5): forward") found = t["step"] == "ProfilerStep#1";
+    if (t["call_site"] == "model.py:7 in forward()") found = t["step"] == "ProfilerStep#1";
   }
   CHECK(found);
 
   // The call-site table: self is the innermost user frame, total adds the
-  // frames it was called from.
+  // frames it was called from, each at the line of the call (where known).
   const MemoryTables t = ComputeTables(in)[categorized.value()->device];
   CHECK(HasCallSites(t.by_call_site));
-  const MemoryRow& model_row = Row(t.by_call_site, "model.py(5): forward");
+  const MemoryRow& model_row = Row(t.by_call_site, "model.py:7 in forward()");
   CHECK(model_row.self.allocated == 16);
   CHECK(model_row.self.at_peak == 16);
-  const MemoryRow& loop_row = Row(t.by_call_site, "train.py(10): <module>");
+  const MemoryRow& loop_line = Row(t.by_call_site, "train.py:12 in <module>()");
+  CHECK(loop_line.self.allocated == 0);
+  CHECK(loop_line.total.allocated == 16);
+  CHECK(loop_line.total.at_peak == 16);
+  const MemoryRow& loop_row = Row(t.by_call_site, "train.py: <module>(), defined at line 10");
   CHECK(loop_row.self.allocated == 16);
-  CHECK(loop_row.total.allocated == 32);
-  CHECK(loop_row.total.at_peak == 32);
+  CHECK(loop_row.total.allocated == 16);
   for (const MemoryRow& r : t.by_call_site) CHECK(r.name.find("torch/") == std::string::npos);
   CHECK(FormatTables(t, 10).find("by call site") != std::string::npos);
 }

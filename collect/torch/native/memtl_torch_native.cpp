@@ -118,9 +118,9 @@ class Walker {
           } else if constexpr (std::is_same_v<F, tpi::ExtraFields<tpi::EventType::Allocation>>) {
             Alloc(e, f, index, parent);
           } else if constexpr (std::is_same_v<F, tpi::ExtraFields<tpi::EventType::PyCall>>) {
-            Py(e, index, parent, &f);
+            Py(e, index, parent, &f, f.caller_.line_no_);
           } else if constexpr (std::is_same_v<F, tpi::ExtraFields<tpi::EventType::PyCCall>>) {
-            Py(e, index, parent, nullptr);
+            Py(e, index, parent, nullptr, f.caller_.line_no_);
           } else if constexpr (std::is_same_v<F, tpi::ExtraFields<tpi::EventType::Backend>>) {
             Other(e, index, parent, "backend");
           } else if constexpr (std::is_same_v<F, tpi::ExtraFields<tpi::EventType::OutOfMemory>>) {
@@ -306,11 +306,16 @@ class Walker {
   }
 
   void Py(const tpi::Result& e, int64_t index, int64_t parent,
-          const tpi::ExtraFields<tpi::EventType::PyCall>* call) {
+          const tpi::ExtraFields<tpi::EventType::PyCall>* call, int caller_line) {
     Head("py", index, parent);
     NameAndTimes(e.name(), e);
     out_.Put(",\"tid\":");
     out_.UInt(e.start_tid_);
+    // The line of the caller's code that made the call (the call site's line).
+    if (caller_line > 0 && caller_line < (1 << 30)) {
+      out_.Put(",\"line\":");
+      out_.Int(caller_line);
+    }
     if (call != nullptr && call->module_.has_value()) {
       // 1.13's module record: the class name and (name, storage address)
       // per parameter; no module address, no gradients.
