@@ -22,7 +22,7 @@
   // A category's name as shown: "(inferred)" after it where the trace
   // records no tensors (data.inferred), unknown aside.
   function label(name) {
-    return data.inferred && name !== 'Unknown' ? name + ' (inferred)' : name;
+    return data.inferred && name !== 'unknown' ? name + ' (inferred)' : name;
   }
 
   // The allocator's reserved total at `us` (dev.reserved: [us, bytes] where

@@ -368,3 +368,19 @@ def test_report_in_the_browser(report, browser):
     assert any(m.startswith("Sequential_0 > Conv2d_0") for m in modules), modules
     browser.execute_script("arguments[0].scrollIntoView()", table)
     shot(browser, "report_table_sorted")
+
+
+def test_inferred_categories_are_labelled_so_but_unknown(browser):
+    """A Kineto trace read alone has inferred categories: the chart's toggles
+    say "(inferred)" after each category's name, but not after "unknown",
+    which is no inference (as `memtl peak` prints it; report.js compared
+    the name with "Unknown" and labelled it "unknown (inferred)")."""
+    html = os.path.join(OUT, "kineto_e2e_adam.html")
+    os.makedirs(OUT, exist_ok=True)
+    subprocess.run([MEMTL, "export", os.path.join(ROOT, "fixtures", "kineto", "e2e_adam.kineto.json.gz"),
+                    "-o", html, "--quiet"], check=True)
+    browser.get("file://" + html)
+    time.sleep(0.5)
+    labels = [label.text for label in browser.find_elements(By.CSS_SELECTOR, "#device-0 .toggles label")]
+    assert labels == [c + " (inferred)" for c in CATEGORIES[:7]] + ["unknown"], labels
+    shot(browser, "report_inferred")
