@@ -38,6 +38,15 @@ void AddEtOption(CLI::App* cmd, Args& args) {
       ->option_text("FILE");
 }
 
+// The commands that print their answer: -o puts it in a file instead, as
+// diff and ranks do (cli/memtl.cpp's TextOutputError checks its suffix).
+void AddPrintedOutputOption(CLI::App* cmd, Args& args, const char* formats) {
+  cmd->add_option(
+         "-o,--output", args.outputs,
+         std::string("write to this file instead of standard output (atomically), ") + formats)
+      ->expected(1);
+}
+
 // Builds the command line; `args` receives the values.
 std::unique_ptr<CLI::App> MakeApp(Args& args) {
   auto app = std::make_unique<CLI::App>(
@@ -82,12 +91,17 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
       ->add_option("--format", args.format,
                    "text (for people, the default), tsv (with a header line) or json (JSON Lines)")
       ->check(CLI::IsMember({"text", "tsv", "json"}));
+  AddPrintedOutputOption(
+      events, args,
+      "in the --format given, else by its suffix: .json or .jsonl (JSON Lines), .tsv, any "
+      "other text");
   events->callback([&args] { args.command = "events"; });
 
   CLI::App* cat = app->add_subcommand(
       "categories", "print the timeline: action, tensor(version), bytes, category");
   AddReadOptions(cat, args);
   AddEtOption(cat, args);
+  AddPrintedOutputOption(cat, args, "as text");
   cat->callback([&args] { args.command = "categories"; });
 
   CLI::App* peak = app->add_subcommand(
@@ -102,6 +116,8 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
       ->default_val(20);
   peak->add_option("--format", args.format, "text (for people, the default) or json (for programs)")
       ->check(CLI::IsMember({"text", "json"}));
+  AddPrintedOutputOption(peak, args,
+                         "in the --format given, else by its suffix: .json, any other text");
   peak->callback([&args] { args.command = "peak"; });
 
   CLI::App* explain = app->add_subcommand(
@@ -115,6 +131,8 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
       ->required();
   explain->add_option("--format", args.format, "text (the default) or json (an object per version)")
       ->check(CLI::IsMember({"text", "json"}));
+  AddPrintedOutputOption(explain, args,
+                         "in the --format given, else by its suffix: .json, any other text");
   explain->callback([&args] { args.command = "explain"; });
 
   CLI::App* summary = app->add_subcommand(
@@ -131,6 +149,8 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
   summary->add_option("--budget", args.budgets,
                       "CATEGORY=SIZE or total=SIZE, e.g. ACTIVATION=2GiB (repeatable): exit "
                       "with status 3 when a device goes over");
+  AddPrintedOutputOption(summary, args,
+                         "in the --format given, else by its suffix: .json, any other text");
   summary->callback([&args] { args.command = "summary"; });
 
   CLI::App* diff = app->add_subcommand(
@@ -183,6 +203,7 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
       "memory-profiler tests");
   AddReadOptions(graph, args);
   AddEtOption(graph, args);
+  AddPrintedOutputOption(graph, args, "as text");
   graph->callback([&args] { args.command = "graph"; });
   return app;
 }

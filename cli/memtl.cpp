@@ -180,6 +180,56 @@ int Emit(const std::string& text) {
   return CloseStdout();
 }
 
+bool SameFile(const std::string& a, const std::string& b);
+
+// The commands that print their answer (graph, categories, events, peak,
+// explain, summary) write it to -o's file instead when given one, in the
+// --format given, else in the one its suffix names. Checked before the
+// analysis: a suffix naming a format the command does not write is refused
+// (writing text into x.html would hand the user a broken page), with what
+// writes it; so is the trace itself. Empty when the output is fine; sets
+// `args.format` from the suffix.
+std::string PrintedOutputError(Args& args) {
+  if (args.outputs.empty() || args.outputs.front() == "-") return {};
+  const std::string& out = args.outputs.front();
+  if (SameFile(out, args.trace) || (!args.et.empty() && SameFile(out, args.et)))
+    return memtl::QuotePath(out) + ": is a trace being read; choose another output path";
+  if (!args.format.empty()) return {};
+  const std::string& cmd = args.command;
+  const bool json = cmd == "peak" || cmd == "explain" || cmd == "summary" || cmd == "events";
+  const bool tsv = cmd == "events";
+  const std::string writes = tsv ? "text, TSV or JSON Lines" : json ? "text or JSON" : "text";
+  auto refuse = [&](const std::string& what, const std::string& instead) {
+    return memtl::QuotePath(out) + ": memtl " + cmd + " writes " + writes + ", not " + what + "; " +
+           instead;
+  };
+  if (out.ends_with(".html") || out.ends_with(".htm")) {
+    return refuse("HTML", "memtl export TRACE -o " + memtl::QuotePath(out) +
+                              " writes the HTML report (the chart, the peak and the memory "
+                              "tables)");
+  }
+  if (out.ends_with(".gz")) return refuse("gzip", "name the file without .gz");
+  if (out.ends_with(".json") || out.ends_with(".jsonl")) {
+    if (!json)
+      return refuse("JSON", "memtl events --format json writes the timeline as JSON Lines");
+    args.format = "json";
+  } else if (out.ends_with(".tsv")) {
+    if (!tsv) return refuse("TSV", "memtl events --format tsv writes the timeline as TSV");
+    args.format = "tsv";
+  }
+  return {};
+}
+
+// A printing command's whole answer: to -o's file (atomically), else to
+// standard output.
+int Output(const Args& args, const std::string& text) {
+  if (args.outputs.empty() || args.outputs.front() == "-") return Emit(text);
+  const std::string& out = args.outputs.front();
+  if (auto s = memtl::WriteFileAtomically(out, text, false); !s.ok()) return Fail(s.message());
+  PrintErrLine("memtl: wrote " + memtl::QuotePath(out));
+  return 0;
+}
+
 // --help and --version: CLI11 prints them with iostreams.
 int FlushHelp(int rc) {
   errno = 0;
@@ -192,7 +242,7 @@ int RunGraph(const Args& args) {
   auto analysis = Load(args);
   if (!analysis.ok()) return Fail(analysis.status().message());
   const memtl::Analysis& a = *analysis.value();
-  if (int rc = Emit(memtl::FormatDataFlow(a.trace, a.keys, *a.graph)); rc != 0) return rc;
+  if (int rc = Output(args, memtl::FormatDataFlow(a.trace, a.keys, *a.graph)); rc != 0) return rc;
   PrintTimings(args, a.timer);
   PrintNotes(a.diagnostics);
   return 0;
@@ -223,7 +273,8 @@ int RunPeak(const Args& args) {
   auto c = Categorize(args, memtl::Retain::kExport, args.top);
   if (!c.ok()) return Fail(c.status().message());
   const memtl::PeakReport& report = *c.value()->peak;
-  if (int rc = Emit(args.format == "json" ? memtl::PeakJson(report) : memtl::FormatPeak(report));
+  if (int rc =
+          Output(args, args.format == "json" ? memtl::PeakJson(report) : memtl::FormatPeak(report));
       rc != 0) {
     return rc;
   }
@@ -248,7 +299,7 @@ int RunEvents(const Args& args) {
                                      : args.format == "json" ? memtl::EventsFormat::kJsonLines
                                                              : memtl::EventsFormat::kText;
   const memtl::ExplainInput in = ExplainInputOf(*c.value());
-  if (int rc = Emit(memtl::FormatEvents(in, format)); rc != 0) return rc;
+  if (int rc = Output(args, memtl::FormatEvents(in, format)); rc != 0) return rc;
   PrintNotes(a.diagnostics);
   return 0;
 }
@@ -273,7 +324,7 @@ int RunExplain(const Args& args) {
   auto text = alloc ? memtl::ExplainAllocation(in, *alloc, args.format == "json")
                     : memtl::ExplainTensor({in, *a.sizes, &a.schemas}, *ref, args.format == "json");
   if (!text.ok()) return Fail(memtl::QuotePath(args.trace) + ": " + text.status().message());
-  if (int rc = Emit(text.value()); rc != 0) return rc;
+  if (int rc = Output(args, text.value()); rc != 0) return rc;
   PrintNotes(a.diagnostics);
   return 0;
 }
@@ -299,14 +350,12 @@ int RunSummary(const Args& args) {
   if (!s.ok()) return Fail(s.status().message());
   const std::string text =
       args.format == "json" ? memtl::SummaryJson(s.value()) : memtl::FormatSummary(s.value());
-  if (int rc = Emit(text); rc != 0) return rc;
+  if (int rc = Output(args, text); rc != 0) return rc;
   const std::vector<std::string> over = memtl::CheckBudgets(s.value(), budgets);
   for (const std::string& line : over)
     PrintErrLine("memtl: " + memtl::QuotePath(args.trace) + ": " + line);
   return over.empty() ? 0 : kOverBudgetStatus;
 }
-
-bool SameFile(const std::string& a, const std::string& b);
 
 int RunDiff(const Args& args) {
   // Enough rows that an op in one run's top rows is found in the other's.
@@ -382,8 +431,8 @@ int RunCategories(const Args& args) {
   auto c = Categorize(args, memtl::Retain::kAll);
   if (!c.ok()) return Fail(c.status().message());
   const memtl::Analysis& a = *c.value()->analysis;
-  if (int rc =
-          Emit(memtl::FormatTimeline(a.trace, a.keys, c.value()->timeline, c.value()->categories));
+  if (int rc = Output(
+          args, memtl::FormatTimeline(a.trace, a.keys, c.value()->timeline, c.value()->categories));
       rc != 0) {
     return rc;
   }
@@ -520,6 +569,9 @@ int main(int argc, char** argv) {
         return parsed.status;
       case Parsed::Outcome::kError:
         return Fail(parsed.message);
+    }
+    if (args.command != "export" && args.command != "diff" && args.command != "ranks") {
+      if (const std::string e = PrintedOutputError(args); !e.empty()) return Fail(e);
     }
     const int rc = args.command == "graph"        ? RunGraph(args)
                    : args.command == "categories" ? RunCategories(args)

@@ -22,7 +22,7 @@
   // A category's name as shown: "(inferred)" after it where the trace
   // records no tensors (data.inferred), unknown aside.
   function label(name) {
-    return data.inferred && name !== 'Unknown' ? name + ' (inferred)' : name;
+    return data.inferred && name !== 'unknown' ? name + ' (inferred)' : name;
   }
 
   // The allocator's reserved total at `us` (dev.reserved: [us, bytes] where
@@ -119,19 +119,54 @@
       m.style.top = area.y + 'px';
       m.style.height = area.h + 'px';
     });
-    // A step's label ends before the next step's line (or the plot's
-    // edge): shortened with an ellipsis, hidden when too little is left
-    // (the hover names the step). It never flips to the line's left, where
-    // the previous step's label is. The 10 px: the label's offset, padding
-    // and a gap.
     var steps = Array.prototype.filter.call(wrap.querySelectorAll('.marker.step'), function (m) {
       return m.style.display !== 'none';
     });
+    var peak = wrap.querySelector('.marker.peak');
+    var peakX = peak && peak.style.display !== 'none' ? parseFloat(peak.style.left) : null;
+    // The peak's label, in the row above the steps' labels, goes to the
+    // side of its line that no step's line crosses, where it can.
+    if (peakX !== null) {
+      var span = peak.querySelector('span').getBoundingClientRect().width + 3;
+      var crossed = function (from, to) {
+        return steps.some(function (m) {
+          var x = parseFloat(m.style.left);
+          return x >= from && x <= to;
+        });
+      };
+      var flip = peak.classList.contains('flip');
+      var here = flip ? crossed(peakX - span, peakX) : crossed(peakX, peakX + span);
+      var there = flip ? crossed(peakX, peakX + span) || peakX + span > area.x + area.w
+                       : crossed(peakX - span, peakX) || peakX - span < area.x;
+      if (here && !there) peak.classList.toggle('flip', !flip);
+    }
+    // A step's label ends before the next step's line (or the plot's
+    // edge): shortened with an ellipsis, hidden when too little is left
+    // (the hover names the step). It never flips to the line's left, where
+    // the previous step's label is. The peak's line, which runs through
+    // the labels' row, is an edge too: the label ends before it, or starts
+    // after it where that leaves more of the label. The 10 px: the label's
+    // offset, padding and a gap.
     steps.forEach(function (m, i) {
       var label = m.querySelector('span');
       m.classList.remove('flip');
-      var room = i + 1 < steps.length ? parseFloat(steps[i + 1].style.left) - parseFloat(m.style.left) - 10
-                                      : area.x + area.w - parseFloat(m.style.left) - 10;
+      label.style.left = '';
+      label.style.maxWidth = 'none';
+      label.style.display = '';
+      var x = parseFloat(m.style.left);
+      var end = i + 1 < steps.length ? parseFloat(steps[i + 1].style.left) : area.x + area.w;
+      var room = end - x - 10;
+      if (peakX !== null && peakX > x + 1 && peakX < end) {
+        var want = label.getBoundingClientRect().width - 4;  // its text, without the padding
+        var before = peakX - x - 10;
+        var after = end - peakX - 12;  // past the line's 2 px
+        if (before < want && Math.min(after, want) > before) {
+          label.style.left = peakX - x + 5 + 'px';
+          room = after;
+        } else {
+          room = before;
+        }
+      }
       label.style.maxWidth = Math.max(room, 0) + 'px';
       label.style.display = room < 24 ? 'none' : '';
     });

@@ -26,7 +26,7 @@ int ExportIndex(std::optional<Category> c) {
 }
 
 std::string_view CategoryName(std::optional<Category> c) {
-  return c ? kExportIndexNames[ExportIndex(c)] : std::string_view("unknown");
+  return kExportIndexNames[ExportIndex(c)];
 }
 
 void CategoryDict::Reset(const std::vector<uint32_t>& id_slot, uint32_t num_ids,

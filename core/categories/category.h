@@ -35,15 +35,15 @@ inline constexpr int kNumCategories = 7;
 inline constexpr int kUnknownIndex = 7;
 int ExportIndex(std::optional<Category> c);
 std::string_view CategoryName(std::optional<Category> c);  // "PARAMETER", ..., "unknown"
-// Colours of the plot, by export index.
+// The names every output gives, by export index: PyTorch's enum names, and
+// "unknown" in lower case for bytes no rule categorized (not a category:
+// PyTorch's None), in the text, the JSON, the report and the plot alike.
+// PyTorch's own figure says "Unknown", but none of the files memtl matches
+// byte for byte holds a name (its exports hold indices); docs/categories.md.
 inline constexpr std::array<std::string_view, 8> kExportIndexNames = {
     "PARAMETER",  "OPTIMIZER_STATE", "INPUT",           "TEMPORARY",
-    "ACTIVATION", "GRADIENT",        "AUTOGRAD_DETAIL", "Unknown"};
-// The names the text outputs give (CategoryName's): "unknown", not the
-// plot's "Unknown".
-inline std::string_view ExportCategoryName(int index) {
-  return index == kUnknownIndex ? std::string_view("unknown") : kExportIndexNames[index];
-}
+    "ACTIVATION", "GRADIENT",        "AUTOGRAD_DETAIL", "unknown"};
+inline std::string_view ExportCategoryName(int index) { return kExportIndexNames[index]; }
 
 // Categories are kept in arrays indexed by key slot (KeyTable), tensor
 // id slot and tensor version (the data-flow graph's value numbering), so a

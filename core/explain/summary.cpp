@@ -177,13 +177,18 @@ Expected<Budget> ParseBudget(std::string_view text) {
                          " (write CATEGORY=SIZE, e.g. ACTIVATION=2GiB or total=10GB)");
   };
   if (eq == std::string_view::npos) return bad("no '='");
-  std::string name(text.substr(0, eq));
-  for (char& ch : name) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  // Names in any case: "unknown" as the outputs print it, "activation".
+  auto upper = [](std::string_view s) {
+    std::string u(s);
+    for (char& ch : u) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    return u;
+  };
+  const std::string name = upper(text.substr(0, eq));
   Budget b;
   b.text = std::string(text);
   if (name != "TOTAL") {
     for (int c = 0; c < 8; ++c) {
-      if (name == kExportIndexNames[c] || (c == kUnknownIndex && name == "UNKNOWN")) b.category = c;
+      if (name == upper(kExportIndexNames[c])) b.category = c;
     }
     if (!b.category) return bad("unknown category " + std::string(text.substr(0, eq)));
   }

@@ -520,6 +520,7 @@ Expected<std::unique_ptr<Analysis>> AnalyzeFileOnce(const std::string& path,
     }
     case InputFormat::kSizesTimeline:
     case InputFormat::kExecutionTrace:
+    case InputFormat::kOtherJson:
       return Status::Error(QuotePath(path) + ": " + FormatAdvice(format));
     default: {
       auto t = ReadTraceInput(std::move(input.value()), options, &info);

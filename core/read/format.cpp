@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/model/quote.h"
+#include "core/read/json_cursor.h"
 
 namespace memtl {
 
@@ -35,6 +36,7 @@ class Scan {
     return s_[p_];
   }
   void Take() { ++p_; }
+  size_t pos() const { return p_; }
   // A string's raw text (escapes left as they are), the quotes consumed.
   std::string_view String() {
     const size_t begin = ++p_;
@@ -82,11 +84,14 @@ class Scan {
   size_t p_ = 0;
 };
 
+// SniffObject and SniffArray answer kOtherJson for a value that has none of
+// the formats' keys or shapes, without checking it is JSON: SniffFormat
+// does (OtherJsonOr).
 InputFormat SniffObject(Scan& s) {
   s.Take();  // '{'
   while (true) {
     char c = s.Peek();
-    if (c == '}') return InputFormat::kMemtlTrace;  // none of the keys: the reader says
+    if (c == '}') return InputFormat::kOtherJson;  // none of the keys
     if (c == ',') {
       s.Take();
       c = s.Peek();
@@ -109,7 +114,7 @@ InputFormat SniffArray(Scan& s) {
   char c = s.Peek();
   if (c == ']') return InputFormat::kRawTimeline;  // a device with no events
   if (c == '{') return InputFormat::kKineto;       // Chrome's array form
-  if (c != '[') return InputFormat::kMemtlTrace;
+  if (c != '[') return InputFormat::kOtherJson;    // a list of scalars
   // Raw: [[t, action, bytes, category], [t, ...], ...]; sizes:
   // [[t, ...], [[0, sizes...], ...]]: the second element tells them apart.
   s.Skip();
@@ -117,7 +122,7 @@ InputFormat SniffArray(Scan& s) {
   if (c == ']') return InputFormat::kRawTimeline;  // one event
   if (c != ',') return InputFormat::kMemtlTrace;
   s.Take();
-  if (s.Peek() != '[') return InputFormat::kMemtlTrace;
+  if (s.Peek() != '[') return InputFormat::kOtherJson;
   s.Take();
   c = s.Peek();
   return c == '[' || c == ']' ? InputFormat::kSizesTimeline : InputFormat::kRawTimeline;
@@ -137,10 +142,38 @@ std::string_view FormatName(InputFormat f) {
       return "PyTorch memory timeline (sizes)";
     case InputFormat::kExecutionTrace:
       return "PyTorch execution trace";
+    case InputFormat::kOtherJson:
+      return "JSON document of another kind";
     case InputFormat::kNeedMore:
       break;
   }
   return "unknown";
+}
+
+// A first value with none of the formats' marks (SniffObject's and
+// SniffArray's kOtherJson, or a scalar): kOtherJson when it is valid JSON
+// and either spans lines (a pretty-printed document: the memtl reader would
+// call its first line invalid JSON) or is all the input; else kMemtlTrace,
+// the memtl reader then saying what is wrong (a JSON Lines file whose first
+// line is no header, JSON with a syntax error).
+InputFormat OtherJsonOr(std::string_view head, bool at_end) {
+  Scan s(head);
+  s.Peek();
+  const size_t begin = s.pos();
+  s.Skip();
+  const std::string_view value = head.substr(begin, s.pos() - begin);
+  JsonCursor cursor(value);
+  try {
+    cursor.SkipValue();
+    cursor.ExpectEnd();
+  } catch (const JsonError&) {
+    return InputFormat::kMemtlTrace;
+  }
+  if (value.find('\n') != std::string_view::npos) return InputFormat::kOtherJson;
+  s.Ws();
+  if (s.pos() < head.size()) return InputFormat::kMemtlTrace;  // more lines follow
+  if (!at_end) throw NeedMore{};
+  return InputFormat::kOtherJson;
 }
 
 InputFormat SniffFormat(std::string_view head, bool at_end) {
@@ -149,9 +182,10 @@ InputFormat SniffFormat(std::string_view head, bool at_end) {
   Scan s(head);
   try {
     const char c = s.Peek();
-    if (c == '{') return SniffObject(s);
-    if (c == '[') return SniffArray(s);
-    return InputFormat::kMemtlTrace;
+    const InputFormat f = c == '{'   ? SniffObject(s)
+                          : c == '[' ? SniffArray(s)
+                                     : InputFormat::kOtherJson;
+    return f == InputFormat::kOtherJson ? OtherJsonOr(head, at_end) : f;
   } catch (const NeedMore&) {
     return at_end ? InputFormat::kMemtlTrace : InputFormat::kNeedMore;
   }
@@ -206,6 +240,11 @@ std::string FormatAdvice(InputFormat format) {
       "record with torch.profiler.profile(record_shapes=True, profile_memory=True, "
       "with_stack=True) and save with memtl.save(prof, \"run.trace.jsonl.gz\") (or "
       "prof.export_chrome_trace(\"trace.json\"))";
+  const std::string reads =
+      "memtl reads memtl traces, Kineto traces (export_chrome_trace or "
+      "tensorboard_trace_handler with profile_memory=True) and PyTorch's raw memory "
+      "timelines (export_memory_timeline(\"*.raw.json.gz\")); " +
+      std::string(kRecord);
   switch (format) {
     case InputFormat::kSizesTimeline:
       return "this is a PyTorch memory timeline export ([times, sizes] from "
@@ -217,11 +256,10 @@ std::string FormatAdvice(InputFormat format) {
              "Kineto trace of the same run (export_chrome_trace, recorded with "
              "profile_memory=True) with this file as --et, or " +
              std::string(kRecord);
+    case InputFormat::kOtherJson:
+      return "this is JSON, but not a trace memtl reads; " + reads;
     default:
-      return "memtl reads memtl traces, Kineto traces (export_chrome_trace or "
-             "tensorboard_trace_handler with profile_memory=True) and PyTorch's raw memory "
-             "timelines (export_memory_timeline(\"*.raw.json.gz\")); " +
-             std::string(kRecord);
+      return reads;
   }
 }
 

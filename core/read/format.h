@@ -33,6 +33,11 @@ enum class InputFormat : uint8_t {
   kSizesTimeline,
   // {"schema": ..., "nodes": [...]}: ExecutionTraceObserver.
   kExecutionTrace,
+  // Valid JSON that is none of the above: a document (written over several
+  // lines, or the whole input) with none of their keys or shapes, e.g. a
+  // pretty-printed config or list. The memtl reader, which reads a line at
+  // a time, would call the first line of a pretty-printed one invalid.
+  kOtherJson,
   kNeedMore,  // SniffFormat only: the head ends before the answer
 };
 
@@ -57,8 +62,9 @@ OpenedInput OpenInputFromMemory(std::string data, std::string name);
 
 // One sentence for a file memtl does not read as it is (`format` of
 // kSizesTimeline or kExecutionTrace: what it is and what to pass instead;
-// kMemtlTrace: what memtl reads and how to record it, for a file the
-// memtl reader refused at its first line).
+// kOtherJson: that it is JSON, and what memtl reads; kMemtlTrace: what
+// memtl reads and how to record it, for a file the memtl reader refused at
+// its first line).
 std::string FormatAdvice(InputFormat format);
 
 // The memtl trace reader on an opened input (defined in trace_reader.cpp,

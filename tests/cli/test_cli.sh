@@ -53,7 +53,33 @@ for v in --version -V; do
   grep -qE "^memtl [0-9]+\.[0-9]+" "$tmp/out" && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL version$v"; }
 done
 # An option that does not apply to a command is an error, not ignored.
-check graph-with-output 2 "not expected" -- "$bin" graph "$root/fixtures/dataflow_simple.trace.jsonl.gz" -o "$tmp/g.json"
+check graph-with-device 2 "not expected" -- "$bin" graph "$root/fixtures/dataflow_simple.trace.jsonl.gz" --device cpu
+# The commands that print take -o as diff and ranks do: the same bytes in a
+# file, the format from --format or the suffix; a suffix naming a format
+# the command does not write is refused before the analysis, saying what
+# writes it (peak -o x.html was "The following arguments were not expected").
+pk="$root/fixtures/torch2/e2e_adam.trace.jsonl.gz"
+for c in peak summary events categories graph; do
+  check "$c-o-html" 2 "$tmp/o.html: memtl $c writes " -- "$bin" "$c" "$pk" -o "$tmp/o.html"
+  grep -qF "memtl export TRACE -o $tmp/o.html writes the HTML report" "$tmp/err" && [ ! -e "$tmp/o.html" ] &&
+    pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL $c-o-html: $(cat "$tmp/err")"; }
+  "$bin" "$c" "$pk" >"$tmp/o.stdout" 2>/dev/null
+  check "$c-o-text" 0 "memtl: wrote $tmp/o.txt" -- "$bin" "$c" "$pk" -o "$tmp/o.txt"
+  cmp -s "$tmp/o.txt" "$tmp/o.stdout" && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL $c-o-text: differs from stdout"; }
+done
+check explain-o-html 2 "memtl explain writes text or JSON, not HTML" -- "$bin" explain "$pk" T6 -o "$tmp/o.html"
+"$bin" peak "$pk" --format json >"$tmp/o.stdout" 2>/dev/null
+check peak-o-json 0 "memtl: wrote $tmp/o.json" -- "$bin" peak "$pk" -o "$tmp/o.json"
+cmp -s "$tmp/o.json" "$tmp/o.stdout" && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL peak-o-json: not the JSON"; }
+"$bin" events "$pk" --format tsv >"$tmp/o.stdout" 2>/dev/null
+check events-o-tsv 0 "memtl: wrote $tmp/o.tsv" -- "$bin" events "$pk" -o "$tmp/o.tsv"
+cmp -s "$tmp/o.tsv" "$tmp/o.stdout" && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL events-o-tsv: not the TSV"; }
+check graph-o-json 2 "memtl graph writes text, not JSON" -- "$bin" graph "$pk" -o "$tmp/o.json"
+check peak-o-gz 2 "memtl peak writes text or JSON, not gzip" -- "$bin" peak "$pk" -o "$tmp/o.json.gz"
+check peak-o-trace 2 "is a trace being read" -- "$bin" peak "$pk" -o "$pk"
+# Over budget: the summary is written all the same, then status 3.
+"$bin" summary "$pk" -o "$tmp/s.json" --budget total=1KB 2>/dev/null
+[ $? -eq 3 ] && grep -q '"peak_bytes"' "$tmp/s.json" && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL summary-o-budget"; }
 check export-no-output 2 "--output is required (see memtl export --help)" -- \
   "$bin" export "$root/fixtures/dataflow_simple.trace.jsonl.gz"
 check unknown-option 2 "(see memtl export --help)" -- \

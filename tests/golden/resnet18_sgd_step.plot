@@ -1,9 +1,9 @@
-plot 1600x960, FNV-1a 64 of its pixels b17d84d5b5063fd0
+plot 1600x960, FNV-1a 64 of its pixels 651b4a2b3334d81c
 
 
                                               #        #
 
-                                    ##                    #                              #
+                                #   ##            #                                     # ##
       #
 
 

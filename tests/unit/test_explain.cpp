@@ -117,6 +117,18 @@ TEST_CASE("explain: the rules behind a parameter, a gradient and an activation")
   CHECK(act.find("called from record_fixtures.py: ") != std::string::npos);
 }
 
+TEST_CASE("categories: the bytes no rule categorized are \"unknown\" in every output") {
+  // One spelling: the text and JSON outputs, the report and the plot's
+  // legend all take the names of kExportIndexNames (the plot said
+  // "Unknown", everything else "unknown").
+  CHECK(CategoryName(std::nullopt) == "unknown");
+  CHECK(kExportIndexNames[kUnknownIndex] == "unknown");
+  for (int c = 0; c < 8; ++c) CHECK(ExportCategoryName(c) == kExportIndexNames[c]);
+  // --budget takes the name as printed, in any case.
+  for (const char* text : {"unknown=1", "Unknown=1", "UNKNOWN=1"})
+    CHECK(*ParseBudget(text).value().category == kUnknownIndex);
+}
+
 TEST_CASE(
     "summary: budgets parse with units, and a category's largest is checked on every device") {
   CHECK(ParseBudget("ACTIVATION=2GiB").value().bytes == (int64_t{2} << 30));

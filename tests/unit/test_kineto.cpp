@@ -65,6 +65,22 @@ TEST_CASE("format: decided by content") {
   CHECK(SniffFormat("{\n  \"schemaVersion\": 1,\n  \"devicePro", true) == InputFormat::kMemtlTrace);
   CHECK(SniffFormat("hello", true) == InputFormat::kMemtlTrace);
   CHECK(SniffFormat("", true) == InputFormat::kMemtlTrace);
+  // Valid JSON of none of the formats, pretty-printed or the whole input:
+  // named as JSON (the memtl reader called a pretty-printed document's
+  // first line "not valid JSON").
+  CHECK(SniffFormat("{\n  \"a\": 1\n}\n", false) == InputFormat::kOtherJson);
+  CHECK(SniffFormat("[\n  1,\n  2\n]\n", false) == InputFormat::kOtherJson);
+  CHECK(SniffFormat("{\n  \"a\": [[1, 2], {\"b\": \"}\"}]\n}", true) == InputFormat::kOtherJson);
+  CHECK(SniffFormat("[[1, 2],\n  3]", true) == InputFormat::kOtherJson);
+  CHECK(SniffFormat("{\"a\": 1}\n", true) == InputFormat::kOtherJson);
+  CHECK(SniffFormat("\"x\"\n", true) == InputFormat::kOtherJson);
+  CHECK(SniffFormat("{\"a\": 1}\n", false) == InputFormat::kNeedMore);  // more may follow
+  // Not JSON, or JSON Lines whose first line is no header: the memtl
+  // reader says what is wrong.
+  CHECK(SniffFormat("{\n  \"a\": [1,\n}\n", true) == InputFormat::kMemtlTrace);
+  CHECK(SniffFormat("{\n  \"a\": 01\n}\n", true) == InputFormat::kMemtlTrace);
+  CHECK(SniffFormat("{\"a\": 1}\n{\"b\": 2}\n", true) == InputFormat::kMemtlTrace);
+  CHECK(SniffFormat("[1, 2]\n[3]\n", true) == InputFormat::kMemtlTrace);
 }
 
 TEST_CASE("kineto: ops, python calls and allocations nested by time per thread") {

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/explain/report.h"
+#include "core/explain/summary.h"
 #include "core/explain/tables.h"
 #include "core/pipeline/analysis.h"
 #include "core/read/trace_reader.h"
@@ -134,6 +135,94 @@ TEST_CASE("tables: each table's selves add up to the timeline's totals, on every
               return a.total.at_peak > b.total.at_peak;
             }));
       }
+    }
+  }
+}
+
+TEST_CASE(
+    "summary: each table's rows add up to the peak and hold a byte under one label, on every "
+    "trace memtl reads") {
+  // memtl summary's tables (ops, modules, call sites holding the most at
+  // the peak), all rows, on every input with tensors or allocations: the
+  // fixtures of every folder (CUDA and execution-trace runs too), Kineto
+  // traces alone (categories inferred) and joined to their execution
+  // traces. The rows add up to the peak, none is below zero, and the bytes
+  // from before the profile are under one label in each table: in the op
+  // and call-site tables "(before the profile)" is exactly the live tensors
+  // `memtl peak` says existed before it; in the module table those less the
+  // parameters a module reports, which are under that module.
+  struct Input {
+    fs::path trace, et;
+  };
+  std::vector<Input> inputs;
+  const fs::path root = fs::path(MEMTL_SOURCE_DIR) / "fixtures";
+  for (const auto& e : fs::recursive_directory_iterator(root)) {
+    const std::string name = e.path().filename().string();
+    if (e.path().parent_path().filename() == "bad") continue;
+    if (name.find(".trace.jsonl") != std::string::npos) inputs.push_back({e.path(), {}});
+    // Kineto traces (the one of execution-trace-simple-add has no memory events).
+    const bool kineto = name.ends_with(".kineto.json.gz") || name.ends_with(".pt.trace.json.gz") ||
+                        name.starts_with("kineto-h100");
+    if (!kineto || name.starts_with("execution-trace-simple-add")) continue;
+    inputs.push_back({e.path(), {}});
+    const fs::path et =
+        e.path().parent_path() /
+        (name.substr(0, name.size() - std::string(".kineto.json.gz").size()) + ".et.json.gz");
+    if (name.ends_with(".kineto.json.gz") && fs::exists(et)) inputs.push_back({e.path(), et});
+  }
+  std::sort(inputs.begin(), inputs.end(), [](const Input& a, const Input& b) {
+    return a.trace < b.trace || (a.trace == b.trace && a.et < b.et);
+  });
+  REQUIRE(inputs.size() > 80);
+  for (const Input& input : inputs) {
+    CAPTURE(input.trace);
+    CAPTURE(input.et);
+    PipelineOptions options;
+    options.read.et_path = input.et.string();
+    auto r = RunPipeline(input.trace.string(), options);
+    REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.status().message()));
+    const Categorized& c = *r.value();
+    const Analysis& a = *c.analysis;
+    ExplainInput in = InputOf(c);
+    in.inferred = c.inferred ? &a.inferred : nullptr;
+    const Summary s = Summarize(in, "t", SIZE_MAX);
+    REQUIRE(!s.devices.empty());
+    for (const DeviceSummary& d : s.devices) {
+      CAPTURE(d.device);
+      for (const auto* rows : {&d.top_ops, &d.top_modules, &d.top_call_sites}) {
+        if (rows == &d.top_call_sites && rows->empty()) continue;  // recorded without with_stack
+        int64_t sum = 0;
+        for (const MemoryRow& row : *rows) {
+          CAPTURE(row.name);
+          CHECK(row.self.at_peak >= 0);
+          sum += row.self.at_peak;
+        }
+        CHECK(sum == d.peak_bytes);
+      }
+      if (c.inferred) continue;  // no tensors: allocations from before are one row
+      const auto device = std::find_if(a.trace.devices.begin(), a.trace.devices.end(),
+                                       [&](const auto& dev) { return dev.name == d.device; });
+      in.device = static_cast<DeviceIndex>(device - a.trace.devices.begin());
+      const PeakReport peak = ExplainPeak(in, SIZE_MAX);
+      REQUIRE(peak.largest.size() == peak.live_tensors);
+      int64_t before = 0, module_params = 0;
+      for (const LiveTensor& l : peak.largest) {
+        if (l.creator != kNone32) continue;
+        before += l.bytes;
+        // "PATH .weight": a parameter its module reports (names.h).
+        const size_t space = l.name.rfind(' ');
+        if (space != std::string::npos && l.name[space + 1] == '.') module_params += l.bytes;
+      }
+      auto at_peak = [](const std::vector<MemoryRow>& rows, std::string_view name) {
+        for (const MemoryRow& row : rows) {
+          if (row.name == name) return row.self.at_peak;
+        }
+        return int64_t{0};
+      };
+      CHECK(at_peak(d.top_ops, kBeforeProfile) == before);
+      if (!d.top_call_sites.empty()) CHECK(at_peak(d.top_call_sites, kBeforeProfile) == before);
+      CHECK(at_peak(d.top_modules, kBeforeProfile) == before - module_params);
+      CHECK(at_peak(d.top_ops, kNoIdentity) == peak.untracked_bytes);
     }
   }
 }
