@@ -113,9 +113,9 @@ EventContext ContextOf(const Trace& trace, const OpTree& tree, uint32_t event) {
   constexpr std::string_view kOptim = "torch/optim/";
   bool optimizer = false;
   std::string_view call_site;
-  uint32_t line = 0;          // of the call the event is under, in the call site
-  bool compiled = false;      // inside generated code below the call site
-  uint32_t below = kNone32;   // the event on the path just below `p`
+  uint32_t line = 0;         // of the call the event is under, in the call site
+  bool compiled = false;     // inside generated code below the call site
+  uint32_t below = kNone32;  // the event on the path just below `p`
   for (uint32_t p = event; p != kNone32; below = p, p = trace.events[p].parent) {
     const Event& e = trace.events[p];
     if (e.kind != EventKind::kPy) continue;
