@@ -4,6 +4,7 @@ serialized trace in memory.
 
     /usr/bin/python3 tests/bench/bench_recorder.py [--reps 5] [--steps 1] [--out DIR]
         [--cprofile] [--compare OLD/recorder.py] [resnet18_sgd] [transformer_adam]
+        [compile_in_profile]
 
 Needs torch (Debian's, via /usr/bin/python3); CPU only, one intra-op thread.
 Workloads (one warm-up step outside the profiler, then --steps steps inside
@@ -12,7 +13,9 @@ with_stack=True)):
 
 - resnet18_sgd: torchvision resnet18 (10 classes) at 4x3x64x64, SGD momentum;
 - transformer_adam: the 2-layer nn.TransformerEncoder Adam step of
-  record_workloads.py.
+  record_workloads.py;
+- compile_in_profile (torch 2.x, `.venv/bin/python`): an MLP SGD step whose
+  model torch.compile compiles inside the profile.
 
 Each repetition records a fresh profile and times, on it:
 
@@ -81,7 +84,29 @@ def resnet18_sgd():
     return record_workloads.resnet18_sgd(image_size=64)
 
 
-WORKLOADS = {"resnet18_sgd": resnet18_sgd, "transformer_adam": record_workloads.transformer_adam}
+def compile_in_profile():
+    """An MLP SGD step whose model torch.compile compiles inside the profile
+    (torch 2.x; the compile's python calls dominate the trace): each step
+    resets dynamo, so every profiled step compiles again (inductor's caches
+    on disk make the repetitions alike)."""
+    import torch._dynamo
+
+    model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    x = torch.randn(32, 64)
+
+    def step():
+        torch._dynamo.reset()
+        compiled = torch.compile(model)
+        opt.zero_grad(set_to_none=True)
+        compiled(x).sum().backward()
+        opt.step()
+
+    return step
+
+
+WORKLOADS = {"resnet18_sgd": resnet18_sgd, "transformer_adam": record_workloads.transformer_adam,
+             "compile_in_profile": compile_in_profile}
 
 
 # ---- timing PyTorch's tree build -------------------------------------------------
