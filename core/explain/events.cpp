@@ -96,12 +96,14 @@ std::string FormatEvents(const ExplainInput& in, EventsFormat format) {
         std::snprintf(buf, sizeof buf, "%10s  %-18s %-16s %12lld B  ", time.c_str(), action.c_str(),
                       key.c_str(), static_cast<long long>(e.bytes));
         std::string line = buf;
-        // The shape in a column of its own width (most are shorter).
-        line.append(shape);
-        if (shape.size() < 24) line.append(24 - shape.size(), ' ');
+        // The shape in a column of its own width (most are shorter); names
+        // from the trace escaped so that none breaks a row (TextCell).
+        const std::string shape_cell = TextCell(shape);
+        line.append(shape_cell);
+        if (shape_cell.size() < 24) line.append(24 - shape_cell.size(), ' ');
         std::snprintf(buf, sizeof buf, " %-32s %-6s %-28s %-9s %s\n", category.c_str(),
-                      device.c_str(), op_name.c_str(), where.phase.c_str(),
-                      named != names.end() ? named->second.text.c_str() : where.module.c_str());
+                      device.c_str(), TextCell(op_name).c_str(), where.phase.c_str(),
+                      TextCell(named != names.end() ? named->second.text : where.module).c_str());
         line += buf;
         while (line.size() > 1 && line[line.size() - 2] == ' ') line.erase(line.size() - 2, 1);
         out += line;
@@ -111,9 +113,12 @@ std::string FormatEvents(const ExplainInput& in, EventsFormat format) {
         const std::string version =
             e.has_key() ? std::to_string(e.version().value()) : std::string();
         const std::string bytes = std::to_string(e.bytes);
-        const std::string_view fields[] = {time,    action,       tensor,      version,
-                                           bytes,   shape,        category,    device,
-                                           op_name, where.module, where.phase, name};
+        // A tab or a newline in a name from the trace would break the row.
+        const std::string cells[] = {TextCell(shape), TextCell(op_name), TextCell(where.module),
+                                     TextCell(name)};
+        const std::string_view fields[] = {time,     action,   tensor,      version,
+                                           bytes,    cells[0], category,    device,
+                                           cells[1], cells[2], where.phase, cells[3]};
         for (size_t k = 0; k < std::size(fields); ++k) {
           if (k > 0) out += '\t';
           out.append(fields[k]);

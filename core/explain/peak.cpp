@@ -260,7 +260,7 @@ std::string FormatPeak(const PeakReport& r) {
   for (const LiveTensor& t : r.largest) {
     steps |= !t.step.empty();
     sites |= !t.call_site.empty();
-    module_width = std::max(module_width, ModuleCell(t).size());
+    module_width = std::max(module_width, TextCell(ModuleCell(t)).size());
   }
   module_width = std::clamp<size_t>(module_width, 6, 48);
   auto line = [&](const std::string& bytes, std::string_view category, const std::string& tensor,
@@ -287,8 +287,10 @@ std::string FormatPeak(const PeakReport& r) {
   line("bytes", "category", r.inferred ? "allocation" : "tensor", "phase", "step", "created by",
        "module", "call site");
   for (const LiveTensor& t : r.largest) {
-    line(HumanBytes(t.bytes), CategoryLabel(t.category, r.inferred), LiveName(t), t.phase, t.step,
-         t.creator_name, ModuleCell(t), t.call_site);
+    // Names from the trace, escaped so that none breaks a row (TextCell).
+    line(HumanBytes(t.bytes), CategoryLabel(t.category, r.inferred), LiveName(t), t.phase,
+         TextCell(t.step), TextCell(t.creator_name), TextCell(ModuleCell(t)),
+         TextCell(t.call_site));
   }
   return out;
 }

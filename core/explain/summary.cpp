@@ -143,7 +143,7 @@ std::string FormatSummary(const Summary& s) {
       if (rows.empty()) return;
       out += std::string("  ") + title + "\n";
       for (const MemoryRow& r : rows)
-        out += "    " + PadLeft(HumanBytes(r.self.at_peak), 10) + "  " + r.name + "\n";
+        out += "    " + PadLeft(HumanBytes(r.self.at_peak), 10) + "  " + TextCell(r.name) + "\n";
     };
     table("ops holding the most at the peak:", d.top_ops);
     table("modules holding the most at the peak:", d.top_modules);

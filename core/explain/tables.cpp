@@ -436,7 +436,7 @@ std::string FormatTables(const MemoryTables& t, size_t top) {
                     static_cast<long long>(r.total.count), HumanBytes(r.total.at_peak).c_str(),
                     HumanBytes(r.self.allocated).c_str(), HumanBytes(r.self.freed).c_str(),
                     static_cast<long long>(r.self.count), HumanBytes(r.self.at_peak).c_str(),
-                    r.name.c_str());
+                    TextCell(r.name).c_str());
       out += buf;
     }
   };

@@ -196,6 +196,18 @@ std::string QuotePath(std::string_view path, size_t max_bytes) {
   return out;
 }
 
+std::string TextCell(std::string_view name) {
+  const bool plain = std::all_of(name.begin(), name.end(), [](char ch) {
+    const auto c = static_cast<unsigned char>(ch);
+    return c >= 0x20 && c < 0x7f && c != '\\';
+  });
+  if (plain) return std::string(name);
+  std::string out;
+  out.reserve(name.size() + 8);
+  AppendEscaped(&out, name, name.size() * 6 + 6, Mode::kPath);
+  return out;
+}
+
 std::string OneLine(std::string_view message) {
   std::string out;
   out.reserve(message.size());

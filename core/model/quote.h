@@ -41,6 +41,13 @@ std::string Quote(std::string_view text, size_t max_bytes = kQuoteMaxBytes);
 // a real control character) but with no quotes around it and `"` kept.
 std::string QuotePath(std::string_view path, size_t max_bytes = kPathQuoteMaxBytes);
 
+// A name from a trace (an op, a module path, a parameter's name, a call
+// site) as a cell of a text or TSV table: unchanged when it is printable
+// ASCII without a backslash (nearly every name: no copy of its escaping is
+// made), else escaped as QuotePath escapes, whole, so that a tab, a newline
+// or a terminal escape in a trace cannot break a row or a column.
+std::string TextCell(std::string_view name);
+
 // The last guard where a message is printed: escapes what Quote escapes but
 // the quote and the backslash, and shortens nothing, so that a message stays
 // one line even where a site forgot to quote what it holds. Text quoted

@@ -459,5 +459,32 @@ check split-from-pipe 2 "which a pipe cannot give: pass the trace as a file" -- 
   bash -c 'gunzip -c "$0" | "$1" peak -' "$root/fixtures/torch2/ddp_static_graph.trace.jsonl.gz" "$bin"
 "$bin" peak - <"$root/fixtures/torch2/ddp_static_graph.trace.jsonl.gz" 2>/dev/null | grep -q "^peak of cpu" &&
   pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL split-from-redirected-stdin"; }
+# The model's names (the header's "model", memtl.save(..., model=)) hold
+# any characters: a row of the text and TSV tables stays a row, JSON reads
+# the name back exactly, the report shows no markup from it.
+python3 - "$root/fixtures/torch2/e2e_adam.trace.jsonl.gz" "$tmp/weird.trace" <<'PY'
+import gzip, json, sys
+lines = gzip.open(sys.argv[1], "rt").read().split("\n")
+head = json.loads(lines[0])
+head["model"] = []
+for line in lines[1:]:
+    if '"module"' in line:
+        for p in json.loads(line)["module"]["params"]:
+            head["model"].append({"name": 'x\n<script>alert(1)</script>\t"%d.%s' % (len(head["model"]), p["name"]),
+                                  "ptr": p["t"]["ptr"], "dev": p["t"]["dev"]})
+open(sys.argv[2], "w").write(json.dumps(head) + "\n" + "\n".join(lines[1:]))
+PY
+if "$bin" peak "$tmp/weird.trace" >"$tmp/w.txt" 2>/dev/null && grep -qF 'x\n<script>alert(1)</script>\t"0.weight grad' "$tmp/w.txt" &&
+  ! grep -q '^<script>' "$tmp/w.txt" &&
+  "$bin" events --format tsv "$tmp/weird.trace" 2>/dev/null | awk -F'\t' 'NF != 12 { bad = 1 } END { exit bad }' &&
+  "$bin" peak --format json "$tmp/weird.trace" 2>/dev/null |
+  python3 -c 'import json,sys; assert any(t["name"] == "x\n<script>alert(1)</script>\t\"0.weight grad" for t in json.load(sys.stdin)["largest"])' &&
+  "$bin" export "$tmp/weird.trace" -o "$tmp/weird.html" 2>/dev/null && ! grep -q "<script>alert" "$tmp/weird.html" &&
+  grep -qF '&lt;script&gt;alert(1)&lt;/script&gt;' "$tmp/weird.html"; then
+  pass=$((pass + 1))
+else
+  fail=$((fail + 1))
+  echo "FAIL model-names-escaped: $(head -c 600 "$tmp/w.txt")"
+fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

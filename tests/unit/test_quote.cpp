@@ -217,3 +217,12 @@ TEST_CASE("quote: schema errors quote the schema and the operator") {
         "schema \"aten::relu(Tensor self) -> Tensor\" is listed under operator "
         "\"aten::relu\\n\\x1b[2J\"");
 }
+
+TEST_CASE("TextCell: plain names pass as they are; others escaped, whole, on one line") {
+  CHECK(TextCell("Sequential_0 > Linear_1 .weight grad") == "Sequential_0 > Linear_1 .weight grad");
+  CHECK(TextCell("a\tb\nc") == "a\\tb\\nc");
+  CHECK(TextCell("x\x1b[2J\"") == "x\\x1b[2J\"");
+  CHECK(TextCell("back\\slash") == "back\\\\slash");
+  const std::string long_name(5000, 'a');
+  CHECK(TextCell(long_name + "\n").size() == long_name.size() + 2);
+}
