@@ -240,7 +240,7 @@ std::string FormatAdvice(InputFormat format) {
       "record with torch.profiler.profile(record_shapes=True, profile_memory=True, "
       "with_stack=True) and save with memtl.save(prof, \"run.trace.jsonl.gz\") (or "
       "prof.export_chrome_trace(\"trace.json\"))";
-  const std::string reads =
+  std::string reads =
       "memtl reads memtl traces, Kineto traces (export_chrome_trace or "
       "tensorboard_trace_handler with profile_memory=True) and PyTorch's raw memory "
       "timelines (export_memory_timeline(\"*.raw.json.gz\")); " +
