@@ -74,7 +74,7 @@ class Namer {
           TensorName base;
           base.text = param.qualname != kNone32
                           ? t.strings.Get(param.qualname)
-                          : "optimizer param " + std::to_string(p - opt.params_begin);
+                          : std::string(kOptimizerParam) + std::to_string(p - opt.params_begin);
           index = AddParam(k, std::move(base));
         }
         SetRole(param.grad, {index, Role::kGrad, kNone32});

@@ -52,6 +52,9 @@ struct TensorName {
 // as a torch 1.13 trace has none (the tests check the data-flow rule
 // against the tracer's answer with it).
 using TensorNames = absl::flat_hash_map<uint32_t, TensorName>;
+// How the name of a parameter only an optimizer reports begins ("optimizer
+// param 3": its place in the optimizer's list).
+inline constexpr std::string_view kOptimizerParam = "optimizer param ";
 TensorNames NameModelState(const ExplainInput& in, const std::vector<KeySlot>* wanted,
                            bool tracer_state = true);
 

@@ -4,11 +4,11 @@
 // bytes alive; the graph then names each live version's creating node.
 #include "core/explain/peak.h"
 
-#include "core/explain/names.h"
-
 #include <algorithm>
 #include <cstdio>
 #include <string_view>
+
+#include "core/explain/names.h"
 
 namespace memtl {
 
@@ -291,6 +291,15 @@ std::string FormatPeak(const PeakReport& r) {
     line(HumanBytes(t.bytes), CategoryLabel(t.category, r.inferred), LiveName(t), t.phase,
          TextCell(t.step), TextCell(t.creator_name), TextCell(ModuleCell(t)),
          TextCell(t.call_site));
+  }
+  // A parameter only an optimizer reports has no name the trace can give:
+  // say where one comes from.
+  if (std::any_of(r.largest.begin(), r.largest.end(),
+                  [](const LiveTensor& t) { return t.name.starts_with(kOptimizerParam); })) {
+    out +=
+        "\n\"optimizer param N\": a parameter no module call reported (a torch.compile'd "
+        "model, or a submodule whose parent uses its weights without calling it); "
+        "memtl.save(prof, path, model=model) names it as model.named_parameters() does\n";
   }
   return out;
 }

@@ -188,3 +188,40 @@ TEST_CASE("names: the model's own names from the trace's header") {
     CHECK(it->self.at_peak < 4 * 64 * 1024 + 64);  // and the step counts
   }
 }
+
+TEST_CASE("names: the model's names reach parameters only an optimizer reports") {
+  // A torch.compile'd model: its layers are never called from Python, so
+  // only the optimizer lists their parameters ("optimizer param N" without
+  // the model's names).
+  std::string text = Gunzip(kFixtures / "torch2" / "compiled_mlp_sgd.trace.jsonl.gz");
+  std::istringstream lines(text);
+  std::string line, header, body;
+  std::getline(lines, header);
+  nlohmann::json model = nlohmann::json::array();
+  while (std::getline(lines, line)) {
+    body += line + "\n";
+    if (line.find("\"optimizer\"") == std::string::npos || !model.empty()) continue;
+    const auto rec = nlohmann::json::parse(line);
+    for (const auto& p : rec["optimizer"]["params"])
+      model.push_back({{"name", "layers." + std::to_string(model.size()) + ".weight"},
+                       {"ptr", p["t"]["ptr"]},
+                       {"dev", p["t"]["dev"]}});
+  }
+  REQUIRE(model.size() == 4);
+  const auto plain = RunText(text, "compiled");
+  auto h = nlohmann::json::parse(header);
+  h["model"] = model;
+  const auto named = RunText(h.dump() + "\n" + body, "compiled");
+  for (const auto* c : {plain.get(), named.get()}) {
+    const PeakReport r = ExplainPeak(*c, 1000);
+    size_t state = 0;
+    for (const LiveTensor& t : r.largest) {
+      if (t.category != Category::kParameter && t.category != Category::kGradient) continue;
+      if (t.creator_name == "[memory]") continue;  // inductor's buffer, no parameter of the model
+      CAPTURE(t.name);
+      CHECK(t.name.starts_with(c == plain.get() ? "optimizer param " : "layers."));
+      ++state;
+    }
+    CHECK(state == 8);
+  }
+}
