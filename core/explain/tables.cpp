@@ -381,23 +381,22 @@ std::vector<MemoryTables> ComputeTables(const ExplainInput& in) {
       m.at_peak = bytes;
       AddToModule(by_module, owners[id], m, kOutsideModules);
     }
-    for (const auto& [id, bytes] : u.owned_before) {
-      if (bytes == 0) continue;
+    // Bytes from before the profile: one row in the op and call-site tables.
+    auto before_profile = [&](int64_t bytes) {
       MemoryUse m;
       m.at_peak = bytes;
       t.device += m;
       AddTo(by_op, kBeforeProfile, m, true);
       AddTo(by_site, kBeforeProfile, m, true);
+      return m;
+    };
+    for (const auto& [id, bytes] : u.owned_before) {
+      if (bytes != 0) before_profile(bytes);  // the module row: with `owned`
     }
     for (const auto& [place, bytes] : u.before_profile) {
       if (bytes == 0) continue;
-      MemoryUse m;
-      m.at_peak = bytes;
-      t.device += m;
-      AddTo(by_op, kBeforeProfile, m, true);
-      AddTo(by_site, kBeforeProfile, m, true);
-      AddToModule(by_module, place == kNone32 ? std::string() : module_path[place], m,
-                  kBeforeProfile);
+      AddToModule(by_module, place == kNone32 ? std::string() : module_path[place],
+                  before_profile(bytes), kBeforeProfile);
     }
     if (u.no_identity != 0) {
       MemoryUse m;

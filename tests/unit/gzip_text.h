@@ -4,9 +4,22 @@
 
 #include <zlib.h>
 
+#include <stdexcept>
 #include <string>
 
 namespace memtl::test {
+
+// The text of a gzip (or plain) file, inflated with zlib.
+inline std::string GunzipFile(const std::string& path) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (f == nullptr) throw std::runtime_error("cannot open " + path);
+  std::string out;
+  char buf[1 << 16];
+  int n = 0;
+  while ((n = gzread(f, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  gzclose(f);
+  return out;
+}
 
 inline std::string Gzip(const std::string& text) {
   z_stream zs{};

@@ -4,8 +4,6 @@
 // from a trace's header.
 #include <doctest/doctest.h>
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +17,7 @@
 #include "core/explain/tables.h"
 #include "core/pipeline/analysis.h"
 #include "core/read/trace_reader.h"
+#include "tests/unit/gzip_text.h"
 
 using namespace memtl;
 namespace fs = std::filesystem;
@@ -27,16 +26,7 @@ namespace {
 
 const fs::path kFixtures = fs::path(MEMTL_SOURCE_DIR) / "fixtures";
 
-std::string Gunzip(const fs::path& path) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  REQUIRE(f != nullptr);
-  std::string out;
-  char buf[1 << 16];
-  int n = 0;
-  while ((n = gzread(f, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
-  gzclose(f);
-  return out;
-}
+std::string Gunzip(const fs::path& path) { return test::GunzipFile(path.string()); }
 
 std::unique_ptr<Categorized> RunText(std::string text, const std::string& name) {
   auto trace = ReadTraceString(std::move(text), name);

@@ -2,7 +2,6 @@
 // of workers and the size of the blocks, the trace, the error and its line
 // are those of reading every line in order on one thread.
 #include <doctest/doctest.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -12,6 +11,7 @@
 #include <vector>
 
 #include "core/read/trace_reader.h"
+#include "tests/unit/gzip_text.h"
 #include "trace_text.h"
 
 using namespace memtl;
@@ -20,16 +20,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string Inflate(const fs::path& path) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  REQUIRE(f != nullptr);
-  std::string out;
-  char buf[1 << 16];
-  int n = 0;
-  while ((n = gzread(f, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
-  gzclose(f);
-  return out;
-}
+std::string Inflate(const fs::path& path) { return test::GunzipFile(path.string()); }
 
 template <typename T, typename F>
 void SameBy(const std::vector<T>& a, const std::vector<T>& b, F key, const char* what) {
