@@ -156,7 +156,16 @@ class Namer {
       const auto it = group_param.find(root);
       return it == group_param.end() ? kNone32 : it->second;
     };
-    // A group with no parameter takes the next one its step touches.
+    // A group with no parameter takes the next one its step touches, when
+    // one gradient or state is all it holds to name (a per-parameter loop's
+    // step count, with the scalar added to it): a foreach step's one op over
+    // every step count, or over the gradients of several parameters (AMP's
+    // unscale), joins more, and names nothing.
+    std::vector<uint32_t> to_name(num_keys, 0);
+    for (const KeySlot k : in_.keys.slots()) {
+      if (Is(k, Category::kGradient) || Is(k, Category::kOptimizerState))
+        ++to_name[find(k.value())];
+    }
     std::vector<uint32_t> pending;
     uint32_t step = kNone32;
     for (size_t n = 0; n < g.nodes().size(); ++n) {
@@ -175,9 +184,10 @@ class Namer {
         }
       }
       if (touched == kNone32) continue;
-      if (touched != kMany) {
-        for (const uint32_t root : pending) group_param.try_emplace(root, touched);
-      }
+      std::sort(pending.begin(), pending.end());
+      pending.erase(std::unique(pending.begin(), pending.end()), pending.end());
+      if (touched != kMany && pending.size() == 1 && to_name[pending[0]] == 1)
+        group_param.try_emplace(pending[0], touched);
       pending.clear();
     }
     for (const KeySlot k : in_.keys.slots()) {

@@ -15,11 +15,11 @@
 //    that join tensors of one size (the update `param.add_(grad)`, the
 //    moments `exp_avg.lerp_(grad)`, `param.addcdiv_(exp_avg, denom)`) join
 //    a parameter with its gradient and state, which take its name ("grad",
-//    or "state": the step does not say which). A group joined with no
-//    parameter (Adam's step count) takes the parameter the step touches
-//    next, as the per-parameter loop runs. A group that joins two
-//    parameters (a foreach step over lists) names nothing: unknown is
-//    better than wrong.
+//    or "state": the step does not say which). A tensor joined with nothing
+//    (Adam's step count, `step_t += 1`) takes the parameter the step
+//    touches next, as the per-parameter loop runs. A group that joins two
+//    parameters, or tensors of several (a foreach step over lists), names
+//    nothing: unknown is better than wrong.
 #pragma once
 
 #include <string>
