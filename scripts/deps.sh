@@ -6,7 +6,8 @@ set -euo pipefail
 # the .gz outputs.
 # libjs-dygraphs: the HTML report's interactive chart (embedded when CMake
 # configures; without it the report has the image only).
-build_pkgs=(cmake g++ make pkg-config libisal-dev libabsl-dev libpng-dev zlib1g-dev libcli11-dev python3-venv libjs-dygraphs)
+# libeigen3-dev: memtl fit's least squares (header-only).
+build_pkgs=(cmake g++ make pkg-config libisal-dev libabsl-dev libpng-dev zlib1g-dev libcli11-dev libeigen3-dev python3-venv libjs-dygraphs)
 # libtorch-dev and pybind11-dev build the recorder's native walk
 # (collect/CMakeLists.txt), which the Python tests compare with the Python walk.
 # libpng-dev (found with pkg-config): the unit tests decode the plot's PNG with

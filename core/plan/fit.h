@@ -1,0 +1,75 @@
+// `memtl fit`: a run's peak memory against its scale (the batch size, or
+// the sequence length), fitted over several runs of one model, to answer
+// "what is the peak at batch 64?" and "what is the largest batch that fits
+// 80 GB?" before the run is made.
+//
+// Per device, the peak total and each category's bytes at the peak are
+// fitted by least squares (Eigen's column-pivoting QR): linear in the batch
+// size (activations, gradients of inputs and temporaries grow with it;
+// parameters and optimizer state do not), and linear plus quadratic in the
+// sequence length (attention scores grow with its square). A fit is "poor"
+// when a measured run lies more than 5% from it, and a prediction is an
+// extrapolation when it is asked for past twice the largest measured scale:
+// the outputs say both.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/model/status.h"
+
+namespace memtl {
+
+enum class FitBy : uint8_t { kBatch, kSequence };
+
+// One run's measurements: its scale and, per device, its peak.
+struct RunPeak {
+  std::string name;  // the trace, for messages
+  double scale = 0;
+  struct Device {
+    std::string name;
+    int64_t peak = 0;                    // bytes, all categories together
+    std::array<int64_t, 8> by_category{};  // at the peak, in the export's order
+  };
+  std::vector<Device> devices;
+};
+
+// peak(s) = c0 + c1 s (+ c2 s^2 by sequence length), in bytes.
+struct Curve {
+  std::array<double, 3> c{};
+  double max_relative_residual = 0;  // over the runs, |measured - fit| / measured
+  double At(double s) const { return c[0] + c[1] * s + c[2] * s * s; }
+};
+
+struct DeviceFit {
+  std::string device;
+  Curve peak;                     // the peak total
+  std::array<Curve, 8> category;  // each category at the peak
+  bool poor = false;              // a run lies more than kPoorFit from `peak`
+};
+
+inline constexpr double kPoorFit = 0.05;
+
+struct FitReport {
+  FitBy by = FitBy::kBatch;
+  std::vector<double> scales;  // the runs', in the order given
+  double max_scale_measured = 0;
+  std::vector<DeviceFit> devices;  // the devices every run has
+};
+
+// Fits every device the runs share. Errors: fewer runs than the curve has
+// coefficients, or fewer distinct scales; a scale that is not positive;
+// runs of different models (their PARAMETER bytes at the peak differ by
+// more than 1%: no model's parameters grow with its batch).
+Expected<FitReport> FitPeaks(const std::vector<RunPeak>& runs, FitBy by);
+
+// The largest scale (an integer, at least 1) whose predicted peak is at
+// most `budget` bytes; nullopt when even scale 1 does not fit, or when the
+// peak does not grow with the scale (any scale fits: the answer is no
+// number).
+std::optional<int64_t> MaxScaleWithin(const Curve& peak, int64_t budget);
+
+}  // namespace memtl

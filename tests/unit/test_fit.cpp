@@ -1,0 +1,70 @@
+// The least-squares fits of memtl fit (core/plan/fit.h): exact curves are
+// found again, a poor fit is said, the largest scale within a budget, and
+// the inputs a fit refuses.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/plan/fit.h"
+
+using namespace memtl;
+
+namespace {
+
+// A run whose peak is `params` of parameters plus `per_unit` bytes of
+// activations per unit of scale (and `square` per unit squared).
+RunPeak Run(double scale, int64_t params, double per_unit, double square = 0) {
+  RunPeak r;
+  r.name = "run" + std::to_string(static_cast<int>(scale));
+  RunPeak::Device d;
+  d.name = "cuda:0";
+  d.by_category[0] = params;
+  d.by_category[4] = static_cast<int64_t>(per_unit * scale + square * scale * scale);
+  d.peak = d.by_category[0] + d.by_category[4];
+  r.scale = scale;
+  r.devices.push_back(d);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("fit: a line in the batch size is found again, and predicts") {
+  const std::vector<RunPeak> runs = {Run(2, 1000, 300), Run(4, 1000, 300), Run(8, 1000, 300)};
+  const auto fit = FitPeaks(runs, FitBy::kBatch);
+  REQUIRE(fit.ok());
+  const DeviceFit& d = fit.value().devices.at(0);
+  CHECK(d.peak.c[0] == doctest::Approx(1000));
+  CHECK(d.peak.c[1] == doctest::Approx(300));
+  CHECK(d.peak.At(32) == doctest::Approx(1000 + 300 * 32));
+  CHECK(d.category[0].c[1] == doctest::Approx(0).epsilon(1e-9));  // parameters do not grow
+  CHECK_FALSE(d.poor);
+  // The largest batch within 10,000 bytes: 1000 + 300 b <= 10000, b = 30.
+  CHECK(MaxScaleWithin(d.peak, 10000) == 30);
+  CHECK(MaxScaleWithin(d.peak, 1200) == std::nullopt);  // not even batch 1
+}
+
+TEST_CASE("fit: the sequence length takes a square term") {
+  const std::vector<RunPeak> runs = {Run(64, 5000, 10, 0.5), Run(128, 5000, 10, 0.5),
+                                     Run(256, 5000, 10, 0.5), Run(512, 5000, 10, 0.5)};
+  const auto fit = FitPeaks(runs, FitBy::kSequence);
+  REQUIRE(fit.ok());
+  const Curve& c = fit.value().devices.at(0).peak;
+  CHECK(c.c[2] == doctest::Approx(0.5));
+  CHECK(c.At(1024) == doctest::Approx(5000 + 10 * 1024 + 0.5 * 1024 * 1024));
+  // A line fitted through a square's points is poor, and says so.
+  const auto line = FitPeaks(runs, FitBy::kBatch);
+  REQUIRE(line.ok());
+  CHECK(line.value().devices.at(0).poor);
+}
+
+TEST_CASE("fit: what it refuses") {
+  CHECK_FALSE(FitPeaks({Run(2, 1000, 300)}, FitBy::kBatch).ok());
+  CHECK_FALSE(FitPeaks({Run(2, 1000, 300), Run(2, 1000, 300)}, FitBy::kBatch).ok());
+  CHECK_FALSE(FitPeaks({Run(2, 1000, 300), Run(4, 1000, 300)}, FitBy::kSequence).ok());
+  const auto models = FitPeaks({Run(2, 1000, 300), Run(4, 2000, 300)}, FitBy::kBatch);
+  REQUIRE_FALSE(models.ok());
+  CHECK(models.status().message().find("different models") != std::string::npos);
+  CHECK_FALSE(FitPeaks({Run(0, 1000, 300), Run(4, 1000, 300)}, FitBy::kBatch).ok());
+}
