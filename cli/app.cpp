@@ -197,6 +197,29 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
   ranks->add_flag("-q,--quiet", args.quiet, "no progress or result line on stderr");
   ranks->callback([&args] { args.command = "ranks"; });
 
+  CLI::App* fit = app->add_subcommand(
+      "fit",
+      "fit each device's peak against the runs' batch size (linear) or sequence length (linear "
+      "plus quadratic), from traces of one model at several scales: the peak at --at, the "
+      "largest scale within --budget");
+  fit->add_option("TRACE", args.traces, "the runs' traces (two or more; three for --by seq)")
+      ->required();
+  fit->add_option("--by", args.fit_by,
+                  "batch (the largest input's first dimension, the default) or seq (its second)")
+      ->check(CLI::IsMember({"batch", "seq"}));
+  fit->add_option("--scale", args.scales,
+                  "each trace's scale, in order, instead of reading it from the inputs' shapes")
+      ->delimiter(',');
+  fit->add_option("--at", args.fit_at, "the scale to predict the peak at")
+      ->check(CLI::PositiveNumber);
+  fit->add_option("--budget", args.fit_budget,
+                  "the largest scale whose predicted peak fits SIZE (bytes, or with KB, MB, GB, "
+                  "KiB, MiB, GiB)")
+      ->option_text("SIZE");
+  fit->add_option("--format", args.format, "text (the default) or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  fit->callback([&args] { args.command = "fit"; });
+
   CLI::App* graph = app->add_subcommand(
       "graph",
       "print the versioned data-flow graph over top-level ops, in the layout of PyTorch's "

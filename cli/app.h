@@ -13,8 +13,9 @@
 
 namespace memtl::cli {
 
-inline constexpr std::array<std::string_view, 9> kCommands = {
-    "export", "peak", "explain", "summary", "diff", "ranks", "events", "categories", "graph"};
+inline constexpr std::array<std::string_view, 10> kCommands = {
+    "export", "peak", "explain", "summary",    "diff",
+    "ranks",  "fit",  "events",  "categories", "graph"};
 
 struct Args {
   std::string command;
@@ -32,6 +33,10 @@ struct Args {
   std::vector<std::string> budgets;  // summary: CATEGORY=SIZE
   std::vector<std::string> traces;   // ranks: files, directories or glob patterns
   int jobs = 0;                      // ranks: traces analyzed at once (0: one per core)
+  std::string fit_by = "batch";      // fit: batch or seq
+  std::vector<double> scales;        // fit: each trace's scale, in order (empty: from inputs)
+  double fit_at = 0;                 // fit: the scale to predict at (0: none)
+  std::string fit_budget;            // fit: SIZE, as --budget's sizes
   bool partial = false;
   bool strict = false;
   bool timings = false;

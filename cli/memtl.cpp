@@ -31,6 +31,7 @@
 #include "core/explain/summary.h"
 #include "core/model/quote.h"
 #include "core/pipeline/analysis.h"
+#include "core/plan/runs.h"
 #include "core/timeline/timeline.h"
 #include "export/atomic_file.h"
 #include "export/export.h"
@@ -427,6 +428,33 @@ int RunRanks(const Args& args) {
   return 0;
 }
 
+int RunFit(const Args& args) {
+  const memtl::FitBy by = args.fit_by == "seq" ? memtl::FitBy::kSequence : memtl::FitBy::kBatch;
+  if (!args.scales.empty() && args.scales.size() != args.traces.size()) {
+    return Fail("--scale gives " + std::to_string(args.scales.size()) + " scales for " +
+                std::to_string(args.traces.size()) + " traces: give one per trace, in order");
+  }
+  memtl::FitQuestion q;
+  if (args.fit_at > 0) q.at = args.fit_at;
+  if (!args.fit_budget.empty()) {
+    auto b = memtl::ParseBudget("total=" + args.fit_budget);
+    if (!b.ok()) return Fail("--budget " + memtl::Quote(args.fit_budget) + ": " + b.status().message());
+    q.budget = b.value().bytes;
+  }
+  std::vector<memtl::RunPeak> runs;
+  for (size_t i = 0; i < args.traces.size(); ++i) {
+    std::optional<double> scale;
+    if (!args.scales.empty()) scale = args.scales[i];
+    auto run = memtl::MeasureRun(args.traces[i], by, scale);
+    if (!run.ok()) return Fail(run.status().message());
+    runs.push_back(std::move(run.value()));
+  }
+  auto fit = memtl::FitPeaks(runs, by);
+  if (!fit.ok()) return Fail(fit.status().message());
+  return Emit(args.format == "json" ? memtl::FitJson(fit.value(), q)
+                                    : memtl::FormatFit(fit.value(), q));
+}
+
 int RunCategories(const Args& args) {
   auto c = Categorize(args, memtl::Retain::kAll);
   if (!c.ok()) return Fail(c.status().message());
@@ -570,7 +598,8 @@ int main(int argc, char** argv) {
       case Parsed::Outcome::kError:
         return Fail(parsed.message);
     }
-    if (args.command != "export" && args.command != "diff" && args.command != "ranks") {
+    if (args.command != "export" && args.command != "diff" && args.command != "ranks" &&
+        args.command != "fit") {
       if (const std::string e = PrintedOutputError(args); !e.empty()) return Fail(e);
     }
     const int rc = args.command == "graph"        ? RunGraph(args)
@@ -580,6 +609,7 @@ int main(int argc, char** argv) {
                    : args.command == "summary"    ? RunSummary(args)
                    : args.command == "diff"       ? RunDiff(args)
                    : args.command == "ranks"      ? RunRanks(args)
+                   : args.command == "fit"        ? RunFit(args)
                    : args.command == "events"     ? RunEvents(args)
                                                   : RunExport(args);
     if (progress_line) progress_line->Stop();

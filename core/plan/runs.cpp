@@ -1,0 +1,158 @@
+// Measuring runs for memtl fit, and its outputs (runs.h).
+#include "core/plan/runs.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "core/explain/peak.h"
+#include "core/model/quote.h"
+#include "core/pipeline/analysis.h"
+
+namespace memtl {
+
+namespace {
+
+// The dimensions of a shape as memtl prints it ("[32, 64] float32").
+std::vector<int64_t> Dims(std::string_view shape) {
+  std::vector<int64_t> dims;
+  if (!shape.starts_with('[')) return dims;
+  size_t i = 1;
+  while (i < shape.size() && shape[i] != ']') {
+    int64_t v = 0;
+    bool digits = false;
+    while (i < shape.size() && shape[i] >= '0' && shape[i] <= '9') {
+      v = v * 10 + (shape[i++] - '0');
+      digits = true;
+      if (v > (int64_t{1} << 40)) return {};
+    }
+    if (!digits) return {};
+    dims.push_back(v);
+    while (i < shape.size() && (shape[i] == ',' || shape[i] == ' ')) ++i;
+  }
+  return dims;
+}
+
+const char* Unit(FitBy by) { return by == FitBy::kBatch ? "batch" : "sequence length"; }
+
+std::string Num(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+}  // namespace
+
+Expected<RunPeak> MeasureRun(const std::string& path, FitBy by, std::optional<double> scale) {
+  PipelineOptions options;
+  options.read.keep_shapes = true;
+  auto c = RunPipeline(path, options);
+  if (!c.ok()) return c.status();
+  const Categorized& cat = *c.value();
+  const Analysis& a = *cat.analysis;
+  RunPeak run;
+  run.name = QuotePath(path);
+  if (scale) {
+    run.scale = *scale;
+  } else {
+    // The largest input's dimension: a batch of token ids or images.
+    int64_t best_bytes = -1;
+    int64_t found = 0;
+    const size_t dim = by == FitBy::kBatch ? 0 : 1;
+    for (const KeySlot k : a.keys.slots()) {
+      if (cat.categories.Get(k, Version(0)) != Category::kInput) continue;
+      if (k.value() >= a.key_shapes.size() || a.key_shapes[k.value()] == kNone32) continue;
+      const std::vector<int64_t> dims = Dims(a.trace.shapes.Get(a.key_shapes[k.value()]));
+      if (dims.size() <= dim) continue;
+      const int64_t bytes = (*a.sizes)[k];
+      if (bytes > best_bytes) {
+        best_bytes = bytes;
+        found = dims[dim];
+      }
+    }
+    if (found <= 0) {
+      return Status::Error(run.name + ": no input tensor shows its " + Unit(by) +
+                           " (no INPUT with a shape of " + (dim == 0 ? "one" : "two") +
+                           " or more dimensions): give it with --scale");
+    }
+    run.scale = static_cast<double>(found);
+  }
+  for (size_t d = 0; d < a.trace.devices.size(); ++d) {
+    const PeakReport p = FindPeak(cat.timeline, cat.categories, static_cast<DeviceIndex>(d));
+    if (!p.any) continue;
+    RunPeak::Device dev;
+    dev.name = a.trace.devices[d].name;
+    dev.peak = p.bytes;
+    dev.by_category = p.by_category;
+    run.devices.push_back(dev);
+  }
+  return run;
+}
+
+std::string FormatFit(const FitReport& fit, const FitQuestion& q) {
+  std::string out = "peak memory against " + std::string(Unit(fit.by)) + ", " +
+                    std::to_string(fit.scales.size()) + " runs (";
+  for (size_t i = 0; i < fit.scales.size(); ++i) out += (i ? ", " : "") + Num(fit.scales[i]);
+  out += ")\n";
+  const char* s = fit.by == FitBy::kBatch ? "b" : "s";
+  for (const DeviceFit& d : fit.devices) {
+    const Curve& c = d.peak;
+    out += d.device + ": peak = " + HumanBytes(static_cast<int64_t>(std::llround(c.c[0]))) +
+           " + " + HumanBytes(static_cast<int64_t>(std::llround(c.c[1]))) + " x " + s;
+    if (fit.by == FitBy::kSequence)
+      out += " + " + Num(c.c[2]) + " B x " + s + "^2";
+    char buf[96];
+    std::snprintf(buf, sizeof buf, " (largest miss %.1f%%)\n", 100 * c.max_relative_residual);
+    out += buf;
+    if (d.poor)
+      out += "  poor fit: a run lies more than 5% from it; predictions from it are rough\n";
+    if (q.at) {
+      out += "  at " + std::string(Unit(fit.by)) + " " + Num(*q.at) + ": " +
+             HumanBytes(static_cast<int64_t>(std::llround(c.At(*q.at))));
+      if (*q.at > 2 * fit.max_scale_measured)
+        out += " (extrapolated " + Num(*q.at / fit.max_scale_measured) +
+               "x past the largest run)";
+      out += "\n";
+    }
+    if (q.budget) {
+      const auto m = MaxScaleWithin(c, *q.budget);
+      out += "  largest " + std::string(Unit(fit.by)) + " within " + HumanBytes(*q.budget) +
+             ": " +
+             (m ? std::to_string(*m) +
+                      (static_cast<double>(*m) > 2 * fit.max_scale_measured ? " (extrapolated)"
+                                                                            : "")
+                : std::string(c.At(1) > static_cast<double>(*q.budget)
+                                  ? "none (even 1 goes over)"
+                                  : "any (the peak does not grow with it)")) +
+             "\n";
+    }
+  }
+  return out;
+}
+
+std::string FitJson(const FitReport& fit, const FitQuestion& q) {
+  std::string out = std::string("{\"by\":") + (fit.by == FitBy::kBatch ? "\"batch\"" : "\"seq\"") +
+                    ",\"scales\":[";
+  for (size_t i = 0; i < fit.scales.size(); ++i) out += (i ? "," : "") + Num(fit.scales[i]);
+  out += "],\"devices\":[";
+  for (size_t i = 0; i < fit.devices.size(); ++i) {
+    const DeviceFit& d = fit.devices[i];
+    out += (i ? "," : "") + std::string("{\"device\":") + JsonString(d.device) +
+           ",\"coefficients\":[" + Num(d.peak.c[0]) + "," + Num(d.peak.c[1]) + "," +
+           Num(d.peak.c[2]) + "],\"max_relative_residual\":" + Num(d.peak.max_relative_residual) +
+           ",\"poor\":" + (d.poor ? "true" : "false");
+    if (q.at) {
+      out += ",\"at\":" + Num(*q.at) + ",\"predicted_peak_bytes\":" +
+             std::to_string(std::llround(d.peak.At(*q.at))) +
+             ",\"extrapolated\":" + (*q.at > 2 * fit.max_scale_measured ? "true" : "false");
+    }
+    if (q.budget) {
+      const auto m = MaxScaleWithin(d.peak, *q.budget);
+      out += ",\"budget_bytes\":" + std::to_string(*q.budget) +
+             ",\"max_scale\":" + (m ? std::to_string(*m) : std::string("null"));
+    }
+    out += "}";
+  }
+  return out + "]}\n";
+}
+
+}  // namespace memtl
