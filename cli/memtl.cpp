@@ -438,7 +438,8 @@ int RunFit(const Args& args) {
   if (args.fit_at > 0) q.at = args.fit_at;
   if (!args.fit_budget.empty()) {
     auto b = memtl::ParseBudget("total=" + args.fit_budget);
-    if (!b.ok()) return Fail("--budget " + memtl::Quote(args.fit_budget) + ": " + b.status().message());
+    if (!b.ok())
+      return Fail("--budget " + memtl::Quote(args.fit_budget) + ": " + b.status().message());
     q.budget = b.value().bytes;
   }
   std::vector<memtl::RunPeak> runs;

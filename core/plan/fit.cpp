@@ -82,6 +82,22 @@ Expected<FitReport> FitPeaks(const std::vector<RunPeak>& runs, FitBy by) {
     std::vector<double> y(runs.size());
     for (size_t i = 0; i < runs.size(); ++i) y[i] = static_cast<double>(per_run[i]->peak);
     fit.peak = FitCurve(report.scales, y, terms);
+    for (size_t p = 0; p < kPhases.size(); ++p) {
+      bool all = true;
+      for (size_t i = 0; i < runs.size(); ++i) {
+        y[i] = static_cast<double>(per_run[i]->phase_peak[p]);
+        all = all && per_run[i]->phase_peak[p] > 0;
+      }
+      if (all) fit.phase[p] = FitCurve(report.scales, y, terms);
+    }
+    // The miss that matters is the prediction's: the phases' maximum.
+    double miss = 0;
+    for (size_t i = 0; i < runs.size(); ++i) {
+      const auto measured = static_cast<double>(per_run[i]->peak);
+      if (measured > 0)
+        miss = std::max(miss, std::abs(PredictPeak(fit, report.scales[i]) - measured) / measured);
+    }
+    fit.peak.max_relative_residual = miss;
     for (size_t c = 0; c < 8; ++c) {
       for (size_t i = 0; i < runs.size(); ++i)
         y[i] = static_cast<double>(per_run[i]->by_category[c]);
@@ -94,25 +110,38 @@ Expected<FitReport> FitPeaks(const std::vector<RunPeak>& runs, FitBy by) {
   return report;
 }
 
-std::optional<int64_t> MaxScaleWithin(const Curve& peak, int64_t budget) {
+double PredictPeak(const DeviceFit& d, double s) {
+  bool any = false;
+  double best = 0;
+  for (const auto& c : d.phase) {
+    if (!c) continue;
+    best = any ? std::max(best, c->At(s)) : c->At(s);
+    any = true;
+  }
+  return any ? best : d.peak.At(s);
+}
+
+std::optional<int64_t> MaxScaleWithin(const DeviceFit& d, int64_t budget) {
   // A scale exactly at the budget fits: the fitted coefficients carry
   // rounding a byte's fraction cannot matter to.
   const double b = static_cast<double>(budget) * (1 + 1e-12) + 1e-6;
-  if (peak.At(1) > b) return std::nullopt;
+  if (PredictPeak(d, 1) > b) return std::nullopt;
   // The peak grows with the scale where it matters (past the measured
   // runs); a curve that does not grow has no largest scale.
-  if (peak.c[2] <= 0 && peak.c[1] <= 0) return std::nullopt;
+  bool grows = d.peak.c[1] > 0 || d.peak.c[2] > 0;
+  for (const auto& c : d.phase) grows = grows || (c && (c->c[1] > 0 || c->c[2] > 0));
+  if (!grows) return std::nullopt;
   // Double, then bisect, on integers: the curve is increasing from 1 on
   // wherever it is a line or an upward parabola with its vertex below 1.
   int64_t lo = 1, hi = 2;
-  while (peak.At(static_cast<double>(hi)) <= b) {
+  while (PredictPeak(d, static_cast<double>(hi)) <= b) {
     lo = hi;
     if (hi > (int64_t{1} << 40)) return hi;  // no model's batch is larger
     hi *= 2;
   }
   while (hi - lo > 1) {
     const int64_t mid = lo + (hi - lo) / 2;
-    (peak.At(static_cast<double>(mid)) <= b ? lo : hi) = mid;
+    (PredictPeak(d, static_cast<double>(mid)) <= b ? lo : hi) = mid;
   }
   return lo;
 }

@@ -25,14 +25,22 @@ namespace memtl {
 
 enum class FitBy : uint8_t { kBatch, kSequence };
 
+// The phases of a step, as context.h names them.
+inline constexpr std::array<const char*, 4> kPhases = {"forward", "backward", "optimizer", "other"};
+
 // One run's measurements: its scale and, per device, its peak.
 struct RunPeak {
   std::string name;  // the trace, for messages
   double scale = 0;
   struct Device {
     std::string name;
-    int64_t peak = 0;                    // bytes, all categories together
+    int64_t peak = 0;                      // bytes, all categories together
     std::array<int64_t, 8> by_category{};  // at the peak, in the export's order
+    // The largest total while each phase runs (kPhases order; 0: the
+    // phase never runs): the peak moves between phases as the scale grows
+    // (a small run peaks in the optimizer step, a large one in the
+    // backward pass), so each is fitted on its own.
+    std::array<int64_t, 4> phase_peak{};
   };
   std::vector<Device> devices;
 };
@@ -46,7 +54,10 @@ struct Curve {
 
 struct DeviceFit {
   std::string device;
-  Curve peak;                     // the peak total
+  // The peak total: the largest of the phases' curves (phase[p] for the
+  // phases every run has; the others are empty), each fitted on its own.
+  std::array<std::optional<Curve>, 4> phase;
+  Curve peak;                     // the peak total fitted as one curve, for its miss
   std::array<Curve, 8> category;  // each category at the peak
   bool poor = false;              // a run lies more than kPoorFit from `peak`
 };
@@ -66,10 +77,13 @@ struct FitReport {
 // more than 1%: no model's parameters grow with its batch).
 Expected<FitReport> FitPeaks(const std::vector<RunPeak>& runs, FitBy by);
 
+// The predicted peak at scale `s`: the largest phase's.
+double PredictPeak(const DeviceFit& d, double s);
+
 // The largest scale (an integer, at least 1) whose predicted peak is at
 // most `budget` bytes; nullopt when even scale 1 does not fit, or when the
 // peak does not grow with the scale (any scale fits: the answer is no
 // number).
-std::optional<int64_t> MaxScaleWithin(const Curve& peak, int64_t budget);
+std::optional<int64_t> MaxScaleWithin(const DeviceFit& d, int64_t budget);
 
 }  // namespace memtl

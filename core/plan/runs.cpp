@@ -1,9 +1,13 @@
 // Measuring runs for memtl fit, and its outputs (runs.h).
 #include "core/plan/runs.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <unordered_map>
+#include <utility>
 
+#include "core/explain/context.h"
 #include "core/explain/peak.h"
 #include "core/model/quote.h"
 #include "core/pipeline/analysis.h"
@@ -76,6 +80,31 @@ Expected<RunPeak> MeasureRun(const std::string& path, FitBy by, std::optional<do
     }
     run.scale = static_cast<double>(found);
   }
+  // The phase at a time: that of the top-level op that started last at or
+  // before it (as the report's chart names the op running at each point).
+  std::vector<std::pair<int64_t, uint32_t>> starts;
+  for (const FlowNode& n : a.graph->nodes()) {
+    if (a.trace.events[n.event].kind != EventKind::kAlloc)
+      starts.emplace_back(a.trace.event_t0[n.event], n.event);
+  }
+  std::stable_sort(starts.begin(), starts.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
+  std::unordered_map<uint32_t, size_t> phase_of_event;
+  auto phase_at = [&](int64_t t) -> size_t {
+    const auto it = std::upper_bound(
+        starts.begin(), starts.end(), t,
+        [](int64_t v, const std::pair<int64_t, uint32_t>& s) { return v < s.first; });
+    if (it == starts.begin()) return 3;  // before any op: other
+    const uint32_t event = std::prev(it)->second;
+    const auto [at, added] = phase_of_event.try_emplace(event, 3);
+    if (added) {
+      const std::string phase = ContextOf(a.trace, *a.tree, event).phase;
+      for (size_t p = 0; p < kPhases.size(); ++p) {
+        if (phase == kPhases[p]) at->second = p;
+      }
+    }
+    return at->second;
+  };
   for (size_t d = 0; d < a.trace.devices.size(); ++d) {
     const PeakReport p = FindPeak(cat.timeline, cat.categories, static_cast<DeviceIndex>(d));
     if (!p.any) continue;
@@ -83,6 +112,26 @@ Expected<RunPeak> MeasureRun(const std::string& path, FitBy by, std::optional<do
     dev.name = a.trace.devices[d].name;
     dev.peak = p.bytes;
     dev.by_category = p.by_category;
+    // The total after each row (events of one microsecond), by the phase
+    // running then.
+    int64_t total = 0, row = 0, last_ns = -1;
+    bool open = false;
+    auto close_row = [&] {
+      if (!open) return;
+      const size_t phase = last_ns < 0 ? 3 : phase_at(last_ns);
+      dev.phase_peak[phase] = std::max(dev.phase_peak[phase], total);
+    };
+    for (const TimelineEvent& e : cat.timeline) {
+      if (e.device != d) continue;
+      const int64_t us = MicrosOf(e);
+      if (open && us != row) close_row();
+      open = true;
+      row = us;
+      last_ns = e.time;
+      if (e.action == Action::kDestroy) total -= e.bytes;
+      if (e.action == Action::kCreate || e.action == Action::kPreexisting) total += e.bytes;
+    }
+    close_row();
     run.devices.push_back(dev);
   }
   return run;
@@ -96,10 +145,9 @@ std::string FormatFit(const FitReport& fit, const FitQuestion& q) {
   const char* s = fit.by == FitBy::kBatch ? "b" : "s";
   for (const DeviceFit& d : fit.devices) {
     const Curve& c = d.peak;
-    out += d.device + ": peak = " + HumanBytes(static_cast<int64_t>(std::llround(c.c[0]))) +
-           " + " + HumanBytes(static_cast<int64_t>(std::llround(c.c[1]))) + " x " + s;
-    if (fit.by == FitBy::kSequence)
-      out += " + " + Num(c.c[2]) + " B x " + s + "^2";
+    out += d.device + ": peak = " + HumanBytes(static_cast<int64_t>(std::llround(c.c[0]))) + " + " +
+           HumanBytes(static_cast<int64_t>(std::llround(c.c[1]))) + " x " + s;
+    if (fit.by == FitBy::kSequence) out += " + " + Num(c.c[2]) + " B x " + s + "^2";
     char buf[96];
     std::snprintf(buf, sizeof buf, " (largest miss %.1f%%)\n", 100 * c.max_relative_residual);
     out += buf;
@@ -107,23 +155,21 @@ std::string FormatFit(const FitReport& fit, const FitQuestion& q) {
       out += "  poor fit: a run lies more than 5% from it; predictions from it are rough\n";
     if (q.at) {
       out += "  at " + std::string(Unit(fit.by)) + " " + Num(*q.at) + ": " +
-             HumanBytes(static_cast<int64_t>(std::llround(c.At(*q.at))));
+             HumanBytes(static_cast<int64_t>(std::llround(PredictPeak(d, *q.at))));
       if (*q.at > 2 * fit.max_scale_measured)
-        out += " (extrapolated " + Num(*q.at / fit.max_scale_measured) +
-               "x past the largest run)";
+        out += " (extrapolated " + Num(*q.at / fit.max_scale_measured) + "x past the largest run)";
       out += "\n";
     }
     if (q.budget) {
-      const auto m = MaxScaleWithin(c, *q.budget);
-      out += "  largest " + std::string(Unit(fit.by)) + " within " + HumanBytes(*q.budget) +
-             ": " +
-             (m ? std::to_string(*m) +
-                      (static_cast<double>(*m) > 2 * fit.max_scale_measured ? " (extrapolated)"
-                                                                            : "")
-                : std::string(c.At(1) > static_cast<double>(*q.budget)
-                                  ? "none (even 1 goes over)"
-                                  : "any (the peak does not grow with it)")) +
-             "\n";
+      const auto m = MaxScaleWithin(d, *q.budget);
+      out +=
+          "  largest " + std::string(Unit(fit.by)) + " within " + HumanBytes(*q.budget) + ": " +
+          (m ? std::to_string(*m) +
+                   (static_cast<double>(*m) > 2 * fit.max_scale_measured ? " (extrapolated)" : "")
+             : std::string(PredictPeak(d, 1) > static_cast<double>(*q.budget)
+                               ? "none (even 1 goes over)"
+                               : "any (the peak does not grow with it)")) +
+          "\n";
     }
   }
   return out;
@@ -139,14 +185,22 @@ std::string FitJson(const FitReport& fit, const FitQuestion& q) {
     out += (i ? "," : "") + std::string("{\"device\":") + JsonString(d.device) +
            ",\"coefficients\":[" + Num(d.peak.c[0]) + "," + Num(d.peak.c[1]) + "," +
            Num(d.peak.c[2]) + "],\"max_relative_residual\":" + Num(d.peak.max_relative_residual) +
-           ",\"poor\":" + (d.poor ? "true" : "false");
+           ",\"poor\":" + (d.poor ? "true" : "false") + ",\"phases\":{";
+    bool first = true;
+    for (size_t p = 0; p < kPhases.size(); ++p) {
+      if (!d.phase[p]) continue;
+      out += (first ? "" : ",") + JsonString(kPhases[p]) + ":[" + Num(d.phase[p]->c[0]) + "," +
+             Num(d.phase[p]->c[1]) + "," + Num(d.phase[p]->c[2]) + "]";
+      first = false;
+    }
+    out += "}";
     if (q.at) {
-      out += ",\"at\":" + Num(*q.at) + ",\"predicted_peak_bytes\":" +
-             std::to_string(std::llround(d.peak.At(*q.at))) +
+      out += ",\"at\":" + Num(*q.at) +
+             ",\"predicted_peak_bytes\":" + std::to_string(std::llround(PredictPeak(d, *q.at))) +
              ",\"extrapolated\":" + (*q.at > 2 * fit.max_scale_measured ? "true" : "false");
     }
     if (q.budget) {
-      const auto m = MaxScaleWithin(d.peak, *q.budget);
+      const auto m = MaxScaleWithin(d, *q.budget);
       out += ",\"budget_bytes\":" + std::to_string(*q.budget) +
              ",\"max_scale\":" + (m ? std::to_string(*m) : std::string("null"));
     }

@@ -3,6 +3,7 @@
 // the inputs a fit refuses.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -41,8 +42,8 @@ TEST_CASE("fit: a line in the batch size is found again, and predicts") {
   CHECK(d.category[0].c[1] == doctest::Approx(0).epsilon(1e-9));  // parameters do not grow
   CHECK_FALSE(d.poor);
   // The largest batch within 10,000 bytes: 1000 + 300 b <= 10000, b = 30.
-  CHECK(MaxScaleWithin(d.peak, 10000) == 30);
-  CHECK(MaxScaleWithin(d.peak, 1200) == std::nullopt);  // not even batch 1
+  CHECK(MaxScaleWithin(d, 10000) == 30);
+  CHECK(MaxScaleWithin(d, 1200) == std::nullopt);  // not even batch 1
 }
 
 TEST_CASE("fit: the sequence length takes a square term") {
@@ -67,4 +68,23 @@ TEST_CASE("fit: what it refuses") {
   REQUIRE_FALSE(models.ok());
   CHECK(models.status().message().find("different models") != std::string::npos);
   CHECK_FALSE(FitPeaks({Run(0, 1000, 300), Run(4, 1000, 300)}, FitBy::kBatch).ok());
+}
+
+TEST_CASE("fit: the peak is the largest phase's, each phase fitted on its own") {
+  // The optimizer step holds 1200 bytes whatever the scale; the backward
+  // 200 + 100 s: a small run peaks in the step, a large one in the backward.
+  std::vector<RunPeak> runs;
+  for (const double s : {2.0, 4.0, 8.0}) {
+    RunPeak r = Run(s, 1000, 0);
+    r.devices[0].phase_peak = {0, static_cast<int64_t>(200 + 100 * s), 1200, 0};
+    r.devices[0].peak = std::max<int64_t>(1200, static_cast<int64_t>(200 + 100 * s));
+    runs.push_back(r);
+  }
+  const auto fit = FitPeaks(runs, FitBy::kBatch);
+  REQUIRE(fit.ok());
+  const DeviceFit& d = fit.value().devices.at(0);
+  CHECK(PredictPeak(d, 2) == doctest::Approx(1200));
+  CHECK(PredictPeak(d, 32) == doctest::Approx(200 + 100 * 32));
+  CHECK_FALSE(d.poor);
+  CHECK(MaxScaleWithin(d, 5000) == 48);
 }
