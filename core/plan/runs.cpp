@@ -144,12 +144,24 @@ std::string FormatFit(const FitReport& fit, const FitQuestion& q) {
   out += ")\n";
   const char* s = fit.by == FitBy::kBatch ? "b" : "s";
   for (const DeviceFit& d : fit.devices) {
-    const Curve& c = d.peak;
+    // The curve shown: the phase that sets the peak where the question is
+    // (--at, else the largest run).
+    const double where = q.at ? std::max(*q.at, fit.max_scale_measured) : fit.max_scale_measured;
+    const Curve* shown = &d.peak;
+    std::string phase;
+    for (size_t p = 0; p < kPhases.size(); ++p) {
+      if (d.phase[p] && (phase.empty() || d.phase[p]->At(where) > shown->At(where))) {
+        shown = &*d.phase[p];
+        phase = kPhases[p];
+      }
+    }
+    const Curve& c = *shown;
     out += d.device + ": peak = " + HumanBytes(static_cast<int64_t>(std::llround(c.c[0]))) + " + " +
            HumanBytes(static_cast<int64_t>(std::llround(c.c[1]))) + " x " + s;
     if (fit.by == FitBy::kSequence) out += " + " + Num(c.c[2]) + " B x " + s + "^2";
+    if (!phase.empty()) out += ", set in the " + phase + (phase == "other" ? " phase" : "");
     char buf[96];
-    std::snprintf(buf, sizeof buf, " (largest miss %.1f%%)\n", 100 * c.max_relative_residual);
+    std::snprintf(buf, sizeof buf, " (largest miss %.1f%%)\n", 100 * d.peak.max_relative_residual);
     out += buf;
     if (d.poor)
       out += "  poor fit: a run lies more than 5% from it; predictions from it are rough\n";

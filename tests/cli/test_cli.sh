@@ -486,5 +486,19 @@ else
   fail=$((fail + 1))
   echo "FAIL model-names-escaped: $(head -c 600 "$tmp/w.txt")"
 fi
+# memtl fit refuses what it cannot fit, in one line (docs/planning.md); the
+# validation against real runs is tests/python/test_plan.py.
+fx="$root/fixtures/torch2"
+check fit-one-trace 2 "fit needs runs at 2 or more different batch sizes" -- \
+  "$bin" fit "$fx/e2e_adam.trace.jsonl.gz"
+check fit-same-scale 2 "got 1" -- "$bin" fit "$fx/e2e_adam.trace.jsonl.gz" "$fx/e2e_adam.trace.jsonl.gz"
+check fit-models 2 "runs of different models cannot be fitted together" -- \
+  "$bin" fit "$fx/e2e_adam.trace.jsonl.gz" "$fx/resnet_bn_sgd_step.trace.jsonl.gz" --scale 2,4
+check fit-scale-count 2 "--scale gives 1 scales for 2 traces" -- \
+  "$bin" fit "$fx/e2e_adam.trace.jsonl.gz" "$fx/e2e_adam.trace.jsonl.gz" --scale 2
+check fit-budget 2 "--budget" -- \
+  "$bin" fit "$fx/e2e_adam.trace.jsonl.gz" "$fx/e2e_adam.trace.jsonl.gz" --scale 2,4 --budget lots
+check fit-two-scales 0 "" -- \
+  "$bin" fit "$fx/e2e_adam.trace.jsonl.gz" "$fx/e2e_adam.trace.jsonl.gz" --scale 2,4 --at 8 --budget 1GiB
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -87,6 +87,10 @@ def test_fit_by_batch_predicts_larger_batches(make):
 
 
 @pytest.mark.skipif(not os.path.exists(MEMTL), reason="memtl binary not built")
+@pytest.mark.xfail(int(torch.__version__.split(".")[0]) < 2, strict=True,
+                   reason="torch 1.13's attention backward grows with the square only past 64 "
+                   "(autograd detail 0.33 MB at 64, 2.36 MB at 128): 16/32/64 cannot see it and "
+                   "miss 128 by -13% (docs/planning.md)")
 def test_fit_by_sequence_length():
     """Sequence lengths 16, 32 and 64 predict 128 (256, 4x past, is 5.0% over:
     docs/planning.md). (From 8 up the
