@@ -36,6 +36,20 @@ std::vector<int64_t> Dims(std::string_view shape) {
   return dims;
 }
 
+// A predicted peak in bytes; none where the fit goes below zero or past
+// what int64 holds: an error to say, never a number.
+std::optional<int64_t> PredictedBytes(const DeviceFit& d, double s) {
+  const double v = PredictPeak(d, s);
+  if (!std::isfinite(v) || v < 0 || v >= 9.2e18) return std::nullopt;
+  return std::llround(v);
+}
+
+// A coefficient in bytes, as a size where it is one.
+std::string CoefficientBytes(double v) {
+  if (!std::isfinite(v) || std::abs(v) >= 9.2e18) return "(out of range)";
+  return HumanBytes(std::llround(v));
+}
+
 const char* Unit(FitBy by) { return by == FitBy::kBatch ? "batch" : "sequence length"; }
 
 std::string Num(double v) {
@@ -156,8 +170,8 @@ std::string FormatFit(const FitReport& fit, const FitQuestion& q) {
       }
     }
     const Curve& c = *shown;
-    out += d.device + ": peak = " + HumanBytes(static_cast<int64_t>(std::llround(c.c[0]))) + " + " +
-           HumanBytes(static_cast<int64_t>(std::llround(c.c[1]))) + " x " + s;
+    out += d.device + ": peak = " + CoefficientBytes(c.c[0]) + " + " + CoefficientBytes(c.c[1]) +
+           " x " + s;
     if (fit.by == FitBy::kSequence) out += " + " + Num(c.c[2]) + " B x " + s + "^2";
     if (!phase.empty()) out += ", set in the " + phase + (phase == "other" ? " phase" : "");
     char buf[96];
@@ -166,8 +180,11 @@ std::string FormatFit(const FitReport& fit, const FitQuestion& q) {
     if (d.poor)
       out += "  poor fit: a run lies more than 5% from it; predictions from it are rough\n";
     if (q.at) {
+      const std::optional<int64_t> bytes = PredictedBytes(d, *q.at);
       out += "  at " + std::string(Unit(fit.by)) + " " + Num(*q.at) + ": " +
-             HumanBytes(static_cast<int64_t>(std::llround(PredictPeak(d, *q.at))));
+             (bytes ? HumanBytes(*bytes)
+                    : std::string("no prediction (the fit goes below zero or past 2^63 bytes "
+                                  "there)"));
       if (*q.at > 2 * fit.max_scale_measured)
         out += " (extrapolated " + Num(*q.at / fit.max_scale_measured) + "x past the largest run)";
       out += "\n";
@@ -207,8 +224,9 @@ std::string FitJson(const FitReport& fit, const FitQuestion& q) {
     }
     out += "}";
     if (q.at) {
-      out += ",\"at\":" + Num(*q.at) +
-             ",\"predicted_peak_bytes\":" + std::to_string(std::llround(PredictPeak(d, *q.at))) +
+      out += ",\"at\":" + Num(*q.at) + ",\"predicted_peak_bytes\":" +
+             (PredictedBytes(d, *q.at) ? std::to_string(*PredictedBytes(d, *q.at))
+                                       : std::string("null")) +
              ",\"extrapolated\":" + (*q.at > 2 * fit.max_scale_measured ? "true" : "false");
     }
     if (q.budget) {

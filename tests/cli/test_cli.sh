@@ -498,6 +498,9 @@ check fit-scale-count 2 "--scale gives 1 scales for 2 traces" -- \
   "$bin" fit "$fx/e2e_adam.trace.jsonl.gz" "$fx/e2e_adam.trace.jsonl.gz" --scale 2
 check fit-budget 2 "--budget" -- \
   "$bin" fit "$fx/e2e_adam.trace.jsonl.gz" "$fx/e2e_adam.trace.jsonl.gz" --scale 2,4 --budget lots
+"$bin" fit "$fx/e2e_adam.trace.jsonl.gz" "$fx/e2e_adam.trace.jsonl.gz" --scale 4,2 --at 1e30 --format json 2>/dev/null |
+  python3 -c 'import json,sys; d=json.load(sys.stdin)["devices"][0]; assert d["predicted_peak_bytes"] is None' &&
+  pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL fit-no-number: a prediction past int64 must be null"; }
 check fit-two-scales 0 "" -- \
   "$bin" fit "$fx/e2e_adam.trace.jsonl.gz" "$fx/e2e_adam.trace.jsonl.gz" --scale 2,4 --at 8 --budget 1GiB
 echo "$pass passed, $fail failed"
