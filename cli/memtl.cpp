@@ -15,7 +15,6 @@
 #include <thread>
 #include <vector>
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #if defined(__GLIBC__)
@@ -23,6 +22,7 @@
 #endif
 
 #include "cli/app.h"
+#include "cli/output_path.h"
 #include "cli/progress.h"
 #include "cli/rank_traces.h"
 #include "core/explain/events.h"
@@ -41,6 +41,8 @@ namespace {
 using memtl::cli::Args;
 using memtl::cli::ParseCommandLine;
 using memtl::cli::Parsed;
+using memtl::cli::PrintedOutputError;
+using memtl::cli::SameFile;
 
 // The largest tensors alive at the peak that the HTML report lists.
 constexpr size_t kReportPeakTensors = 20;
@@ -179,46 +181,6 @@ int CloseStdout() {
 int Emit(const std::string& text) {
   if (int rc = WriteStdout(text); rc != 0) return rc;
   return CloseStdout();
-}
-
-bool SameFile(const std::string& a, const std::string& b);
-
-// The commands that print their answer (graph, categories, events, peak,
-// explain, summary) write it to -o's file instead when given one, in the
-// --format given, else in the one its suffix names. Checked before the
-// analysis: a suffix naming a format the command does not write is refused
-// (writing text into x.html would hand the user a broken page), with what
-// writes it; so is the trace itself. Empty when the output is fine; sets
-// `args.format` from the suffix.
-std::string PrintedOutputError(Args& args) {
-  if (args.outputs.empty() || args.outputs.front() == "-") return {};
-  const std::string& out = args.outputs.front();
-  if (SameFile(out, args.trace) || (!args.et.empty() && SameFile(out, args.et)))
-    return memtl::QuotePath(out) + ": is a trace being read; choose another output path";
-  if (!args.format.empty()) return {};
-  const std::string& cmd = args.command;
-  const bool json = cmd == "peak" || cmd == "explain" || cmd == "summary" || cmd == "events";
-  const bool tsv = cmd == "events";
-  const std::string writes = tsv ? "text, TSV or JSON Lines" : json ? "text or JSON" : "text";
-  auto refuse = [&](const std::string& what, const std::string& instead) {
-    return memtl::QuotePath(out) + ": memtl " + cmd + " writes " + writes + ", not " + what + "; " +
-           instead;
-  };
-  if (out.ends_with(".html") || out.ends_with(".htm")) {
-    return refuse("HTML", "memtl export TRACE -o " + memtl::QuotePath(out) +
-                              " writes the HTML report (the chart, the peak and the memory "
-                              "tables)");
-  }
-  if (out.ends_with(".gz")) return refuse("gzip", "name the file without .gz");
-  if (out.ends_with(".json") || out.ends_with(".jsonl")) {
-    if (!json)
-      return refuse("JSON", "memtl events --format json writes the timeline as JSON Lines");
-    args.format = "json";
-  } else if (out.ends_with(".tsv")) {
-    if (!tsv) return refuse("TSV", "memtl events --format tsv writes the timeline as TSV");
-    args.format = "tsv";
-  }
-  return {};
 }
 
 // A printing command's whole answer: to -o's file (atomically), else to
@@ -430,10 +392,6 @@ int RunRanks(const Args& args) {
 
 int RunFit(const Args& args) {
   const memtl::FitBy by = args.fit_by == "seq" ? memtl::FitBy::kSequence : memtl::FitBy::kBatch;
-  if (!args.scales.empty() && args.scales.size() != args.traces.size()) {
-    return Fail("--scale gives " + std::to_string(args.scales.size()) + " scales for " +
-                std::to_string(args.traces.size()) + " traces: give one per trace, in order");
-  }
   memtl::FitQuestion q;
   if (args.fit_at > 0) q.at = args.fit_at;
   if (!args.fit_budget.empty()) {
@@ -442,15 +400,7 @@ int RunFit(const Args& args) {
       return Fail("--budget " + memtl::Quote(args.fit_budget) + ": " + b.status().message());
     q.budget = b.value().bytes;
   }
-  std::vector<memtl::RunPeak> runs;
-  for (size_t i = 0; i < args.traces.size(); ++i) {
-    std::optional<double> scale;
-    if (!args.scales.empty()) scale = args.scales[i];
-    auto run = memtl::MeasureRun(args.traces[i], by, scale);
-    if (!run.ok()) return Fail(run.status().message());
-    runs.push_back(std::move(run.value()));
-  }
-  auto fit = memtl::FitPeaks(runs, by);
+  auto fit = memtl::FitTraces(args.traces, by, args.scales);
   if (!fit.ok()) return Fail(fit.status().message());
   return Emit(args.format == "json" ? memtl::FitJson(fit.value(), q)
                                     : memtl::FormatFit(fit.value(), q));
@@ -496,14 +446,6 @@ std::string ResultLine(const Args& args, const memtl::Trace& trace, const memtl:
   char when[48];
   std::snprintf(when, sizeof when, "%.3f ms", static_cast<double>(peak.since_start_us) / 1000.0);
   return line + " peak " + memtl::HumanBytes(peak.bytes) + " at " + when + ")";
-}
-
-// True when `a` and `b` name one file (through links or other paths).
-bool SameFile(const std::string& a, const std::string& b) {
-  struct stat sa {
-  }, sb{};
-  return stat(a.c_str(), &sa) == 0 && stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
-         sa.st_ino == sb.st_ino;
 }
 
 int RunExport(const Args& args) {

@@ -14,4 +14,4 @@ py=$(MEMTL_VENV="$PWD/.venv-newest" MEMTL_TORCH=2.14.1 MEMTL_TORCHVISION=0.29.1 
 [ -x build/cli/memtl ] || scripts/build.sh
 env PYTHONPATH=python MEMTL_BIN=build/cli/memtl MEMTL_TORCH_NATIVE=0 PYTHONDONTWRITEBYTECODE=1 \
   "$py" -m pytest -q -p no:cacheprovider tests/python/test_oracle.py tests/python/test_distributed.py \
-  tests/python/test_recorder.py tests/python/test_analyze.py
+  tests/python/test_recorder.py tests/python/test_export_api.py tests/python/test_analyze.py

@@ -151,6 +151,22 @@ Expected<RunPeak> MeasureRun(const std::string& path, FitBy by, std::optional<do
   return run;
 }
 
+Expected<FitReport> FitTraces(const std::vector<std::string>& paths, FitBy by,
+                              const std::vector<double>& scales) {
+  if (!scales.empty() && scales.size() != paths.size()) {
+    return Status::Error("--scale gives " + std::to_string(scales.size()) + " scales for " +
+                         std::to_string(paths.size()) + " traces: give one per trace, in order");
+  }
+  std::vector<RunPeak> runs;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    auto run =
+        MeasureRun(paths[i], by, scales.empty() ? std::nullopt : std::optional<double>(scales[i]));
+    if (!run.ok()) return run.status();
+    runs.push_back(std::move(run.value()));
+  }
+  return FitPeaks(runs, by);
+}
+
 std::string FormatFit(const FitReport& fit, const FitQuestion& q) {
   std::string out = "peak memory against " + std::string(Unit(fit.by)) + ", " +
                     std::to_string(fit.scales.size()) + " runs (";
@@ -224,9 +240,9 @@ std::string FitJson(const FitReport& fit, const FitQuestion& q) {
     }
     out += "}";
     if (q.at) {
-      out += ",\"at\":" + Num(*q.at) + ",\"predicted_peak_bytes\":" +
-             (PredictedBytes(d, *q.at) ? std::to_string(*PredictedBytes(d, *q.at))
-                                       : std::string("null")) +
+      const std::optional<int64_t> bytes = PredictedBytes(d, *q.at);
+      out += ",\"at\":" + Num(*q.at) +
+             ",\"predicted_peak_bytes\":" + (bytes ? std::to_string(*bytes) : std::string("null")) +
              ",\"extrapolated\":" + (*q.at > 2 * fit.max_scale_measured ? "true" : "false");
     }
     if (q.budget) {

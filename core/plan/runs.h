@@ -18,6 +18,11 @@ namespace memtl {
 // sequence length); an error says to give --scale when no input has one.
 Expected<RunPeak> MeasureRun(const std::string& path, FitBy by, std::optional<double> scale);
 
+// Measures each trace (its scale from `scales`, in order, when not empty:
+// one per trace) and fits them (FitPeaks).
+Expected<FitReport> FitTraces(const std::vector<std::string>& paths, FitBy by,
+                              const std::vector<double>& scales);
+
 // The fit in words, and as JSON: per device the curve, its largest miss,
 // the peak predicted at `at` (when given) and the largest scale within
 // `budget` bytes (when given).
