@@ -220,6 +220,47 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
       ->check(CLI::IsMember({"text", "json"}));
   fit->callback([&args] { args.command = "fit"; });
 
+  CLI::App* whatif = app->add_subcommand(
+      "whatif",
+      "replay the run with changes (sharding, checkpointing, set-to-none, another optimizer or "
+      "dtype) and print each device's peak before and after, by category");
+  AddReadOptions(whatif, args);
+  AddEtOption(whatif, args);
+  whatif
+      ->add_option("--shard", args.shards,
+                   "KIND=N, KIND optimizer (ZeRO-1), grads (ZeRO-2) or params (ZeRO-3, FSDP; "
+                   "needs --wrap): divide those bytes over N ranks (repeatable)")
+      ->option_text("KIND=N");
+  whatif
+      ->add_option("--wrap", args.wrap,
+                   "the units --shard params gathers whole while they run, and --shard grads "
+                   "reduces at the end of their backward: modules whose name or path matches "
+                   "(shell wildcards, e.g. 'TransformerEncoderLayer_*')")
+      ->option_text("PATTERN");
+  whatif
+      ->add_option("--checkpoint", args.checkpoints,
+                   "recompute the matched modules' activations in the backward instead of "
+                   "keeping them (torch.utils.checkpoint; repeatable)")
+      ->option_text("PATTERN");
+  whatif->add_flag("--set-to-none", args.set_to_none,
+                   "free the gradients at zero_grad (zero_grad(set_to_none=True))");
+  whatif->add_flag("--no-set-to-none", args.no_set_to_none,
+                   "keep the gradients and zero them in place (set_to_none=False)");
+  whatif->add_option("--optimizer", args.optimizer,
+                     "replay with this optimizer's state: sgd, sgd-momentum, adam, adamw, "
+                     "adam-amsgrad, adamax, nadam, radam, adagrad, rmsprop, rmsprop-momentum, "
+                     "adadelta, rprop, asgd");
+  whatif
+      ->add_option("--dtype", args.dtypes,
+                   "KIND=DTYPE, KIND params, grads or optimizer, DTYPE bf16, fp16, fp32, fp64 "
+                   "or fp8: those bytes at that element size (repeatable)")
+      ->option_text("KIND=DTYPE");
+  whatif->add_option("--format", args.format, "text (the default), json or html")
+      ->check(CLI::IsMember({"text", "json", "html"}));
+  AddPrintedOutputOption(
+      whatif, args, "in the --format given, else by its suffix: .html, .json, any other text");
+  whatif->callback([&args] { args.command = "whatif"; });
+
   CLI::App* graph = app->add_subcommand(
       "graph",
       "print the versioned data-flow graph over top-level ops, in the layout of PyTorch's "

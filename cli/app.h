@@ -13,9 +13,9 @@
 
 namespace memtl::cli {
 
-inline constexpr std::array<std::string_view, 10> kCommands = {
-    "export", "peak", "explain", "summary",    "diff",
-    "ranks",  "fit",  "events",  "categories", "graph"};
+inline constexpr std::array<std::string_view, 11> kCommands = {
+    "export", "peak",   "explain", "summary",    "diff", "ranks",
+    "fit",    "whatif", "events",  "categories", "graph"};
 
 struct Args {
   std::string command;
@@ -37,6 +37,13 @@ struct Args {
   std::vector<double> scales;        // fit: each trace's scale, in order (empty: from inputs)
   double fit_at = 0;                 // fit: the scale to predict at (0: none)
   std::string fit_budget;            // fit: SIZE, as --budget's sizes
+  std::vector<std::string> shards;   // whatif: KIND=N (optimizer, grads, params)
+  std::string wrap;                  // whatif: the units of --shard params (a module pattern)
+  std::vector<std::string> checkpoints;  // whatif: module patterns
+  bool set_to_none = false;          // whatif: --set-to-none
+  bool no_set_to_none = false;       // whatif: --no-set-to-none
+  std::string optimizer;             // whatif: the optimizer to replay with
+  std::vector<std::string> dtypes;   // whatif: KIND=DTYPE (params, grads, optimizer)
   bool partial = false;
   bool strict = false;
   bool timings = false;

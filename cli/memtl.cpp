@@ -25,6 +25,7 @@
 #include "cli/output_path.h"
 #include "cli/progress.h"
 #include "cli/rank_traces.h"
+#include "cli/whatif_args.h"
 #include "core/explain/events.h"
 #include "core/explain/explain.h"
 #include "core/explain/peak.h"
@@ -32,6 +33,7 @@
 #include "core/model/quote.h"
 #include "core/pipeline/analysis.h"
 #include "core/plan/runs.h"
+#include "core/plan/whatif.h"
 #include "core/timeline/timeline.h"
 #include "export/atomic_file.h"
 #include "export/export.h"
@@ -101,7 +103,8 @@ memtl::Expected<std::unique_ptr<memtl::Analysis>> Load(const Args& args) {
   options.progress = &progress;
   options.et_path = args.et;
   // Only these two print shapes; every other command reads without them.
-  options.keep_shapes = args.command == "events" || args.command == "explain";
+  options.keep_shapes =
+      args.command == "events" || args.command == "explain" || args.command == "whatif";
   progress_line = std::make_unique<memtl::ProgressLine>(
       &progress, args.trace == "-" ? "standard input" : memtl::QuotePath(args.trace), !args.quiet);
   auto analysis = memtl::AnalyzeFile(path, options);
@@ -406,6 +409,31 @@ int RunFit(const Args& args) {
                                     : memtl::FormatFit(fit.value(), q));
 }
 
+int RunWhatIf(const Args& args) {
+  auto changes = memtl::cli::WhatIfChangesOf(args);
+  if (!changes.ok()) return Fail(changes.status().message());
+  const std::string out = args.outputs.empty() ? "" : args.outputs.front();
+  if (!out.empty() && out != "-" &&
+      (SameFile(out, args.trace) || (!args.et.empty() && SameFile(out, args.et))))
+    return Fail(memtl::QuotePath(out) + ": is a trace being read; choose another output path");
+  std::string format = args.format;
+  if (format.empty())
+    format = out.ends_with(".html") ? "html" : out.ends_with(".json") ? "json" : "text";
+  auto c = Categorize(args, memtl::Retain::kAll);
+  if (!c.ok()) return Fail(c.status().message());
+  auto r = memtl::WhatIf(ExplainInputOf(*c.value()), changes.value(), args.trace);
+  if (!r.ok()) return Fail(r.status().message());
+  PrintNotes(c.value()->analysis->diagnostics);
+  const std::string text = format == "json"   ? memtl::WhatIfJson(r.value())
+                           : format == "html" ? memtl::WhatIfHtml(r.value())
+                                              : memtl::FormatWhatIf(r.value());
+  if (out.empty() || out == "-") return Emit(text);
+  if (auto s = memtl::WriteFileAtomically(out, text, false); !s.ok()) return Fail(s.message());
+  PrintErrLine("memtl: wrote " + memtl::QuotePath(out) + " (whatif of " +
+               memtl::QuotePath(args.trace) + ")");
+  return 0;
+}
+
 int RunCategories(const Args& args) {
   auto c = Categorize(args, memtl::Retain::kAll);
   if (!c.ok()) return Fail(c.status().message());
@@ -542,7 +570,7 @@ int main(int argc, char** argv) {
         return Fail(parsed.message);
     }
     if (args.command != "export" && args.command != "diff" && args.command != "ranks" &&
-        args.command != "fit") {
+        args.command != "fit" && args.command != "whatif") {
       if (const std::string e = PrintedOutputError(args); !e.empty()) return Fail(e);
     }
     const int rc = args.command == "graph"        ? RunGraph(args)
@@ -553,6 +581,7 @@ int main(int argc, char** argv) {
                    : args.command == "diff"       ? RunDiff(args)
                    : args.command == "ranks"      ? RunRanks(args)
                    : args.command == "fit"        ? RunFit(args)
+                   : args.command == "whatif"     ? RunWhatIf(args)
                    : args.command == "events"     ? RunEvents(args)
                                                   : RunExport(args);
     if (progress_line) progress_line->Stop();

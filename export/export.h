@@ -22,6 +22,7 @@
 #include "core/model/diagnostics.h"
 #include "core/model/status.h"
 #include "core/model/trace.h"
+#include "core/plan/whatif.h"
 #include "core/timeline/timeline.h"
 
 namespace memtl {
@@ -89,5 +90,9 @@ std::string DiffHtml(const Summary& a, const Summary& b);
 
 // memtl ranks as one self-contained HTML page (export/ranks_html.cpp).
 std::string RanksHtml(const RanksReport& r);
+
+// memtl whatif as one self-contained HTML page: the measured and the
+// predicted curve on one chart per device (export/whatif_html.cpp).
+std::string WhatIfHtml(const WhatIfReport& r);
 
 }  // namespace memtl

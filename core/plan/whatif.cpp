@@ -1,0 +1,340 @@
+// memtl whatif (whatif.h): the timeline as spans, the sweep that sums them
+// again, and the replay that applies the changes between the two.
+#include "core/plan/whatif.h"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "absl/container/flat_hash_map.h"
+#include "core/explain/peak.h"
+#include "core/plan/whatif_spans.h"
+
+namespace memtl {
+
+bool WhatIfChanges::Any() const {
+  return shard_optimizer > 1 || shard_grads > 1 || shard_params > 1 || !checkpoint.empty() ||
+         set_to_none.has_value() || !optimizer.empty() ||
+         std::any_of(dtype_bytes.begin(), dtype_bytes.end(), [](int b) { return b > 0; });
+}
+
+const std::vector<OptimizerKind>& KnownOptimizers() {
+  // From torch/optim's single-tensor implementations: the state tensors of
+  // a parameter's size each keeps (their scalar step counts aside), and the
+  // parameter-sized temporaries alive at once while it updates one
+  // (Adam's `exp_avg_sq.sqrt()` and its quotient). docs/planning.md says
+  // which were checked against real runs.
+  static const std::vector<OptimizerKind> kinds = {
+      {"sgd", 0, 0},     {"sgd-momentum", 1, 0}, {"adam", 2, 2},    {"adamw", 2, 2},
+      {"adam-amsgrad", 3, 2}, {"adamax", 2, 1},  {"nadam", 2, 2},   {"radam", 2, 2},
+      {"adagrad", 1, 1}, {"rmsprop", 1, 1},      {"rmsprop-momentum", 2, 1},
+      {"adadelta", 2, 2}, {"rprop", 2, 2},       {"asgd", 2, 1},
+  };
+  return kinds;
+}
+
+int DtypeBytes(std::string_view dtype) {
+  static const std::vector<std::pair<std::string_view, int>> kSizes = {
+      {"float32", 4}, {"float", 4},   {"fp32", 4},     {"float64", 8}, {"double", 8},
+      {"fp64", 8},    {"float16", 2}, {"half", 2},     {"fp16", 2},    {"bfloat16", 2},
+      {"bf16", 2},    {"float8", 1},  {"fp8", 1},      {"float8_e4m3fn", 1},
+      {"float8_e5m2", 1}};
+  for (const auto& [n, b] : kSizes) {
+    if (dtype == n) return b;
+  }
+  return 0;
+}
+
+namespace whatif {
+
+std::vector<Span> SpansOf(const ExplainInput& in) {
+  const PerValue<uint32_t> creator = CreatorOfValues(in.graph);
+  auto creator_of = [&](KeySlot k, Version v) -> uint32_t {
+    if (k.value() >= in.keys.size() || v.value() < 0 || v.value() >= in.graph.num_versions(k))
+      return kNone32;
+    return creator[in.graph.value(k, v)];
+  };
+  std::vector<Span> spans;
+  spans.reserve(in.timeline.size());
+  absl::flat_hash_map<uint32_t, size_t> open;  // key slot -> its open span
+  auto close = [&](uint32_t slot, int64_t t) {
+    const auto it = open.find(slot);
+    if (it == open.end()) return false;
+    spans[it->second].end = t;
+    open.erase(it);
+    return true;
+  };
+  for (const TimelineEvent& e : in.timeline) {
+    const int64_t t = MicrosOf(e);
+    Span s;
+    s.start = t;
+    s.bytes = e.bytes;
+    s.device = e.device;
+    if (!e.has_key()) {
+      s.cls = static_cast<uint8_t>(ExportIndex(e.inferred()));
+      s.cat = s.cls;
+      if (e.action == Action::kDestroy) s.bytes = -s.bytes;
+      spans.push_back(s);
+      continue;
+    }
+    s.slot = e.slot;
+    Version v = e.version();
+    switch (e.action) {
+      case Action::kPreexisting:
+      case Action::kCreate:
+        close(e.slot, t);
+        break;
+      case Action::kIncrementVersion:
+        close(e.slot, t);
+        v = v.next();
+        break;
+      case Action::kDestroy:
+        if (!close(e.slot, t)) {
+          s.bytes = -s.bytes;
+          s.slot = KeySlot::kNone;
+          s.cls = static_cast<uint8_t>(CategoryIndexOf(in.categories, e, v));
+          s.cat = s.cls;
+          spans.push_back(s);
+        }
+        continue;
+    }
+    s.version = v.value();
+    s.creator = creator_of(e.key(), v);
+    s.cls = static_cast<uint8_t>(ExportIndex(in.categories.Get(e.key(), v)));
+    s.cat = s.cls;
+    open[e.slot] = spans.size();
+    spans.push_back(s);
+  }
+  return spans;
+}
+
+Weights Ones() {
+  Weights w;
+  w.fill(1.0);
+  return w;
+}
+
+SweepResult Sweep(const std::vector<Span>& spans, DeviceIndex device,
+                  const std::vector<Weights>& weights, int64_t lo, int64_t hi, int buckets) {
+  struct Delta {
+    int64_t time;
+    int64_t bytes;
+    uint32_t span;
+    uint8_t cls;
+    uint8_t cat;
+  };
+  std::vector<Delta> deltas;
+  for (uint32_t i = 0; i < spans.size(); ++i) {
+    const Span& s = spans[i];
+    if (s.device != device || s.bytes == 0 || s.end <= s.start) continue;
+    const auto cat = static_cast<uint8_t>(s.category());
+    deltas.push_back({s.start, s.bytes, i, s.cls, cat});
+    if (s.end != kNever) deltas.push_back({s.end, -s.bytes, i, s.cls, cat});
+  }
+  std::stable_sort(deltas.begin(), deltas.end(),
+                   [](const Delta& a, const Delta& b) { return a.time < b.time; });
+  SweepResult r;
+  r.peaks.resize(weights.size());
+  if (deltas.empty()) return r;
+  r.any = true;
+  r.first_us = deltas.front().time;
+  for (const Delta& d : deltas) {
+    if (d.time >= 0) {
+      r.first_us = d.time;
+      break;
+    }
+  }
+  if (buckets > 0) r.curve.assign(static_cast<size_t>(buckets), 0);
+  std::array<int64_t, kNumCls> sums{};
+  std::array<std::array<int64_t, 8>, kNumCls> by{};  // per class, per category
+  std::vector<bool> seen(weights.size(), false);
+  std::array<bool, 8> category_seen{};
+  for (size_t i = 0; i < deltas.size();) {
+    const int64_t t = deltas[i].time;
+    uint32_t last = deltas[i].span;
+    for (; i < deltas.size() && deltas[i].time == t; ++i) {
+      sums[deltas[i].cls] += deltas[i].bytes;
+      by[deltas[i].cls][deltas[i].cat] += deltas[i].bytes;
+      last = deltas[i].span;
+    }
+    std::array<int64_t, 8> cats{};
+    for (size_t w = 0; w < weights.size(); ++w) {
+      double total = 0;
+      for (int c = 0; c < kNumCls; ++c) total += weights[w][c] * static_cast<double>(sums[c]);
+      const auto bytes = static_cast<int64_t>(std::llround(total));
+      if (w == 0) {
+        for (int c = 0; c < kNumCls; ++c) {
+          for (int k = 0; k < 8; ++k) cats[k] += by[c][k];
+        }
+        for (int c = 0; c < 8; ++c) {
+          if (!category_seen[c] || cats[c] > r.max_category[c]) {
+            category_seen[c] = true;
+            r.max_category[c] = cats[c];
+            r.max_category_us[c] = t;
+          }
+        }
+        if (buckets > 0 && hi > lo) {
+          const int64_t shown = t < 0 ? r.first_us : t;
+          const double f = static_cast<double>(std::clamp(shown, lo, hi) - lo) /
+                           static_cast<double>(hi - lo);
+          const auto b = std::min<int64_t>(buckets - 1, static_cast<int64_t>(f * buckets));
+          r.curve[static_cast<size_t>(b)] = std::max(r.curve[static_cast<size_t>(b)], bytes);
+        }
+      }
+      if (seen[w] && bytes <= r.peaks[w].bytes) continue;
+      seen[w] = true;
+      SweepPeak& p = r.peaks[w];
+      p.bytes = bytes;
+      p.time_us = t;
+      p.event = spans[last].creator;
+      p.by_category.fill(0);
+      for (int c = 0; c < kNumCls; ++c) {
+        for (int k = 0; k < 8; ++k) {
+          p.by_category[k] +=
+              static_cast<int64_t>(std::llround(weights[w][c] * static_cast<double>(by[c][k])));
+        }
+      }
+    }
+  }
+  return r;
+}
+
+Subtrees SubtreesOf(const Trace& trace) {
+  const auto n = static_cast<uint32_t>(trace.events.size());
+  Subtrees s;
+  s.last.resize(n);
+  s.end_us.resize(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    s.last[i] = i;
+    s.end_us[i] = PyTrueDivTrunc1000(trace.event_t0[i]);
+  }
+  // Pre-order: a child comes after its parent, so one backward pass carries
+  // every subtree's extent up to its root.
+  for (uint32_t i = n; i-- > 0;) {
+    const uint32_t p = trace.events[i].parent;
+    if (p == kNone32 || p >= i) continue;
+    s.last[p] = std::max(s.last[p], s.last[i]);
+    s.end_us[p] = std::max(s.end_us[p], s.end_us[i]);
+  }
+  return s;
+}
+
+namespace {
+
+constexpr std::string_view kModulePrefix = "nn.Module: ";
+
+bool Matches(const std::string& pattern, const std::string& text) {
+  return fnmatch(pattern.c_str(), text.c_str(), 0) == 0;
+}
+
+}  // namespace
+
+std::vector<uint32_t> MatchedModuleCalls(const Trace& trace, const std::string& pattern) {
+  std::vector<uint32_t> calls;
+  uint32_t inside_until = 0;  // the last event of the matched call we are in
+  bool inside = false;
+  std::vector<uint32_t> last;  // computed lazily: only when a call matches
+  for (uint32_t e = 0; e < trace.events.size(); ++e) {
+    if (inside && e <= inside_until) continue;
+    inside = false;
+    const Event& ev = trace.events[e];
+    if (ev.kind != EventKind::kPy) continue;
+    const std::string& name = trace.Name(ev);
+    if (!name.starts_with(kModulePrefix)) continue;
+    const std::string own = name.substr(kModulePrefix.size());
+    if (!Matches(pattern, own) && !Matches(pattern, ModulePath(trace, e))) continue;
+    if (last.empty()) last = SubtreesOf(trace).last;
+    calls.push_back(e);
+    inside = true;
+    inside_until = last[e];
+  }
+  return calls;
+}
+
+std::string SomeModuleNames(const Trace& trace, size_t n) {
+  std::set<std::string> names;
+  for (uint32_t e = 0; e < trace.events.size() && names.size() < n; ++e) {
+    const Event& ev = trace.events[e];
+    if (ev.kind != EventKind::kPy) continue;
+    const std::string& name = trace.Name(ev);
+    if (name.starts_with(kModulePrefix)) names.insert(name.substr(kModulePrefix.size()));
+  }
+  std::string out;
+  for (const std::string& s : names) out += (out.empty() ? "" : ", ") + s;
+  return out.empty() ? "none: the trace was recorded without the python tracer (with_stack)" : out;
+}
+
+}  // namespace whatif
+
+namespace {
+
+using whatif::Span;
+using whatif::Sweep;
+using whatif::Weights;
+
+WhatIfPeak PeakOf(const ExplainInput& in, const whatif::SweepPeak& p, int64_t first_us) {
+  WhatIfPeak out;
+  out.bytes = p.bytes;
+  out.since_start_us = (p.time_us < 0 ? first_us : p.time_us) - first_us;
+  out.by_category = p.by_category;
+  out.phase = ContextOf(in.trace, in.tree, p.event).phase;
+  return out;
+}
+
+}  // namespace
+
+Expected<WhatIfReport> WhatIf(const ExplainInput& in, const WhatIfChanges& changes,
+                              const std::string& name) {
+  WhatIfReport report;
+  report.trace = name;
+  const std::vector<Span> measured = whatif::SpansOf(in);
+  std::vector<Span> spans = measured;
+  std::vector<Weights> ranks = {whatif::Ones()};
+  const whatif::Context ctx{in, name, report};
+  if (Status s = whatif::ApplyDtype(ctx, changes, spans); !s.ok()) return s;
+  if (Status s = whatif::ApplyOptimizer(ctx, changes, spans, ranks); !s.ok()) return s;
+  if (Status s = whatif::ApplySetToNone(ctx, changes, spans); !s.ok()) return s;
+  if (Status s = whatif::ApplyCheckpoint(ctx, changes, spans); !s.ok()) return s;
+  if (Status s = whatif::ApplyShard(ctx, changes, spans, ranks); !s.ok()) return s;
+
+  constexpr int kBuckets = 2000;
+  for (DeviceIndex d = 0; d < in.trace.devices.size(); ++d) {
+    const whatif::SweepResult first = Sweep(measured, d, {whatif::Ones()});
+    if (!first.any) continue;
+    int64_t hi = first.first_us;
+    for (const Span& s : measured) {
+      if (s.device != d) continue;
+      hi = std::max(hi, s.start);
+      if (s.end != whatif::kNever) hi = std::max(hi, s.end);
+    }
+    const int64_t lo = first.first_us;
+    const whatif::SweepResult before = Sweep(measured, d, {whatif::Ones()}, lo, hi, kBuckets);
+    const whatif::SweepResult after = Sweep(spans, d, ranks, lo, hi, kBuckets);
+    WhatIfDevice dev;
+    dev.device = in.trace.devices[d].name;
+    dev.before = PeakOf(in, before.peaks[0], before.first_us);
+    size_t top = 0;
+    for (size_t r = 0; r < after.peaks.size(); ++r) {
+      if (after.peaks[r].bytes > after.peaks[top].bytes) top = r;
+    }
+    dev.after = PeakOf(in, after.peaks[top], before.first_us);
+    if (after.peaks.size() > 1) {
+      for (const whatif::SweepPeak& p : after.peaks) dev.rank_peaks.push_back(p.bytes);
+    }
+    // The curve drawn is the largest rank's.
+    const std::vector<int64_t> curve =
+        top == 0 ? after.curve : Sweep(spans, d, {ranks[top]}, lo, hi, kBuckets).curve;
+    for (int b = 0; b < kBuckets; ++b) {
+      if (before.curve[b] == 0 && curve[b] == 0) continue;
+      dev.times_us.push_back((hi - lo) * b / kBuckets);
+      dev.measured.push_back(before.curve[b]);
+      dev.predicted.push_back(curve[b]);
+    }
+    report.devices.push_back(std::move(dev));
+  }
+  return report;
+}
+
+}  // namespace memtl

@@ -1,0 +1,111 @@
+// What whatif's stages share (whatif.h): the timeline as spans, the sweep
+// that sums them into the exports' rows, and the changes that edit them.
+// Internal to core/plan.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/explain/context.h"
+#include "core/plan/whatif.h"
+
+namespace memtl::whatif {
+
+inline constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+
+// A span's class: the export index of its category (0..7), or one of the
+// bytes a change adds, each with the category it is counted under.
+enum Cls : uint8_t {
+  kOptTemp = 8,     // a temporary of the optimizer step (TEMPORARY)
+  kGathered = 9,    // a sharded unit's parameters gathered whole (PARAMETER)
+  kGradFull = 10,   // a gradient before its unit's reduce-scatter (GRADIENT)
+  kRecompute = 11,  // a checkpointed module's recompute temporary (TEMPORARY)
+  kParamKept = 12,  // a parameter no --wrap unit holds: not sharded (PARAMETER)
+  kNumCls = 13,
+};
+inline constexpr std::array<int, kNumCls> kClsCategory = {0, 1, 2, 3, 4, 5, 6, 7, 3, 0, 5, 3, 0};
+
+// A tensor version alive over rows [start, end) (the exports' microseconds;
+// -1: from before the profile), or, for an allocation with no key, one of
+// its events (a free is a span of negative bytes that never ends).
+struct Span {
+  int64_t start = 0;
+  int64_t end = kNever;
+  int64_t bytes = 0;
+  uint32_t slot = KeySlot::kNone;
+  int32_t version = 0;
+  uint32_t creator = kNone32;  // the event that made it; kNone32: none known
+  DeviceIndex device = 0;
+  uint8_t cls = 7;
+  // The category it is counted under (export index); kOfClass: its class's.
+  // A class a change gives (the step's temporaries) keeps the category.
+  uint8_t cat = kOfClass;
+  static constexpr uint8_t kOfClass = 0xff;
+  bool keyed() const { return slot != KeySlot::kNone; }
+  int category() const { return cat == kOfClass ? kClsCategory[cls] : cat; }
+};
+
+// The spans of `in`'s timeline, every device, in timeline order.
+std::vector<Span> SpansOf(const ExplainInput& in);
+
+// Weights per class: a rank's view of the spans (sharding divides some
+// classes' bytes).
+using Weights = std::array<double, kNumCls>;
+Weights Ones();
+
+struct SweepPeak {
+  int64_t bytes = 0;
+  int64_t time_us = 0;  // the row (-1: before the profile)
+  std::array<int64_t, 8> by_category{};
+  uint32_t event = kNone32;  // the creator of the last span that changed at the row
+};
+struct SweepResult {
+  bool any = false;
+  int64_t first_us = 0;                  // the first row's time (the smallest after -1)
+  std::vector<SweepPeak> peaks;          // per weight set
+  std::array<int64_t, 8> max_category{}; // weight set 0: each category's largest
+  std::array<int64_t, 8> max_category_us{};  // and the first row reaching it
+  std::vector<int64_t> curve;            // weight set 0, per bucket of [lo, hi]: the largest total
+};
+// Sums the spans of `device` into rows, and finds the peak of each weight
+// set; the curve has `buckets` points over rows [lo, hi] (none when 0).
+SweepResult Sweep(const std::vector<Span>& spans, DeviceIndex device,
+                  const std::vector<Weights>& weights, int64_t lo = 0, int64_t hi = 0,
+                  int buckets = 0);
+
+// What the changes need besides the spans.
+struct Context {
+  const ExplainInput& in;
+  const std::string& name;  // the trace, for messages
+  WhatIfReport& report;     // changes and notes are added
+};
+
+// Each change, in this order; each may add spans, edit them and scale the
+// weights of each rank (`ranks` starts as one set of ones). An error names
+// what the change asked for that the trace lacks.
+Status ApplyDtype(const Context& c, const WhatIfChanges& ch, std::vector<Span>& spans);
+Status ApplyOptimizer(const Context& c, const WhatIfChanges& ch, std::vector<Span>& spans,
+                      std::vector<Weights>& ranks);
+Status ApplySetToNone(const Context& c, const WhatIfChanges& ch, std::vector<Span>& spans);
+Status ApplyCheckpoint(const Context& c, const WhatIfChanges& ch, std::vector<Span>& spans);
+Status ApplyShard(const Context& c, const WhatIfChanges& ch, std::vector<Span>& spans,
+                  std::vector<Weights>& ranks);
+
+// Each event's last descendant in the pre-order, and the latest start time
+// in its subtree: a call's end, as the trace keeps no end times.
+struct Subtrees {
+  std::vector<uint32_t> last;
+  std::vector<int64_t> end_us;
+};
+Subtrees SubtreesOf(const Trace& trace);
+
+// The outermost nn.Module calls whose path ("A_0 > B_1") or own name
+// matches `pattern` (shell wildcards), in pre-order.
+std::vector<uint32_t> MatchedModuleCalls(const Trace& trace, const std::string& pattern);
+// Up to `n` distinct module names of the trace, for an error that lists them.
+std::string SomeModuleNames(const Trace& trace, size_t n);
+
+}  // namespace memtl::whatif
