@@ -233,6 +233,30 @@ std::string DataJson(const Report& report, const std::string& source, size_t sel
   return safe;
 }
 
+// What would help (core/plan/help.h): the changes that lower the peak, the
+// most bytes saved first, each with the flags that replay it and how far
+// such predictions were checked.
+std::string HelpSection(const DeviceReport& d) {
+  if (d.help.empty()) return {};
+  std::string html =
+      "<h2>What would help</h2>\n<p class=\"note\">Standard changes replayed on this "
+      "timeline with <code>memtl whatif</code> (the flags replay one; docs/planning.md), the "
+      "most bytes saved at the peak first.</p>\n<table class=\"sortable\"><thead><tr><th>change"
+      "</th><th class=\"n\">predicted peak</th><th class=\"n\">saved</th><th>whatif flags</th>"
+      "<th>trust</th></tr></thead><tbody>\n";
+  for (const HelpRow& r : d.help) {
+    char pct[32];
+    std::snprintf(pct, sizeof pct, " (%.1f%%)",
+                  d.peak.bytes > 0 ? 100.0 * static_cast<double>(r.saved) /
+                                         static_cast<double>(d.peak.bytes)
+                                   : 0.0);
+    html += "<tr><td>" + Escape(r.change) + "</td>" + html::Num(r.peak, HumanBytes(r.peak)) +
+            html::Num(r.saved, HumanBytes(r.saved) + pct) + "<td><code>" + Escape(r.flags) +
+            "</code></td><td>" + Escape(r.trust) + "</td></tr>\n";
+  }
+  return html + "</tbody></table>\n";
+}
+
 // The device's section: its peak, chart, plot, peak tables and memory tables.
 Expected<std::string> DeviceSection(const ExportInput& in, const DeviceReport& d, size_t index,
                                     bool shown, bool inferred) {
@@ -283,6 +307,7 @@ Expected<std::string> DeviceSection(const ExportInput& in, const DeviceReport& d
           Base64(png) + "'>\n";
   html += PeakSection(peak);
   if (d.has_tables) html += TablesSection(d.tables);
+  html += HelpSection(d);
   return html + "</section>\n";
 }
 

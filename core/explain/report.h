@@ -60,6 +60,16 @@ struct ChartSeries {
 ChartSeries SampleRows(const std::vector<TimelineEvent>& timeline, const CategoryDict& categories,
                        DeviceIndex device, size_t buckets = kChartBuckets);
 
+// A standard change the report's "What would help" tried (core/plan/help.h),
+// with the peak whatif predicts for it.
+struct HelpRow {
+  std::string change;  // in words: "ZeRO-1 at 8 ranks"
+  std::string flags;   // the memtl whatif flags that replay it
+  int64_t peak = 0;    // predicted, bytes
+  int64_t saved = 0;   // at the peak, measured minus predicted
+  std::string trust;   // how far the prediction was checked, and what it leaves out
+};
+
 struct DeviceReport {
   DeviceIndex device = 0;
   std::string name;
@@ -71,6 +81,9 @@ struct DeviceReport {
   // when the trace reports it (a Kineto trace's "Total Reserved"): the
   // chart draws it as a line of its own, not a category.
   std::vector<std::pair<int64_t, int64_t>> reserved;
+  // What would help, the most bytes saved first (empty: nothing tried
+  // saves any, or the report was made from the timeline alone).
+  std::vector<HelpRow> help;
 };
 
 struct ProfilerStep {

@@ -15,6 +15,7 @@
 
 #include "core/model/large_array.h"
 #include "core/model/quote.h"
+#include "core/plan/help.h"
 #include "core/read/format.h"
 #include "core/read/kineto_reader.h"
 #include "core/read/raw_timeline.h"
@@ -445,6 +446,7 @@ Expected<std::unique_ptr<Categorized>> Categorize(std::unique_ptr<Analysis> anal
     const bool same_peak = options.explain_peak == kReportLargestTensors;
     c->report = MakeReport(in, kReportLargestTensors, same_peak ? &*c->peak : nullptr);
     AddReserved(a.reserved, *c->report);
+    AddWhatWouldHelp(in, *c->report);
     a.timer.Mark("report");
   }
   // An export keeps only what it reads; the rest of the analysis goes when

@@ -254,10 +254,12 @@ Status ApplyOptimizer(const Context& c, const WhatIfChanges& ch, std::vector<Spa
   double temp_factor = 1;
   if (now != nullptr && now->temporaries > 0) {
     temp_factor = static_cast<double>(to->temporaries) / now->temporaries;
-  } else if (temps > 0 && to->temporaries > 0) {
-    c.report.notes.push_back("the step's temporaries stay as measured: the trace's optimizer (" +
-                             was + ") is not one whose temporaries memtl knows");
-  } else if (now != nullptr && to->temporaries > 0) {
+  } else if (now == nullptr) {
+    if (temps > 0) {
+      c.report.notes.push_back("the step's temporaries stay as measured: the trace's optimizer (" +
+                               was + ") is not one whose temporaries memtl knows");
+    }
+  } else if (to->temporaries > 0) {
     // None to scale: the new step's, each step long (a list step's span
     // every gradient, a per-parameter one's the largest).
     int64_t unit = 0;

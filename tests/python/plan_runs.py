@@ -57,9 +57,26 @@ class Net(nn.Module):
         return self.head(x)
 
 
+class Encoder(nn.Module):
+    """Two transformer layers (sequence 32, width 64), for a model whose
+    activations are attention's."""
+
+    def __init__(self, use_checkpoint=False):
+        super().__init__()
+        self.layers = nn.ModuleList(
+            nn.TransformerEncoderLayer(64, 4, 128, dropout=0.0, batch_first=True) for _ in range(2))
+        self.use_checkpoint = use_checkpoint
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = checkpoint.checkpoint(layer, x, use_reentrant=False) if self.use_checkpoint else layer(x)
+        return x
+
+
 def train(path, model, opt, batch, set_to_none=True, steps=2):
     """One warm-up step, then `steps` profiled, saved to `path`."""
-    x = torch.randn(batch, WIDTH)
+    inner = getattr(model, "module", model)  # under DistributedDataParallel
+    x = torch.randn(batch, WIDTH) if isinstance(inner, Net) else torch.randn(batch, 32, 64)
 
     def step():
         opt.zero_grad(set_to_none=set_to_none)
@@ -81,20 +98,24 @@ def sgd(model):
     return torch.optim.SGD(model.parameters(), lr=0.1)
 
 
-# name: (optimizer, batch, set_to_none, checkpointed)
+# name: (model, optimizer, batch, set_to_none, checkpointed)
 RUNS = {
-    "adam": (adam, 64, True, False),
-    "sgd": (sgd, 64, True, False),
-    "adam_keep_grads": (adam, 64, False, False),
-    "adam_b1024": (adam, 1024, True, False),
-    "adam_b1024_checkpoint": (adam, 1024, True, True),
+    "adam": (Net, adam, 64, True, False),
+    "sgd": (Net, sgd, 64, True, False),
+    "adam_keep_grads": (Net, adam, 64, False, False),
+    "adam_b1024": (Net, adam, 1024, True, False),
+    "adam_b1024_checkpoint": (Net, adam, 1024, True, True),
+    "encoder_adam": (Encoder, adam, 32, True, False),
+    "encoder_sgd": (Encoder, sgd, 32, True, False),
+    "encoder_adam_keep_grads": (Encoder, adam, 32, False, False),
+    "encoder_adam_checkpoint": (Encoder, adam, 32, True, True),
 }
 
 
 def single(out):
-    for name, (make_opt, batch, set_to_none, use_checkpoint) in RUNS.items():
+    for name, (make_model, make_opt, batch, set_to_none, use_checkpoint) in RUNS.items():
         torch.manual_seed(0)
-        model = Net(use_checkpoint)
+        model = make_model(use_checkpoint)
         train(os.path.join(out, name + ".trace.jsonl.gz"), model, make_opt(model), batch,
               set_to_none)
 
