@@ -52,18 +52,29 @@ namespace whatif {
 std::vector<Span> SpansOf(const ExplainInput& in) {
   const PerValue<uint32_t> creator = CreatorOfValues(in.graph);
   auto creator_of = [&](KeySlot k, Version v) -> uint32_t {
-    if (k.value() >= in.keys.size() || v.value() < 0 || v.value() >= in.graph.num_versions(k))
+    // A raw timeline's keys are categories, with no graph.
+    if (in.graph.num_values() == 0 || k.value() >= in.keys.size() || v.value() < 0 ||
+        v.value() >= in.graph.num_versions(k))
       return kNone32;
     return creator[in.graph.value(k, v)];
   };
   std::vector<Span> spans;
   spans.reserve(in.timeline.size());
-  absl::flat_hash_map<uint32_t, size_t> open;  // key slot -> its open span
-  auto close = [&](uint32_t slot, int64_t t) {
+  // Key slot -> its open spans, the latest last (a raw timeline's key is a
+  // category, alive many times at once).
+  absl::flat_hash_map<uint32_t, std::vector<size_t>> open;
+  // Ends the latest open span of `slot` with `bytes` at `t`; false when
+  // none is open (the free then stands alone, as the exports count it).
+  auto close = [&](uint32_t slot, int64_t bytes, int64_t t) {
     const auto it = open.find(slot);
-    if (it == open.end()) return false;
-    spans[it->second].end = t;
-    open.erase(it);
+    if (it == open.end() || it->second.empty()) return false;
+    std::vector<size_t>& list = it->second;
+    auto pick = std::find_if(list.rbegin(), list.rend(),
+                             [&](size_t i) { return spans[i].bytes == bytes; });
+    if (pick == list.rend()) return false;
+    const auto at = static_cast<size_t>(list.rend() - pick - 1);
+    spans[list[at]].end = t;
+    list.erase(list.begin() + static_cast<std::ptrdiff_t>(at));
     return true;
   };
   for (const TimelineEvent& e : in.timeline) {
@@ -73,6 +84,8 @@ std::vector<Span> SpansOf(const ExplainInput& in) {
     s.bytes = e.bytes;
     s.device = e.device;
     if (!e.has_key()) {
+      // A bump moves no bytes: an event with no key keeps one category.
+      if (e.action == Action::kIncrementVersion) continue;
       s.cls = static_cast<uint8_t>(ExportIndex(e.inferred()));
       s.cat = s.cls;
       if (e.action == Action::kDestroy) s.bytes = -s.bytes;
@@ -84,14 +97,19 @@ std::vector<Span> SpansOf(const ExplainInput& in) {
     switch (e.action) {
       case Action::kPreexisting:
       case Action::kCreate:
-        close(e.slot, t);
         break;
       case Action::kIncrementVersion:
-        close(e.slot, t);
+        if (!close(e.slot, e.bytes, t)) {
+          Span gone = s;  // the old version's bytes leave its category
+          gone.bytes = -s.bytes;
+          gone.slot = KeySlot::kNone;
+          gone.cls = gone.cat = static_cast<uint8_t>(CategoryIndexOf(in.categories, e, v));
+          spans.push_back(gone);
+        }
         v = v.next();
         break;
       case Action::kDestroy:
-        if (!close(e.slot, t)) {
+        if (!close(e.slot, e.bytes, t)) {
           s.bytes = -s.bytes;
           s.slot = KeySlot::kNone;
           s.cls = static_cast<uint8_t>(CategoryIndexOf(in.categories, e, v));
@@ -104,7 +122,7 @@ std::vector<Span> SpansOf(const ExplainInput& in) {
     s.creator = creator_of(e.key(), v);
     s.cls = static_cast<uint8_t>(ExportIndex(in.categories.Get(e.key(), v)));
     s.cat = s.cls;
-    open[e.slot] = spans.size();
+    open[e.slot].push_back(spans.size());
     spans.push_back(s);
   }
   return spans;
