@@ -503,5 +503,31 @@ check fit-budget 2 "--budget" -- \
   pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL fit-no-number: a prediction past int64 must be null"; }
 check fit-two-scales 0 "" -- \
   "$bin" fit "$fx/e2e_adam.trace.jsonl.gz" "$fx/e2e_adam.trace.jsonl.gz" --scale 2,4 --at 8 --budget 1GiB
+
+# memtl whatif: refusals in one line before any analysis where it can, and
+# the three outputs (docs/planning.md).
+t2="$fx/e2e_adam.trace.jsonl.gz"
+check whatif-no-change 2 "no change to replay" -- "$bin" whatif "$t2"
+check whatif-shard-kind 2 "KIND is optimizer, grads or params" -- "$bin" whatif "$t2" --shard states=4
+check whatif-shard-count 2 "write KIND=N" -- "$bin" whatif "$t2" --shard optimizer=1
+check whatif-dtype 2 "DTYPE is bf16" -- "$bin" whatif "$t2" --dtype params=int3
+check whatif-both 2 "--set-to-none and --no-set-to-none: give one" -- \
+  "$bin" whatif "$t2" --set-to-none --no-set-to-none
+check whatif-wrap-alone 2 "--wrap names the units" -- "$bin" whatif "$t2" --wrap 'Linear_*'
+check whatif-optimizer 2 "not one memtl knows" -- "$bin" whatif "$t2" --optimizer lamb
+check whatif-no-module 2 "no module call matches" -- "$bin" whatif "$t2" --checkpoint 'NoSuch_*'
+check whatif-needs-wrap 2 "needs --wrap" -- "$bin" whatif "$t2" --shard params=8
+check whatif-no-grads 2 "the trace has no GRADIENT bytes" -- \
+  "$bin" whatif "$fx/e2e_inference.trace.jsonl.gz" --set-to-none
+cp "$t2" "$tmp/in.trace.jsonl.gz"
+check whatif-output-is-input 2 "is a trace being read" -- \
+  "$bin" whatif "$tmp/in.trace.jsonl.gz" --optimizer sgd -o "$tmp/in.trace.jsonl.gz"
+check whatif-text 0 "" -- "$bin" whatif "$t2" --optimizer sgd --shard optimizer=4 --dtype params=bf16
+check whatif-html 0 "wrote" -- "$bin" whatif "$t2" --optimizer sgd -o "$tmp/w.html"
+grep -q "<polyline" "$tmp/w.html" && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL whatif-html: no chart"; }
+"$bin" whatif "$t2" --optimizer sgd -o "$tmp/w.json" 2>/dev/null &&
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["devices"][0]; assert d["peak_bytes"]["after"] < d["peak_bytes"]["before"]' "$tmp/w.json" &&
+  pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL whatif-json: the peak after must be lower"; }
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
