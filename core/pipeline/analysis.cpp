@@ -446,8 +446,9 @@ Expected<std::unique_ptr<Categorized>> Categorize(std::unique_ptr<Analysis> anal
     const bool same_peak = options.explain_peak == kReportLargestTensors;
     c->report = MakeReport(in, kReportLargestTensors, same_peak ? &*c->peak : nullptr);
     AddReserved(a.reserved, *c->report);
-    AddWhatWouldHelp(in, *c->report);
     a.timer.Mark("report");
+    AddWhatWouldHelp(in, *c->report);
+    a.timer.Mark("what would help");
   }
   // An export keeps only what it reads; the rest of the analysis goes when
   // `analysis` goes out of scope, on return.

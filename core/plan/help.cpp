@@ -117,8 +117,9 @@ std::vector<Candidate> Candidates(const Trace& trace) {
 
 void AddWhatWouldHelp(const ExplainInput& in, Report& report) {
   if (in.inferred != nullptr) return;  // the changes edit tensors' lifetimes
+  const WhatIfReplay replay(in);
   for (const Candidate& c : Candidates(in.trace)) {
-    auto r = WhatIf(in, c.changes, "");
+    auto r = replay.Run(c.changes, "", false);
     if (!r.ok()) continue;  // the trace lacks what it changes
     for (const WhatIfDevice& d : r.value().devices) {
       const int64_t saved = d.before.bytes - d.after.bytes;

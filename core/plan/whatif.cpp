@@ -143,16 +143,37 @@ SweepResult Sweep(const std::vector<Span>& spans, DeviceIndex device,
     uint8_t cls;
     uint8_t cat;
   };
-  std::vector<Delta> deltas;
+  // A row sums every delta of its time, so the order within one is only
+  // the tie-break of the span named at the peak: the span's index. The
+  // spans come in timeline order, so their starts are nearly sorted
+  // already: starts and ends are sorted apart (the starts' sort is a check
+  // when no change moved one) and merged.
+  auto before = [](const Delta& a, const Delta& b) {
+    return a.time != b.time ? a.time < b.time : a.span < b.span;
+  };
+  size_t n_starts = 0, n_ends = 0;
+  for (const Span& s : spans) {
+    if (s.device != device || s.bytes == 0 || s.end <= s.start) continue;
+    ++n_starts;
+    n_ends += s.end != kNever ? 1 : 0;
+  }
+  std::vector<Delta> starts, ends;
+  starts.reserve(n_starts);
+  ends.reserve(n_ends);
   for (uint32_t i = 0; i < spans.size(); ++i) {
     const Span& s = spans[i];
     if (s.device != device || s.bytes == 0 || s.end <= s.start) continue;
     const auto cat = static_cast<uint8_t>(s.category());
-    deltas.push_back({s.start, s.bytes, i, s.cls, cat});
-    if (s.end != kNever) deltas.push_back({s.end, -s.bytes, i, s.cls, cat});
+    starts.push_back({s.start, s.bytes, i, s.cls, cat});
+    if (s.end != kNever) ends.push_back({s.end, -s.bytes, i, s.cls, cat});
   }
-  std::stable_sort(deltas.begin(), deltas.end(),
-                   [](const Delta& a, const Delta& b) { return a.time < b.time; });
+  if (!std::is_sorted(starts.begin(), starts.end(), before))
+    std::sort(starts.begin(), starts.end(), before);
+  std::sort(ends.begin(), ends.end(), before);
+  std::vector<Delta> deltas(starts.size() + ends.size());
+  std::merge(starts.begin(), starts.end(), ends.begin(), ends.end(), deltas.begin(), before);
+  starts = {};
+  ends = {};
   SweepResult r;
   r.peaks.resize(weights.size());
   if (deltas.empty()) return r;
@@ -165,54 +186,59 @@ SweepResult Sweep(const std::vector<Span>& spans, DeviceIndex device,
     }
   }
   if (buckets > 0) r.curve.assign(static_cast<size_t>(buckets), 0);
+  // Running sums, exact in integers: per class (what the weights scale),
+  // per category, and per class and category (the peak's categories).
   std::array<int64_t, kNumCls> sums{};
-  std::array<std::array<int64_t, 8>, kNumCls> by{};  // per class, per category
+  std::array<int64_t, 8> cats{};
+  std::array<std::array<int64_t, 8>, kNumCls> by{};
+  std::vector<double> best(weights.size(), 0);
   std::vector<bool> seen(weights.size(), false);
+  // Per weight set, `by` at its peak so far (weighted once, at the end).
+  std::vector<std::array<std::array<int64_t, 8>, kNumCls>> by_at_peak(weights.size());
   std::array<bool, 8> category_seen{};
   for (size_t i = 0; i < deltas.size();) {
     const int64_t t = deltas[i].time;
     uint32_t last = deltas[i].span;
     for (; i < deltas.size() && deltas[i].time == t; ++i) {
-      sums[deltas[i].cls] += deltas[i].bytes;
-      by[deltas[i].cls][deltas[i].cat] += deltas[i].bytes;
-      last = deltas[i].span;
+      const Delta& d = deltas[i];
+      sums[d.cls] += d.bytes;
+      cats[d.cat] += d.bytes;
+      by[d.cls][d.cat] += d.bytes;
+      last = d.span;
     }
-    std::array<int64_t, 8> cats{};
+    for (int c = 0; c < 8; ++c) {
+      if (!category_seen[c] || cats[c] > r.max_category[c]) {
+        category_seen[c] = true;
+        r.max_category[c] = cats[c];
+        r.max_category_us[c] = t;
+      }
+    }
     for (size_t w = 0; w < weights.size(); ++w) {
       double total = 0;
       for (int c = 0; c < kNumCls; ++c) total += weights[w][c] * static_cast<double>(sums[c]);
-      const auto bytes = static_cast<int64_t>(std::llround(total));
-      if (w == 0) {
-        for (int c = 0; c < kNumCls; ++c) {
-          for (int k = 0; k < 8; ++k) cats[k] += by[c][k];
-        }
-        for (int c = 0; c < 8; ++c) {
-          if (!category_seen[c] || cats[c] > r.max_category[c]) {
-            category_seen[c] = true;
-            r.max_category[c] = cats[c];
-            r.max_category_us[c] = t;
-          }
-        }
-        if (buckets > 0 && hi > lo) {
-          const int64_t shown = t < 0 ? r.first_us : t;
-          const double f = static_cast<double>(std::clamp(shown, lo, hi) - lo) /
-                           static_cast<double>(hi - lo);
-          const auto b = std::min<int64_t>(buckets - 1, static_cast<int64_t>(f * buckets));
-          r.curve[static_cast<size_t>(b)] = std::max(r.curve[static_cast<size_t>(b)], bytes);
-        }
+      if (w == 0 && buckets > 0 && hi > lo) {
+        const int64_t shown = t < 0 ? r.first_us : t;
+        const double f = static_cast<double>(std::clamp(shown, lo, hi) - lo) /
+                         static_cast<double>(hi - lo);
+        const auto b = static_cast<size_t>(std::min<int64_t>(buckets - 1, static_cast<int64_t>(f * buckets)));
+        r.curve[b] = std::max(r.curve[b], static_cast<int64_t>(std::llround(total)));
       }
-      if (seen[w] && bytes <= r.peaks[w].bytes) continue;
+      if (seen[w] && total <= best[w]) continue;
       seen[w] = true;
+      best[w] = total;
       SweepPeak& p = r.peaks[w];
-      p.bytes = bytes;
       p.time_us = t;
       p.event = spans[last].creator;
-      p.by_category.fill(0);
-      for (int c = 0; c < kNumCls; ++c) {
-        for (int k = 0; k < 8; ++k) {
-          p.by_category[k] +=
-              static_cast<int64_t>(std::llround(weights[w][c] * static_cast<double>(by[c][k])));
-        }
+      by_at_peak[w] = by;
+    }
+  }
+  for (size_t w = 0; w < weights.size(); ++w) {
+    SweepPeak& p = r.peaks[w];
+    p.bytes = std::llround(best[w]);
+    for (int c = 0; c < kNumCls; ++c) {
+      for (int k = 0; k < 8; ++k) {
+        p.by_category[k] += static_cast<int64_t>(
+            std::llround(weights[w][c] * static_cast<double>(by_at_peak[w][c][k])));
       }
     }
   }
@@ -303,12 +329,59 @@ WhatIfPeak PeakOf(const ExplainInput& in, const whatif::SweepPeak& p, int64_t fi
 
 }  // namespace
 
-Expected<WhatIfReport> WhatIf(const ExplainInput& in, const WhatIfChanges& changes,
-                              const std::string& name) {
+namespace {
+constexpr int kBuckets = 2000;
+}  // namespace
+
+struct WhatIfReplay::Measured {
+  ExplainInput in;
+  std::vector<Span> spans;
+  struct Device {
+    DeviceIndex index = 0;
+    int64_t lo = 0, hi = 0;  // the rows' first and last time (the chart's x range)
+    whatif::SweepResult sweep;
+  };
+  std::vector<Device> devices;  // those with memory events
+};
+
+WhatIfReplay::WhatIfReplay(const ExplainInput& in)
+    : m_(std::make_unique<Measured>(Measured{in, whatif::SpansOf(in), {}})) {
+  // Each device's rows run from the first at or after 0 (the rows before
+  // the profile are drawn there) to the last.
+  struct Range {
+    bool any = false;
+    int64_t first = whatif::kNever, last = -1;
+  };
+  std::vector<Range> range(in.trace.devices.size());
+  for (const Span& s : m_->spans) {
+    if (s.device >= range.size() || s.bytes == 0 || s.end <= s.start) continue;
+    Range& r = range[s.device];
+    r.any = true;
+    for (const int64_t t : {s.start, s.end}) {
+      if (t == whatif::kNever) continue;
+      r.last = std::max(r.last, t);
+      if (t >= 0) r.first = std::min(r.first, t);
+    }
+  }
+  for (DeviceIndex d = 0; d < range.size(); ++d) {
+    if (!range[d].any) continue;
+    Measured::Device dev;
+    dev.index = d;
+    dev.lo = range[d].first == whatif::kNever ? -1 : range[d].first;
+    dev.hi = std::max(dev.lo, range[d].last);
+    dev.sweep = Sweep(m_->spans, d, {whatif::Ones()}, dev.lo, dev.hi, kBuckets);
+    m_->devices.push_back(std::move(dev));
+  }
+}
+
+WhatIfReplay::~WhatIfReplay() = default;
+
+Expected<WhatIfReport> WhatIfReplay::Run(const WhatIfChanges& changes, const std::string& name,
+                                         bool curves) const {
+  const ExplainInput& in = m_->in;
   WhatIfReport report;
   report.trace = name;
-  const std::vector<Span> measured = whatif::SpansOf(in);
-  std::vector<Span> spans = measured;
+  std::vector<Span> spans = m_->spans;
   std::vector<Weights> ranks = {whatif::Ones()};
   const whatif::Context ctx{in, name, report};
   if (Status s = whatif::ApplyDtype(ctx, changes, spans); !s.ok()) return s;
@@ -317,21 +390,24 @@ Expected<WhatIfReport> WhatIf(const ExplainInput& in, const WhatIfChanges& chang
   if (Status s = whatif::ApplyCheckpoint(ctx, changes, spans); !s.ok()) return s;
   if (Status s = whatif::ApplyShard(ctx, changes, spans, ranks); !s.ok()) return s;
 
-  constexpr int kBuckets = 2000;
-  for (DeviceIndex d = 0; d < in.trace.devices.size(); ++d) {
-    const whatif::SweepResult first = Sweep(measured, d, {whatif::Ones()});
-    if (!first.any) continue;
-    int64_t hi = first.first_us;
-    for (const Span& s : measured) {
-      if (s.device != d) continue;
-      hi = std::max(hi, s.start);
-      if (s.end != whatif::kNever) hi = std::max(hi, s.end);
+  for (const Measured::Device& m : m_->devices) {
+    const whatif::SweepResult& before = m.sweep;
+    const int buckets = curves ? kBuckets : 0;
+    // Ranks of one share have one peak: each distinct weight set is swept
+    // once.
+    std::vector<Weights> distinct;
+    std::vector<size_t> of_rank;
+    for (const Weights& w : ranks) {
+      const auto it = std::find(distinct.begin(), distinct.end(), w);
+      of_rank.push_back(static_cast<size_t>(it - distinct.begin()));
+      if (it == distinct.end()) distinct.push_back(w);
     }
-    const int64_t lo = first.first_us;
-    const whatif::SweepResult before = Sweep(measured, d, {whatif::Ones()}, lo, hi, kBuckets);
-    const whatif::SweepResult after = Sweep(spans, d, ranks, lo, hi, kBuckets);
+    whatif::SweepResult after = Sweep(spans, m.index, distinct, m.lo, m.hi, buckets);
+    std::vector<whatif::SweepPeak> per_rank;
+    for (const size_t i : of_rank) per_rank.push_back(after.peaks[i]);
+    after.peaks = std::move(per_rank);
     WhatIfDevice dev;
-    dev.device = in.trace.devices[d].name;
+    dev.device = in.trace.devices[m.index].name;
     dev.before = PeakOf(in, before.peaks[0], before.first_us);
     size_t top = 0;
     for (size_t r = 0; r < after.peaks.size(); ++r) {
@@ -341,18 +417,25 @@ Expected<WhatIfReport> WhatIf(const ExplainInput& in, const WhatIfChanges& chang
     if (after.peaks.size() > 1) {
       for (const whatif::SweepPeak& p : after.peaks) dev.rank_peaks.push_back(p.bytes);
     }
-    // The curve drawn is the largest rank's.
-    const std::vector<int64_t> curve =
-        top == 0 ? after.curve : Sweep(spans, d, {ranks[top]}, lo, hi, kBuckets).curve;
-    for (int b = 0; b < kBuckets; ++b) {
-      if (before.curve[b] == 0 && curve[b] == 0) continue;
-      dev.times_us.push_back((hi - lo) * b / kBuckets);
-      dev.measured.push_back(before.curve[b]);
-      dev.predicted.push_back(curve[b]);
+    if (curves) {
+      // The curve drawn is the largest rank's.
+      const std::vector<int64_t> curve =
+          top == 0 ? after.curve : Sweep(spans, m.index, {ranks[top]}, m.lo, m.hi, kBuckets).curve;
+      for (int b = 0; b < kBuckets; ++b) {
+        if (before.curve[b] == 0 && curve[b] == 0) continue;
+        dev.times_us.push_back((m.hi - m.lo) * b / kBuckets);
+        dev.measured.push_back(before.curve[b]);
+        dev.predicted.push_back(curve[b]);
+      }
     }
     report.devices.push_back(std::move(dev));
   }
   return report;
+}
+
+Expected<WhatIfReport> WhatIf(const ExplainInput& in, const WhatIfChanges& changes,
+                              const std::string& name) {
+  return WhatIfReplay(in).Run(changes, name);
 }
 
 }  // namespace memtl

@@ -38,6 +38,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -100,9 +101,29 @@ struct WhatIfReport {
   std::vector<WhatIfDevice> devices;
 };
 
-// Replays the timeline of `in` (every device) with `changes` applied.
-// Errors (one line, naming the trace): a change naming a module no call
-// matches, or a category the trace lacks; an optimizer it does not know.
+// A measured timeline ready to replay: its spans, and each device's
+// measured peak and curve, are made once for any number of changes (the
+// report's "What would help" replays several on one timeline). It reads
+// `in`, which must outlive it.
+class WhatIfReplay {
+ public:
+  explicit WhatIfReplay(const ExplainInput& in);
+  ~WhatIfReplay();
+  WhatIfReplay(const WhatIfReplay&) = delete;
+  WhatIfReplay& operator=(const WhatIfReplay&) = delete;
+  // Replays every device with `changes` applied; `curves` false leaves
+  // the chart's curves out. Errors (one line, naming the trace `name`): a
+  // change naming a module no call matches, or a category the trace lacks;
+  // an optimizer it does not know.
+  Expected<WhatIfReport> Run(const WhatIfChanges& changes, const std::string& name,
+                             bool curves = true) const;
+
+ private:
+  struct Measured;
+  std::unique_ptr<Measured> m_;
+};
+
+// One replay: WhatIfReplay(in).Run(changes, name).
 Expected<WhatIfReport> WhatIf(const ExplainInput& in, const WhatIfChanges& changes,
                               const std::string& name);
 

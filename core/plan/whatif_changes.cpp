@@ -411,6 +411,13 @@ Status ApplyCheckpoint(const Context& c, const WhatIfChanges& ch, std::vector<Sp
   for (uint32_t i = 0; i < spans.size(); ++i) {
     if (spans[i].keyed() && spans[i].bytes > 0) of_key[spans[i].slot].push_back(i);
   }
+  // The keys by the event that allocated them: a call's own are a range.
+  std::vector<std::pair<uint32_t, uint32_t>> by_creator;  // (event, key slot)
+  for (const auto& [slot, list] : of_key) {
+    const Span& first = spans[list.front()];
+    if (first.version == 0 && first.creator != kNone32) by_creator.emplace_back(first.creator, slot);
+  }
+  std::sort(by_creator.begin(), by_creator.end());
   for (const std::string& pattern : ch.checkpoint) {
     const std::vector<uint32_t> calls = MatchedModuleCalls(in.trace, pattern);
     if (calls.empty()) {
@@ -428,12 +435,12 @@ Status ApplyCheckpoint(const Context& c, const WhatIfChanges& ch, std::vector<Sp
       std::vector<uint32_t> saved;  // key slots
       int64_t recompute = 0;
       int64_t remade = kNever;
-      for (const auto& [slot, list] : of_key) {
+      const auto from = std::lower_bound(by_creator.begin(), by_creator.end(),
+                                         std::make_pair(m, uint32_t{0}));
+      for (auto it = from; it != by_creator.end() && it->first <= tree.last[m]; ++it) {
+        const uint32_t slot = it->second;
+        const std::vector<uint32_t>& list = of_key[slot];
         const Span& first = spans[list.front()];
-        if (first.version != 0 || first.creator == kNone32 || first.creator < m ||
-            first.creator > tree.last[m]) {
-          continue;
-        }
         const Span& final = spans[list.back()];
         if (final.end <= end) {
           recompute = std::max(recompute, first.bytes);
@@ -674,14 +681,12 @@ Status ApplyShard(const Context& c, const WhatIfChanges& ch, std::vector<Span>& 
     const auto it = unit_of_param.find(name.text.substr(0, name.text.size() - kGrad.size()));
     if (it != unit_of_param.end()) unit_of_slot[slot] = it->second;
   }
+  absl::flat_hash_map<uint32_t, int64_t> param_bytes;
+  for (const Span& s : spans) {
+    if (s.cls == kParameter && s.keyed()) param_bytes[s.slot] = std::max(param_bytes[s.slot], s.bytes);
+  }
   for (auto& [path, unit] : units) {
-    for (const uint32_t p : unit.params) {
-      int64_t b = 0;
-      for (const Span& s : spans) {
-        if (s.slot == p && s.cls == kParameter) b = std::max(b, s.bytes);
-      }
-      unit.bytes += b;
-    }
+    for (const uint32_t p : unit.params) unit.bytes += param_bytes[p];
   }
   // Backward windows: the gradients' creations in time order, split where a
   // forward op runs between two (a new backward pass).
@@ -720,9 +725,13 @@ Status ApplyShard(const Context& c, const WhatIfChanges& ch, std::vector<Span>& 
     if (s.cls != kGradient || !s.keyed() || s.version != 0) continue;
     const auto it = unit_of_slot.find(s.slot);
     if (it == unit_of_slot.end()) continue;
-    for (const auto& [first, last] : units[it->second].windows) {
-      if (s.start >= first && s.start <= last) reduced_at[s.slot] = last + 1;
-    }
+    // The windows are in time order and do not overlap: the last one
+    // starting at or before the gradient is the only one that can hold it.
+    const auto& windows = units[it->second].windows;
+    const auto w = std::upper_bound(windows.begin(), windows.end(), s.start,
+                                    [](int64_t t, const auto& win) { return t < win.first; });
+    if (w == windows.begin()) continue;
+    if (const auto& [first, last] = *std::prev(w); s.start <= last) reduced_at[s.slot] = last + 1;
   }
   const DeviceIndex device = in.device;
   std::vector<Span> added;
@@ -752,15 +761,15 @@ Status ApplyShard(const Context& c, const WhatIfChanges& ch, std::vector<Span>& 
     }
     const Subtrees tree = SubtreesOf(in.trace);
     int64_t largest = 0;
+    // Each unit's forward calls: one walk over the module calls.
+    for (uint32_t m = 0; m < in.trace.events.size(); ++m) {
+      const Event& ev = in.trace.events[m];
+      if (ev.kind != EventKind::kPy || !in.trace.Name(ev).starts_with("nn.Module: ")) continue;
+      const auto it = units.find(ModulePath(in.trace, m));
+      if (it != units.end())
+        it->second.windows.emplace_back(PyTrueDivTrunc1000(in.trace.event_t0[m]), tree.end_us[m]);
+    }
     for (auto& [path, unit] : units) {
-      for (uint32_t m = 0; m < in.trace.events.size(); ++m) {
-        const Event& ev = in.trace.events[m];
-        if (ev.kind != EventKind::kPy || !in.trace.Name(ev).starts_with("nn.Module: ") ||
-            ModulePath(in.trace, m) != unit.path) {
-          continue;
-        }
-        unit.windows.emplace_back(PyTrueDivTrunc1000(in.trace.event_t0[m]), tree.end_us[m]);
-      }
       for (const auto& [first, last] : unit.windows) {
         Span g;
         g.start = first;
