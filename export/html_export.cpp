@@ -251,13 +251,14 @@ std::string HelpSection(const DeviceReport& d) {
                                          static_cast<double>(d.peak.bytes)
                                    : 0.0);
     html += "<tr><td>" + Escape(r.change) + "</td>" + html::Num(r.peak, HumanBytes(r.peak)) +
-            html::Num(r.saved, HumanBytes(r.saved) + pct) + "<td><code>" + Escape(r.flags) +
-            "</code></td><td>" + Escape(r.trust) + "</td></tr>\n";
+            html::Num(r.saved, HumanBytes(r.saved) + pct) + "<td class=\"name\"><code>" + Escape(r.flags) +
+            "</code></td><td class=\"name\">" + Escape(r.trust) + "</td></tr>\n";
   }
   return html + "</tbody></table>\n";
 }
 
-// The device's section: its peak, chart, plot, peak tables and memory tables.
+// The device's section: its peak, chart, plot, peak tables, what would help
+// and the memory tables.
 Expected<std::string> DeviceSection(const ExportInput& in, const DeviceReport& d, size_t index,
                                     bool shown, bool inferred) {
   const PeakReport& peak = d.peak;
@@ -306,8 +307,8 @@ Expected<std::string> DeviceSection(const ExportInput& in, const DeviceReport& d
   html += "<img class=\"plot\" alt=\"" + Escape(alt) + ".\" src='data:image/png;base64," +
           Base64(png) + "'>\n";
   html += PeakSection(peak);
-  if (d.has_tables) html += TablesSection(d.tables);
   html += HelpSection(d);
+  if (d.has_tables) html += TablesSection(d.tables);
   return html + "</section>\n";
 }
 

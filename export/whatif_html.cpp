@@ -69,7 +69,7 @@ std::string DeviceSection(const WhatIfDevice& d) {
                     "), predicted " + HumanBytes(d.after.bytes) + " (" +
                     html::Escape(d.after.phase) + "): " +
                     SignedBytes(d.after.bytes - d.before.bytes) + ".</p>\n";
-  out += "<p class=\"legend\"><span class=\"sw\" style=\"background:#555\"></span>measured "
+  out += "<p class=\"key\"><span class=\"sw\" style=\"background:#555\"></span>measured "
          "<span class=\"sw\" style=\"background:#d62728\"></span>predicted" +
          std::string(d.rank_peaks.empty() ? "" : " (the largest rank)") + "</p>\n";
   out += Chart(d);
@@ -99,7 +99,7 @@ std::string DeviceSection(const WhatIfDevice& d) {
 std::string WhatIfHtml(const WhatIfReport& r) {
   std::string out = html::PageStart(
       "memtl whatif: " + r.trace,
-      "svg.whatif text{font-size:13px;fill:#222}\n.legend .sw{margin-left:12px}\n");
+      "svg.whatif text{font-size:13px;fill:#222}\n.key .sw{margin-left:12px}\n");
   out += "<h1>memtl whatif</h1>\n<p>Trace: <b>" + html::Escape(r.trace) + "</b></p>\n<ul>\n";
   for (const std::string& c : r.changes) out += "<li>" + html::Escape(c) + "</li>\n";
   out += "</ul>\n";

@@ -23,9 +23,11 @@ std::string ClassOf(std::string_view name) {
   return std::string(name.substr(0, us));
 }
 
-// The repeated blocks: the classes, at the shallowest depth where one
-// does, with at least two differently numbered calls under one parent path.
-std::vector<std::string> RepeatedBlocks(const Trace& trace) {
+// The repeated blocks: per depth, the classes with at least two
+// differently numbered calls under one parent path, from the shallowest
+// two depths that have one (ResNet's layers and their BasicBlocks; a
+// transformer's layers), at most `n`.
+std::vector<std::string> RepeatedBlocks(const Trace& trace, size_t n) {
   constexpr std::string_view kPrefix = "nn.Module: ";
   // depth -> class -> (parent path -> names)
   std::map<size_t, std::map<std::string, std::map<std::string, std::vector<std::string>>>> seen;
@@ -42,19 +44,18 @@ std::vector<std::string> RepeatedBlocks(const Trace& trace) {
     auto& names = seen[depth][ClassOf(own)][parent];
     if (std::find(names.begin(), names.end(), own) == names.end()) names.push_back(own);
   }
+  std::vector<std::string> found;
+  size_t depths = 0;
   for (const auto& [depth, classes] : seen) {
-    std::vector<std::string> found;
+    const size_t before = found.size();
     for (const auto& [cls, parents] : classes) {
-      for (const auto& [parent, names] : parents) {
-        if (names.size() >= 2) {
-          found.push_back(cls + "_*");
-          break;
-        }
-      }
+      const bool repeated = std::any_of(parents.begin(), parents.end(),
+                                        [](const auto& p) { return p.second.size() >= 2; });
+      if (repeated && found.size() < n) found.push_back(cls + "_*");
     }
-    if (!found.empty()) return found;
+    if (found.size() > before && ++depths == 2) break;
   }
-  return {};
+  return found;
 }
 
 struct Candidate {
@@ -69,20 +70,21 @@ std::vector<Candidate> Candidates(const Trace& trace) {
   const std::string r = std::to_string(kRanks);
   {
     Candidate c{"gradients set to none at zero_grad", "--set-to-none", {},
-                "checked against real runs (within 0.1%)"};
+                "checked against real runs, an MLP and a transformer (within 0.1%)"};
     c.changes.set_to_none = true;
     out.push_back(c);
   }
-  const std::vector<std::string> blocks = RepeatedBlocks(trace);
+  const std::vector<std::string> blocks = RepeatedBlocks(trace, 2);
   for (const std::string& b : blocks) {
     Candidate c{"checkpoint each " + b.substr(0, b.size() - 2), "--checkpoint '" + b + "'", {},
-                "checked against torch.utils.checkpoint (within 0.1%)"};
+                "checked against torch.utils.checkpoint on an MLP and a transformer (within 3%)"};
     c.changes.checkpoint = {b};
     out.push_back(c);
   }
   {
     Candidate c{"ZeRO-1 at " + r + " ranks (optimizer state sharded)", "--shard optimizer=" + r,
-                {}, "checked against ZeroRedundancyOptimizer at 2 and 4 ranks (within 0.1%)"};
+                {}, "checked against ZeroRedundancyOptimizer at 2 and 4 ranks (within 0.1%); DDP's buckets "
+                "stay as measured"};
     c.changes.shard_optimizer = kRanks;
     out.push_back(c);
   }
@@ -93,15 +95,15 @@ std::vector<Candidate> Candidates(const Trace& trace) {
     c.changes.shard_optimizer = c.changes.shard_grads = kRanks;
     out.push_back(c);
   }
-  if (!blocks.empty()) {
-    Candidate c{"ZeRO-3 / FSDP at " + r + " ranks, each " + blocks.front() + " a unit",
+  for (const std::string& b : blocks) {
+    Candidate c{"ZeRO-3 / FSDP at " + r + " ranks, each " + b.substr(0, b.size() - 2) + " a unit",
                 "--shard optimizer=" + r + " --shard grads=" + r + " --shard params=" + r +
-                    " --wrap '" + blocks.front() + "'",
+                    " --wrap '" + b + "'",
                 {},
                 "model only: not checked against a real run; the collectives' buffers are not "
                 "counted"};
     c.changes.shard_optimizer = c.changes.shard_grads = c.changes.shard_params = kRanks;
-    c.changes.wrap = blocks.front();
+    c.changes.wrap = b;
     out.push_back(c);
   }
   {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 
 #include "absl/container/flat_hash_map.h"
@@ -185,7 +186,8 @@ SweepResult Sweep(const std::vector<Span>& spans, DeviceIndex device,
       break;
     }
   }
-  if (buckets > 0) r.curve.assign(static_cast<size_t>(buckets), 0);
+  constexpr int64_t kEmpty = std::numeric_limits<int64_t>::min();
+  if (buckets > 0) r.curve.assign(static_cast<size_t>(buckets), kEmpty);
   // Running sums, exact in integers: per class (what the weights scale),
   // per category, and per class and category (the peak's categories).
   std::array<int64_t, kNumCls> sums{};
@@ -232,6 +234,9 @@ SweepResult Sweep(const std::vector<Span>& spans, DeviceIndex device,
       by_at_peak[w] = by;
     }
   }
+  // A bucket with no row of its own holds the memory of the row before it.
+  int64_t held = 0;
+  for (int64_t& b : r.curve) b = b == kEmpty ? held : (held = b);
   for (size_t w = 0; w < weights.size(); ++w) {
     SweepPeak& p = r.peaks[w];
     p.bytes = std::llround(best[w]);
@@ -422,7 +427,6 @@ Expected<WhatIfReport> WhatIfReplay::Run(const WhatIfChanges& changes, const std
       const std::vector<int64_t> curve =
           top == 0 ? after.curve : Sweep(spans, m.index, {ranks[top]}, m.lo, m.hi, kBuckets).curve;
       for (int b = 0; b < kBuckets; ++b) {
-        if (before.curve[b] == 0 && curve[b] == 0) continue;
         dev.times_us.push_back((m.hi - m.lo) * b / kBuckets);
         dev.measured.push_back(before.curve[b]);
         dev.predicted.push_back(curve[b]);

@@ -384,3 +384,42 @@ def test_inferred_categories_are_labelled_so_but_unknown(browser):
     labels = [label.text for label in browser.find_elements(By.CSS_SELECTOR, "#device-0 .toggles label")]
     assert labels == [c + " (inferred)" for c in CATEGORIES[:7]] + ["unknown"], labels
     shot(browser, "report_inferred")
+
+
+def test_what_would_help_and_the_whatif_page(browser):
+    """The report's "What would help" table (a ResNet-18 step, which has
+    blocks to checkpoint and state to shard): its rows, the most saved
+    first, each with its flags and trust; and memtl whatif's own page,
+    whose two curves are drawn inside the chart."""
+    os.makedirs(OUT, exist_ok=True)
+    trace = os.path.join(ROOT, "fixtures", "resnet18_sgd_step.trace.jsonl.gz")
+    html = os.path.join(OUT, "resnet18_help.html")
+    subprocess.run([MEMTL, "export", trace, "-o", html, "--quiet"], check=True)
+    browser.get("file://" + html)
+    time.sleep(0.5)
+    heading = [h for h in browser.find_elements(By.CSS_SELECTOR, "#device-0 h2")
+               if h.text == "What would help"]
+    assert heading, "no What would help section"
+    table = heading[0].find_element(By.XPATH, "following-sibling::table[1]")
+    rows = table.find_elements(By.CSS_SELECTOR, "tbody tr")
+    assert len(rows) >= 3
+    saved = [int(r.find_elements(By.CSS_SELECTOR, "td")[2].get_attribute("data-v")) for r in rows]
+    assert saved == sorted(saved, reverse=True) and saved[-1] > 0
+    assert all(r.find_elements(By.CSS_SELECTOR, "td")[3].text.startswith("--") for r in rows)
+    browser.execute_script("arguments[0].scrollIntoView()", heading[0])
+    shot(browser, "report_what_would_help")
+
+    page = os.path.join(OUT, "whatif.html")
+    subprocess.run([MEMTL, "whatif", trace, "--checkpoint", "BasicBlock_*", "--shard", "optimizer=4",
+                    "-o", page], check=True, capture_output=True)
+    browser.get("file://" + page)
+    time.sleep(0.3)
+    svg = browser.find_element(By.CSS_SELECTOR, "svg.whatif")
+    lines = svg.find_elements(By.TAG_NAME, "polyline")
+    assert len(lines) == 2
+    box = svg.rect
+    for line in lines:
+        r = line.rect
+        assert r["x"] >= box["x"] and r["x"] + r["width"] <= box["x"] + box["width"] + 1
+        assert r["y"] >= box["y"] and r["y"] + r["height"] <= box["y"] + box["height"] + 1
+    shot(browser, "whatif_page")
