@@ -257,8 +257,8 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
       ->option_text("KIND=DTYPE");
   whatif->add_option("--format", args.format, "text (the default), json or html")
       ->check(CLI::IsMember({"text", "json", "html"}));
-  AddPrintedOutputOption(
-      whatif, args, "in the --format given, else by its suffix: .html, .json, any other text");
+  AddPrintedOutputOption(whatif, args,
+                         "in the --format given, else by its suffix: .html, .json, any other text");
   whatif->callback([&args] { args.command = "whatif"; });
 
   CLI::App* graph = app->add_subcommand(

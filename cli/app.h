@@ -22,28 +22,28 @@ struct Args {
   std::string trace;
   std::vector<std::string> outputs;
   std::string device;
-  std::string format;                // peak: text or json; export: the format of -o -
-  size_t top = 20;                   // peak: how many tensors
-  size_t summary_top = 10;           // summary: how many ops and modules (a field of its own:
-                                     // CLI11 sets every command's default, the last one wins)
-  std::string tensor;                // explain: "T12" or "T12:v1"
-  std::string trace_b;               // diff: the second trace
-  std::string et;                    // an execution trace to join to a Kineto TRACE
-  std::string et_b;                  // diff: one to join to a Kineto B
-  std::vector<std::string> budgets;  // summary: CATEGORY=SIZE
-  std::vector<std::string> traces;   // ranks: files, directories or glob patterns
-  int jobs = 0;                      // ranks: traces analyzed at once (0: one per core)
-  std::string fit_by = "batch";      // fit: batch or seq
-  std::vector<double> scales;        // fit: each trace's scale, in order (empty: from inputs)
-  double fit_at = 0;                 // fit: the scale to predict at (0: none)
-  std::string fit_budget;            // fit: SIZE, as --budget's sizes
-  std::vector<std::string> shards;   // whatif: KIND=N (optimizer, grads, params)
-  std::string wrap;                  // whatif: the units of --shard params (a module pattern)
+  std::string format;                    // peak: text or json; export: the format of -o -
+  size_t top = 20;                       // peak: how many tensors
+  size_t summary_top = 10;               // summary: how many ops and modules (a field of its own:
+                                         // CLI11 sets every command's default, the last one wins)
+  std::string tensor;                    // explain: "T12" or "T12:v1"
+  std::string trace_b;                   // diff: the second trace
+  std::string et;                        // an execution trace to join to a Kineto TRACE
+  std::string et_b;                      // diff: one to join to a Kineto B
+  std::vector<std::string> budgets;      // summary: CATEGORY=SIZE
+  std::vector<std::string> traces;       // ranks: files, directories or glob patterns
+  int jobs = 0;                          // ranks: traces analyzed at once (0: one per core)
+  std::string fit_by = "batch";          // fit: batch or seq
+  std::vector<double> scales;            // fit: each trace's scale, in order (empty: from inputs)
+  double fit_at = 0;                     // fit: the scale to predict at (0: none)
+  std::string fit_budget;                // fit: SIZE, as --budget's sizes
+  std::vector<std::string> shards;       // whatif: KIND=N (optimizer, grads, params)
+  std::string wrap;                      // whatif: the units of --shard params (a module pattern)
   std::vector<std::string> checkpoints;  // whatif: module patterns
-  bool set_to_none = false;          // whatif: --set-to-none
-  bool no_set_to_none = false;       // whatif: --no-set-to-none
-  std::string optimizer;             // whatif: the optimizer to replay with
-  std::vector<std::string> dtypes;   // whatif: KIND=DTYPE (params, grads, optimizer)
+  bool set_to_none = false;              // whatif: --set-to-none
+  bool no_set_to_none = false;           // whatif: --no-set-to-none
+  std::string optimizer;                 // whatif: the optimizer to replay with
+  std::vector<std::string> dtypes;       // whatif: KIND=DTYPE (params, grads, optimizer)
   bool partial = false;
   bool strict = false;
   bool timings = false;

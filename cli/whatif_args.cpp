@@ -28,8 +28,7 @@ Expected<WhatIfChanges> WhatIfChangesOf(const Args& args) {
     int n = 0;
     const bool parsed = Split(s, kind, value);
     const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-    if (!parsed || ec != std::errc() || end != value.data() + value.size() || n < 2 ||
-        n > 65536) {
+    if (!parsed || ec != std::errc() || end != value.data() + value.size() || n < 2 || n > 65536) {
       return Status::Error("--shard " + Quote(s) +
                            ": write KIND=N, KIND optimizer, grads or params and N the ranks "
                            "(2 to 65536)");

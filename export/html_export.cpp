@@ -247,12 +247,12 @@ std::string HelpSection(const DeviceReport& d) {
   for (const HelpRow& r : d.help) {
     char pct[32];
     std::snprintf(pct, sizeof pct, " (%.1f%%)",
-                  d.peak.bytes > 0 ? 100.0 * static_cast<double>(r.saved) /
-                                         static_cast<double>(d.peak.bytes)
-                                   : 0.0);
+                  d.peak.bytes > 0
+                      ? 100.0 * static_cast<double>(r.saved) / static_cast<double>(d.peak.bytes)
+                      : 0.0);
     html += "<tr><td>" + Escape(r.change) + "</td>" + html::Num(r.peak, HumanBytes(r.peak)) +
-            html::Num(r.saved, HumanBytes(r.saved) + pct) + "<td class=\"name\"><code>" + Escape(r.flags) +
-            "</code></td><td class=\"name\">" + Escape(r.trust) + "</td></tr>\n";
+            html::Num(r.saved, HumanBytes(r.saved) + pct) + "<td class=\"name\"><code>" +
+            Escape(r.flags) + "</code></td><td class=\"name\">" + Escape(r.trust) + "</td></tr>\n";
   }
   return html + "</tbody></table>\n";
 }

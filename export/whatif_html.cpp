@@ -23,9 +23,7 @@ std::string Chart(const WhatIfDevice& d) {
   int64_t top = 1;
   for (size_t i = 0; i < d.times_us.size(); ++i)
     top = std::max({top, d.measured[i], d.predicted[i]});
-  auto x = [&](int64_t t) {
-    return kLeft + kW * static_cast<double>(t) / static_cast<double>(t1);
-  };
+  auto x = [&](int64_t t) { return kLeft + kW * static_cast<double>(t) / static_cast<double>(t1); };
   auto y = [&](int64_t b) {
     return kTop + kH - kH * static_cast<double>(std::max<int64_t>(b, 0)) / static_cast<double>(top);
   };
@@ -67,11 +65,12 @@ std::string DeviceSection(const WhatIfDevice& d) {
   std::string out = "<h2>" + html::Escape(d.device) + "</h2>\n<p class=\"peak\">Peak: measured " +
                     HumanBytes(d.before.bytes) + " (" + html::Escape(d.before.phase) +
                     "), predicted " + HumanBytes(d.after.bytes) + " (" +
-                    html::Escape(d.after.phase) + "): " +
-                    SignedBytes(d.after.bytes - d.before.bytes) + ".</p>\n";
-  out += "<p class=\"key\"><span class=\"sw\" style=\"background:#555\"></span>measured "
-         "<span class=\"sw\" style=\"background:#d62728\"></span>predicted" +
-         std::string(d.rank_peaks.empty() ? "" : " (the largest rank)") + "</p>\n";
+                    html::Escape(d.after.phase) +
+                    "): " + SignedBytes(d.after.bytes - d.before.bytes) + ".</p>\n";
+  out +=
+      "<p class=\"key\"><span class=\"sw\" style=\"background:#555\"></span>measured "
+      "<span class=\"sw\" style=\"background:#d62728\"></span>predicted" +
+      std::string(d.rank_peaks.empty() ? "" : " (the largest rank)") + "</p>\n";
   out += Chart(d);
   out +=
       "<table class=\"sortable\"><thead><tr><th>category</th><th class=\"n\">measured at its "
@@ -79,10 +78,10 @@ std::string DeviceSection(const WhatIfDevice& d) {
       "</thead><tbody>\n";
   for (int c = 0; c < 8; ++c) {
     const int64_t a = d.before.by_category[c], b = d.after.by_category[c];
-    out += "<tr><td><span class=\"sw\" style=\"background:" +
-           std::string(html::kCategoryColors[c]) + "\"></span>" +
-           std::string(ExportCategoryName(c)) + "</td>" + Cell(a) + Cell(b) +
-           html::Num(b - a, SignedBytes(b - a)) + "</tr>\n";
+    out +=
+        "<tr><td><span class=\"sw\" style=\"background:" + std::string(html::kCategoryColors[c]) +
+        "\"></span>" + std::string(ExportCategoryName(c)) + "</td>" + Cell(a) + Cell(b) +
+        html::Num(b - a, SignedBytes(b - a)) + "</tr>\n";
   }
   out += "</tbody></table>\n";
   if (!d.rank_peaks.empty()) {
@@ -97,9 +96,9 @@ std::string DeviceSection(const WhatIfDevice& d) {
 }  // namespace
 
 std::string WhatIfHtml(const WhatIfReport& r) {
-  std::string out = html::PageStart(
-      "memtl whatif: " + r.trace,
-      "svg.whatif text{font-size:13px;fill:#222}\n.key .sw{margin-left:12px}\n");
+  std::string out =
+      html::PageStart("memtl whatif: " + r.trace,
+                      "svg.whatif text{font-size:13px;fill:#222}\n.key .sw{margin-left:12px}\n");
   out += "<h1>memtl whatif</h1>\n<p>Trace: <b>" + html::Escape(r.trace) + "</b></p>\n<ul>\n";
   for (const std::string& c : r.changes) out += "<li>" + html::Escape(c) + "</li>\n";
   out += "</ul>\n";

@@ -69,28 +69,36 @@ std::vector<Candidate> Candidates(const Trace& trace) {
   std::vector<Candidate> out;
   const std::string r = std::to_string(kRanks);
   {
-    Candidate c{"gradients set to none at zero_grad", "--set-to-none", {},
+    Candidate c{"gradients set to none at zero_grad",
+                "--set-to-none",
+                {},
                 "checked against real runs, an MLP and a transformer (within 0.1%)"};
     c.changes.set_to_none = true;
     out.push_back(c);
   }
   const std::vector<std::string> blocks = RepeatedBlocks(trace, 2);
   for (const std::string& b : blocks) {
-    Candidate c{"checkpoint each " + b.substr(0, b.size() - 2), "--checkpoint '" + b + "'", {},
+    Candidate c{"checkpoint each " + b.substr(0, b.size() - 2),
+                "--checkpoint '" + b + "'",
+                {},
                 "checked against torch.utils.checkpoint on an MLP and a transformer (within 3%)"};
     c.changes.checkpoint = {b};
     out.push_back(c);
   }
   {
-    Candidate c{"ZeRO-1 at " + r + " ranks (optimizer state sharded)", "--shard optimizer=" + r,
-                {}, "checked against ZeroRedundancyOptimizer at 2 and 4 ranks (within 0.1%); DDP's buckets "
-                "stay as measured"};
+    Candidate c{
+        "ZeRO-1 at " + r + " ranks (optimizer state sharded)",
+        "--shard optimizer=" + r,
+        {},
+        "checked against ZeroRedundancyOptimizer at 2 and 4 ranks (within 0.1%); DDP's buckets "
+        "stay as measured"};
     c.changes.shard_optimizer = kRanks;
     out.push_back(c);
   }
   {
     Candidate c{"ZeRO-2 at " + r + " ranks (and gradients)",
-                "--shard optimizer=" + r + " --shard grads=" + r, {},
+                "--shard optimizer=" + r + " --shard grads=" + r,
+                {},
                 "model only: not checked against a real run; the reduce buckets are not counted"};
     c.changes.shard_optimizer = c.changes.shard_grads = kRanks;
     out.push_back(c);
@@ -107,7 +115,9 @@ std::vector<Candidate> Candidates(const Trace& trace) {
     out.push_back(c);
   }
   {
-    Candidate c{"parameters in bf16", "--dtype params=bf16", {},
+    Candidate c{"parameters in bf16",
+                "--dtype params=bf16",
+                {},
                 "bytes scaled; a float32 master copy (mixed precision) would add them back"};
     c.changes.dtype_bytes[0] = DtypeBytes("bf16");
     out.push_back(c);
@@ -127,7 +137,8 @@ void AddWhatWouldHelp(const ExplainInput& in, Report& report) {
       const int64_t saved = d.before.bytes - d.after.bytes;
       if (saved <= 0) continue;
       for (DeviceReport& dr : report.devices) {
-        if (dr.name == d.device) dr.help.push_back({c.change, c.flags, d.after.bytes, saved, c.trust});
+        if (dr.name == d.device)
+          dr.help.push_back({c.change, c.flags, d.after.bytes, saved, c.trust});
       }
     }
   }

@@ -28,20 +28,29 @@ const std::vector<OptimizerKind>& KnownOptimizers() {
   // (Adam's `exp_avg_sq.sqrt()` and its quotient). docs/planning.md says
   // which were checked against real runs.
   static const std::vector<OptimizerKind> kinds = {
-      {"sgd", 0, 0},     {"sgd-momentum", 1, 0}, {"adam", 2, 2},    {"adamw", 2, 2},
-      {"adam-amsgrad", 3, 2}, {"adamax", 2, 1},  {"nadam", 2, 2},   {"radam", 2, 2},
-      {"adagrad", 1, 1}, {"rmsprop", 1, 1},      {"rmsprop-momentum", 2, 1},
-      {"adadelta", 2, 2}, {"rprop", 2, 2},       {"asgd", 2, 1},
+      {"sgd", 0, 0},
+      {"sgd-momentum", 1, 0},
+      {"adam", 2, 2},
+      {"adamw", 2, 2},
+      {"adam-amsgrad", 3, 2},
+      {"adamax", 2, 1},
+      {"nadam", 2, 2},
+      {"radam", 2, 2},
+      {"adagrad", 1, 1},
+      {"rmsprop", 1, 1},
+      {"rmsprop-momentum", 2, 1},
+      {"adadelta", 2, 2},
+      {"rprop", 2, 2},
+      {"asgd", 2, 1},
   };
   return kinds;
 }
 
 int DtypeBytes(std::string_view dtype) {
   static const std::vector<std::pair<std::string_view, int>> kSizes = {
-      {"float32", 4}, {"float", 4},   {"fp32", 4},     {"float64", 8}, {"double", 8},
-      {"fp64", 8},    {"float16", 2}, {"half", 2},     {"fp16", 2},    {"bfloat16", 2},
-      {"bf16", 2},    {"float8", 1},  {"fp8", 1},      {"float8_e4m3fn", 1},
-      {"float8_e5m2", 1}};
+      {"float32", 4}, {"float", 4},   {"fp32", 4}, {"float64", 8},       {"double", 8},
+      {"fp64", 8},    {"float16", 2}, {"half", 2}, {"fp16", 2},          {"bfloat16", 2},
+      {"bf16", 2},    {"float8", 1},  {"fp8", 1},  {"float8_e4m3fn", 1}, {"float8_e5m2", 1}};
   for (const auto& [n, b] : kSizes) {
     if (dtype == n) return b;
   }
@@ -61,22 +70,37 @@ std::vector<Span> SpansOf(const ExplainInput& in) {
   };
   std::vector<Span> spans;
   spans.reserve(in.timeline.size());
-  // Key slot -> its open spans, the latest last (a raw timeline's key is a
-  // category, alive many times at once).
-  absl::flat_hash_map<uint32_t, std::vector<size_t>> open;
-  // Ends the latest open span of `slot` with `bytes` at `t`; false when
-  // none is open (the free then stands alone, as the exports count it).
+  // Key slot -> its open span (a tensor's key has one at a time); a raw
+  // timeline's key is a category, alive many times at once: its other open
+  // spans wait in `more`, the latest last.
+  constexpr uint32_t kClosed = 0xffffffffu;
+  std::vector<uint32_t> open(in.keys.size(), kClosed);
+  absl::flat_hash_map<uint32_t, std::vector<uint32_t>> more;
+  // Ends an open span of `slot` with `bytes` at `t`; false when none is
+  // open (the free then stands alone, as the exports count it).
   auto close = [&](uint32_t slot, int64_t bytes, int64_t t) {
-    const auto it = open.find(slot);
-    if (it == open.end() || it->second.empty()) return false;
-    std::vector<size_t>& list = it->second;
+    if (slot < open.size() && open[slot] != kClosed && spans[open[slot]].bytes == bytes) {
+      spans[open[slot]].end = t;
+      open[slot] = kClosed;
+      return true;
+    }
+    const auto it = more.find(slot);
+    if (it == more.end()) return false;
+    std::vector<uint32_t>& list = it->second;
     auto pick = std::find_if(list.rbegin(), list.rend(),
-                             [&](size_t i) { return spans[i].bytes == bytes; });
+                             [&](uint32_t i) { return spans[i].bytes == bytes; });
     if (pick == list.rend()) return false;
-    const auto at = static_cast<size_t>(list.rend() - pick - 1);
-    spans[list[at]].end = t;
-    list.erase(list.begin() + static_cast<std::ptrdiff_t>(at));
+    spans[*pick].end = t;
+    list.erase(std::next(pick).base());
     return true;
+  };
+  auto opened = [&](uint32_t slot, size_t index) {
+    const auto i = static_cast<uint32_t>(index);
+    if (slot < open.size() && open[slot] == kClosed) {
+      open[slot] = i;
+    } else {
+      more[slot].push_back(i);
+    }
   };
   for (const TimelineEvent& e : in.timeline) {
     const int64_t t = MicrosOf(e);
@@ -123,7 +147,7 @@ std::vector<Span> SpansOf(const ExplainInput& in) {
     s.creator = creator_of(e.key(), v);
     s.cls = static_cast<uint8_t>(ExportIndex(in.categories.Get(e.key(), v)));
     s.cat = s.cls;
-    open[e.slot].push_back(spans.size());
+    opened(e.slot, spans.size());
     spans.push_back(s);
   }
   return spans;
@@ -137,18 +161,20 @@ Weights Ones() {
 
 SweepResult Sweep(const std::vector<Span>& spans, DeviceIndex device,
                   const std::vector<Weights>& weights, int64_t lo, int64_t hi, int buckets) {
+  // 16 bytes: its bytes are its span's (a sweep holds two per span).
   struct Delta {
     int64_t time;
-    int64_t bytes;
     uint32_t span;
     uint8_t cls;
     uint8_t cat;
+    bool free;
   };
   // A row sums every delta of its time, so the order within one is only
   // the tie-break of the span named at the peak: the span's index. The
   // spans come in timeline order, so their starts are nearly sorted
-  // already: starts and ends are sorted apart (the starts' sort is a check
-  // when no change moved one) and merged.
+  // already: the starts (first) and the ends (after them) are sorted apart
+  // (the starts' sort is a check when no change moved one) and walked
+  // together in order.
   auto before = [](const Delta& a, const Delta& b) {
     return a.time != b.time ? a.time < b.time : a.span < b.span;
   };
@@ -158,33 +184,44 @@ SweepResult Sweep(const std::vector<Span>& spans, DeviceIndex device,
     ++n_starts;
     n_ends += s.end != kNever ? 1 : 0;
   }
-  std::vector<Delta> starts, ends;
-  starts.reserve(n_starts);
-  ends.reserve(n_ends);
+  std::vector<Delta> deltas(n_starts + n_ends);
+  size_t at_start = 0, at_end = n_starts;
   for (uint32_t i = 0; i < spans.size(); ++i) {
     const Span& s = spans[i];
     if (s.device != device || s.bytes == 0 || s.end <= s.start) continue;
     const auto cat = static_cast<uint8_t>(s.category());
-    starts.push_back({s.start, s.bytes, i, s.cls, cat});
-    if (s.end != kNever) ends.push_back({s.end, -s.bytes, i, s.cls, cat});
+    deltas[at_start++] = {s.start, i, s.cls, cat, false};
+    if (s.end != kNever) deltas[at_end++] = {s.end, i, s.cls, cat, true};
   }
-  if (!std::is_sorted(starts.begin(), starts.end(), before))
-    std::sort(starts.begin(), starts.end(), before);
-  std::sort(ends.begin(), ends.end(), before);
-  std::vector<Delta> deltas(starts.size() + ends.size());
-  std::merge(starts.begin(), starts.end(), ends.begin(), ends.end(), deltas.begin(), before);
-  starts = {};
-  ends = {};
+  const auto mid = deltas.begin() + static_cast<std::ptrdiff_t>(n_starts);
+  if (!std::is_sorted(deltas.begin(), mid, before)) std::sort(deltas.begin(), mid, before);
+  std::sort(mid, deltas.end(), before);
+  // The next delta in time order, from the starts (i) and the ends (j).
+  size_t i = 0, j = n_starts;
+  auto next = [&]() -> const Delta& {
+    if (j == deltas.size() || (i < n_starts && before(deltas[i], deltas[j]))) return deltas[i++];
+    return deltas[j++];
+  };
+  auto done = [&] { return i == n_starts && j == deltas.size(); };
+  auto peek_time = [&] {
+    if (j == deltas.size() || (i < n_starts && before(deltas[i], deltas[j])))
+      return deltas[i].time;
+    return deltas[j].time;
+  };
   SweepResult r;
   r.peaks.resize(weights.size());
   if (deltas.empty()) return r;
   r.any = true;
-  r.first_us = deltas.front().time;
-  for (const Delta& d : deltas) {
-    if (d.time >= 0) {
-      r.first_us = d.time;
-      break;
+  // The first row's time: the smallest at or after 0 (rows before the
+  // profile are drawn there), else the only one.
+  r.first_us = std::min(n_starts > 0 ? deltas.front().time : kNever,
+                        n_ends > 0 ? deltas[n_starts].time : kNever);
+  if (r.first_us < 0) {
+    int64_t first = kNever;
+    for (const Delta& d : deltas) {
+      if (d.time >= 0) first = std::min(first, d.time);
     }
+    if (first != kNever) r.first_us = first;
   }
   constexpr int64_t kEmpty = std::numeric_limits<int64_t>::min();
   if (buckets > 0) r.curve.assign(static_cast<size_t>(buckets), kEmpty);
@@ -198,14 +235,15 @@ SweepResult Sweep(const std::vector<Span>& spans, DeviceIndex device,
   // Per weight set, `by` at its peak so far (weighted once, at the end).
   std::vector<std::array<std::array<int64_t, 8>, kNumCls>> by_at_peak(weights.size());
   std::array<bool, 8> category_seen{};
-  for (size_t i = 0; i < deltas.size();) {
-    const int64_t t = deltas[i].time;
-    uint32_t last = deltas[i].span;
-    for (; i < deltas.size() && deltas[i].time == t; ++i) {
-      const Delta& d = deltas[i];
-      sums[d.cls] += d.bytes;
-      cats[d.cat] += d.bytes;
-      by[d.cls][d.cat] += d.bytes;
+  while (!done()) {
+    const int64_t t = peek_time();
+    uint32_t last = 0;
+    while (!done() && peek_time() == t) {
+      const Delta& d = next();
+      const int64_t bytes = d.free ? -spans[d.span].bytes : spans[d.span].bytes;
+      sums[d.cls] += bytes;
+      cats[d.cat] += bytes;
+      by[d.cls][d.cat] += bytes;
       last = d.span;
     }
     for (int c = 0; c < 8; ++c) {
@@ -220,9 +258,10 @@ SweepResult Sweep(const std::vector<Span>& spans, DeviceIndex device,
       for (int c = 0; c < kNumCls; ++c) total += weights[w][c] * static_cast<double>(sums[c]);
       if (w == 0 && buckets > 0 && hi > lo) {
         const int64_t shown = t < 0 ? r.first_us : t;
-        const double f = static_cast<double>(std::clamp(shown, lo, hi) - lo) /
-                         static_cast<double>(hi - lo);
-        const auto b = static_cast<size_t>(std::min<int64_t>(buckets - 1, static_cast<int64_t>(f * buckets)));
+        const double f =
+            static_cast<double>(std::clamp(shown, lo, hi) - lo) / static_cast<double>(hi - lo);
+        const auto b =
+            static_cast<size_t>(std::min<int64_t>(buckets - 1, static_cast<int64_t>(f * buckets)));
         r.curve[b] = std::max(r.curve[b], static_cast<int64_t>(std::llround(total)));
       }
       if (seen[w] && total <= best[w]) continue;
@@ -340,6 +379,9 @@ constexpr int kBuckets = 2000;
 
 struct WhatIfReplay::Measured {
   ExplainInput in;
+  // The spans, between the constructor and the first replay; each later
+  // replay makes them again from the timeline (a linear pass), rather than
+  // keeping a copy as large as the timeline beside the one it changes.
   std::vector<Span> spans;
   struct Device {
     DeviceIndex index = 0;
@@ -383,10 +425,16 @@ WhatIfReplay::~WhatIfReplay() = default;
 
 Expected<WhatIfReport> WhatIfReplay::Run(const WhatIfChanges& changes, const std::string& name,
                                          bool curves) const {
+  std::vector<Span> spans = m_->spans.empty() ? whatif::SpansOf(m_->in) : std::move(m_->spans);
+  m_->spans = {};
+  return Replay(changes, name, curves, spans);
+}
+
+Expected<WhatIfReport> WhatIfReplay::Replay(const WhatIfChanges& changes, const std::string& name,
+                                            bool curves, std::vector<Span>& spans) const {
   const ExplainInput& in = m_->in;
   WhatIfReport report;
   report.trace = name;
-  std::vector<Span> spans = m_->spans;
   std::vector<Weights> ranks = {whatif::Ones()};
   const whatif::Context ctx{in, name, report};
   if (Status s = whatif::ApplyDtype(ctx, changes, spans); !s.ok()) return s;

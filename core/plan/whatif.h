@@ -101,6 +101,10 @@ struct WhatIfReport {
   std::vector<WhatIfDevice> devices;
 };
 
+namespace whatif {
+struct Span;  // whatif_spans.h
+}  // namespace whatif
+
 // A measured timeline ready to replay: its spans, and each device's
 // measured peak and curve, are made once for any number of changes (the
 // report's "What would help" replays several on one timeline). It reads
@@ -119,6 +123,9 @@ class WhatIfReplay {
                              bool curves = true) const;
 
  private:
+  // Run on `spans`, the measured spans, which the changes edit.
+  Expected<WhatIfReport> Replay(const WhatIfChanges& changes, const std::string& name,
+                                bool curves, std::vector<whatif::Span>& spans) const;
   struct Measured;
   std::unique_ptr<Measured> m_;
 };

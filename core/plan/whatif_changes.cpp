@@ -55,7 +55,8 @@ class OptimizerCalls {
  public:
   explicit OptimizerCalls(const Trace& trace) : trace_(trace), optim_(trace.strings.size(), -1) {}
   bool Inside(uint32_t event) {
-    for (uint32_t p = event; p != kNone32 && p < trace_.events.size(); p = trace_.events[p].parent) {
+    for (uint32_t p = event; p != kNone32 && p < trace_.events.size();
+         p = trace_.events[p].parent) {
       const Event& e = trace_.events[p];
       if (e.kind != EventKind::kPy) continue;
       const uint32_t name = trace_.py_names[e.payload];
@@ -81,8 +82,8 @@ size_t MarkStepTemporaries(const Context& c, std::vector<Span>& spans) {
   absl::flat_hash_map<uint32_t, bool> made;
   for (const Span& s : spans) {
     if (!s.keyed() || s.bytes <= 0) continue;
-    if (s.version == 0 && s.creator != kNone32 && s.cls != kOptimizerState &&
-        s.cls != kGradient && calls.Inside(s.creator)) {
+    if (s.version == 0 && s.creator != kNone32 && s.cls != kOptimizerState && s.cls != kGradient &&
+        calls.Inside(s.creator)) {
       made.emplace(s.slot, true);
     }
     if (s.end == kNever) {
@@ -116,16 +117,22 @@ std::vector<std::pair<int64_t, int64_t>> StepWindows(const Trace& trace) {
   return windows;
 }
 
-// Whether the step updates lists of tensors at once (foreach or fused
-// kernels: its temporaries span every parameter) rather than one parameter
-// at a time (its temporaries are the largest parameter's).
+// Whether the step updates lists of tensors at once (a foreach or fused op
+// inside an optimizer call: its temporaries span every parameter) rather
+// than one parameter at a time (its temporaries are one parameter's).
 bool ListStep(const Trace& trace) {
-  for (uint32_t i = 0; i < trace.strings.size(); ++i) {
-    const std::string& s = trace.strings.Get(i);
-    if ((s.starts_with("aten::_foreach_") && s != "aten::_foreach_zero_") ||
-        s.starts_with("aten::_fused_")) {
-      return true;
+  std::vector<int8_t> list(trace.strings.size(), -1);  // per name: a list op
+  OptimizerCalls calls(trace);
+  for (uint32_t e = 0; e < trace.events.size(); ++e) {
+    const Event& ev = trace.events[e];
+    if (ev.kind != EventKind::kOp) continue;
+    const uint32_t name = trace.ops[ev.payload].name;
+    if (list[name] < 0) {
+      const std::string& s = trace.strings.Get(name);
+      list[name] = (s.starts_with("aten::_foreach_") && s != "aten::_foreach_zero_") ||
+                   s.starts_with("aten::_fused_");
     }
+    if (list[name] == 1 && calls.Inside(e)) return true;
   }
   return false;
 }
@@ -139,8 +146,8 @@ std::string SteppedOptimizer(const Trace& trace) {
     const std::string& s = trace.strings.Get(i);
     if (!s.starts_with(kStep)) continue;
     const size_t dot = s.find('.', kStep.size());
-    const std::string name = s.substr(kStep.size(), dot == std::string::npos ? std::string::npos
-                                                                            : dot - kStep.size());
+    const std::string name =
+        s.substr(kStep.size(), dot == std::string::npos ? std::string::npos : dot - kStep.size());
     if (found.empty()) found = name;
     if (found != name) return "several";
   }
@@ -220,8 +227,8 @@ Status ApplyOptimizer(const Context& c, const WhatIfChanges& ch, std::vector<Spa
   if (to == known.end()) {
     std::string names;
     for (const OptimizerKind& k : known) names += (names.empty() ? "" : ", ") + std::string(k.name);
-    return Status::Error("--optimizer " + Quote(ch.optimizer) + ": not one memtl knows (" +
-                         names + ")");
+    return Status::Error("--optimizer " + Quote(ch.optimizer) + ": not one memtl knows (" + names +
+                         ")");
   }
   const std::string stepped = SteppedOptimizer(c.in.trace);
   if (stepped == "several")
@@ -237,8 +244,9 @@ Status ApplyOptimizer(const Context& c, const WhatIfChanges& ch, std::vector<Spa
     }
   }
   if (from < 0) {
-    return Refuse(c, "--optimizer: the trace has no gradients and no optimizer step memtl knows, "
-                     "so its optimizer's state per parameter is unknown");
+    return Refuse(c,
+                  "--optimizer: the trace has no gradients and no optimizer step memtl knows, "
+                  "so its optimizer's state per parameter is unknown");
   }
   const OptimizerKind* now = nullptr;
   for (const OptimizerKind& k : known) {
@@ -260,25 +268,33 @@ Status ApplyOptimizer(const Context& c, const WhatIfChanges& ch, std::vector<Spa
                                was + ") is not one whose temporaries memtl knows");
     }
   } else if (to->temporaries > 0) {
-    // None to scale: the new step's, each step long (a list step's span
-    // every gradient, a per-parameter one's the largest).
-    int64_t unit = 0;
-    if (ListStep(c.in.trace)) {
-      unit = grads;
-    } else {
-      for (const Span& s : spans) {
-        if (s.cls == kGradient) unit = std::max(unit, s.bytes);
+    // None to scale: the new step's, each step long, on each device with
+    // gradients (a list step's span all of its gradients, a per-parameter
+    // one's the largest).
+    const bool list_step = ListStep(c.in.trace);
+    const auto windows = StepWindows(c.in.trace);
+    std::vector<Span> added;
+    for (DeviceIndex d = 0; d < c.in.trace.devices.size(); ++d) {
+      int64_t unit = 0;
+      if (list_step) {
+        const SweepResult r = Sweep(spans, d, {Ones()});
+        unit = r.any ? r.max_category[kGradient] : 0;
+      } else {
+        for (const Span& s : spans) {
+          if (s.device == d && s.cls == kGradient) unit = std::max(unit, s.bytes);
+        }
+      }
+      for (const auto& [first, last] : windows) {
+        Span t;
+        t.start = first;
+        t.end = last + 1;
+        t.bytes = unit * to->temporaries;
+        t.device = d;
+        t.cls = kOptTemp;
+        if (t.bytes > 0) added.push_back(t);
       }
     }
-    for (const auto& [first, last] : StepWindows(c.in.trace)) {
-      Span t;
-      t.start = first;
-      t.end = last + 1;
-      t.bytes = unit * to->temporaries;
-      t.device = c.in.device;
-      t.cls = kOptTemp;
-      spans.push_back(t);
-    }
+    spans.insert(spans.end(), added.begin(), added.end());
   }
   for (Weights& w : ranks) w[kOptTemp] *= temp_factor;
   if (temps == 0 && now != nullptr && now->temporaries > 0) {
@@ -286,10 +302,10 @@ Status ApplyOptimizer(const Context& c, const WhatIfChanges& ch, std::vector<Spa
         "the optimizer step's temporaries are not told apart (no python tracer frames in "
         "torch/optim/): they stay as measured");
   }
-  const std::string temp_words =
-      ", its step's temporaries " + Times(temp_factor) + " (" + was + " " +
-      (now ? std::to_string(now->temporaries) : std::string("?")) + " per parameter, " +
-      to->name + " " + std::to_string(to->temporaries) + ")";
+  const std::string temp_words = ", its step's temporaries " + Times(temp_factor) + " (" + was +
+                                 " " + (now ? std::to_string(now->temporaries) : std::string("?")) +
+                                 " per parameter, " + to->name + " " +
+                                 std::to_string(to->temporaries) + ")";
   if (from > 0) {
     const double f = static_cast<double>(to->states) / from;
     for (Weights& w : ranks) w[kOptimizerState] *= f;
@@ -339,9 +355,14 @@ Status ApplySetToNone(const Context& c, const WhatIfChanges& ch, std::vector<Spa
                          "writes them");
     return Status();
   }
-  const bool freed = std::any_of(spans.begin(), spans.end(), [](const Span& s) {
-    return s.cls == kGradient && s.keyed() && s.end != kNever;
-  });
+  // A gradient is freed when its key's last version ends (a version that
+  // ends is only written again).
+  absl::flat_hash_map<uint32_t, bool> alive_at_end;
+  for (const Span& s : spans) {
+    if (s.cls == kGradient && s.keyed()) alive_at_end[s.slot] |= s.end == kNever;
+  }
+  const bool freed = std::any_of(alive_at_end.begin(), alive_at_end.end(),
+                                 [](const auto& k) { return !k.second; });
   if (!freed) {
     c.report.changes.push_back(
         "--no-set-to-none: no change (no gradient is freed: the trace keeps them already)");
@@ -354,9 +375,11 @@ Status ApplySetToNone(const Context& c, const WhatIfChanges& ch, std::vector<Spa
     const int64_t full = r.max_category_us[kGradient];
     for (Span& s : spans) {
       if (s.device != d || s.cls != kGradient || !s.keyed()) continue;
-      if (s.start >= full) {
-        // Accumulated into the kept gradient instead: it lives only until
-        // it has been added (a row), as autograd's.
+      if (s.start > full && s.version > 0) {
+        s.bytes = 0;  // a write to a gradient the kept ones stand for
+      } else if (s.start > full) {
+        // A new gradient, accumulated into the kept one instead: it lives
+        // only until it has been added (a row), as autograd's.
         s.end = s.start + 1;
         s.cls = kGradFull;
         s.cat = kAutogradDetail;
@@ -415,7 +438,8 @@ Status ApplyCheckpoint(const Context& c, const WhatIfChanges& ch, std::vector<Sp
   std::vector<std::pair<uint32_t, uint32_t>> by_creator;  // (event, key slot)
   for (const auto& [slot, list] : of_key) {
     const Span& first = spans[list.front()];
-    if (first.version == 0 && first.creator != kNone32) by_creator.emplace_back(first.creator, slot);
+    if (first.version == 0 && first.creator != kNone32)
+      by_creator.emplace_back(first.creator, slot);
   }
   std::sort(by_creator.begin(), by_creator.end());
   for (const std::string& pattern : ch.checkpoint) {
@@ -435,8 +459,8 @@ Status ApplyCheckpoint(const Context& c, const WhatIfChanges& ch, std::vector<Sp
       std::vector<uint32_t> saved;  // key slots
       int64_t recompute = 0;
       int64_t remade = kNever;
-      const auto from = std::lower_bound(by_creator.begin(), by_creator.end(),
-                                         std::make_pair(m, uint32_t{0}));
+      const auto from =
+          std::lower_bound(by_creator.begin(), by_creator.end(), std::make_pair(m, uint32_t{0}));
       for (auto it = from; it != by_creator.end() && it->first <= tree.last[m]; ++it) {
         const uint32_t slot = it->second;
         const std::vector<uint32_t>& list = of_key[slot];
@@ -551,10 +575,9 @@ Partition ZeroPartition(const std::vector<Span>& spans, int n, const std::vector
     if (temporaries > 0 && measured > 0) {
       p.temps.push_back(StepTemporaries(owned[r], temporaries) / measured);
     } else {
-      p.temps.push_back(sizes.empty() || owned[r].empty()
-                            ? 0.0
-                            : static_cast<double>(owned[r].front()) /
-                                  static_cast<double>(sizes.front()));
+      p.temps.push_back(sizes.empty() || owned[r].empty() ? 0.0
+                                                          : static_cast<double>(owned[r].front()) /
+                                                                static_cast<double>(sizes.front()));
     }
   }
   return p;
@@ -617,7 +640,8 @@ Status ApplyShard(const Context& c, const WhatIfChanges& ch, std::vector<Span>& 
     MarkStepTemporaries(c, spans);
     // A step over lists makes temporaries of the rank's whole partition; a
     // step one parameter at a time, of the parameters in its order.
-    const std::vector<double>& temps = ListStep(in.trace) ? part.share : part.temps;
+    const bool list_step = ListStep(in.trace);
+    const std::vector<double>& temps = list_step ? part.share : part.temps;
     std::vector<Weights> out;
     for (size_t r = 0; r < part.share.size(); ++r) {
       for (Weights w : ranks) {
@@ -634,13 +658,14 @@ Status ApplyShard(const Context& c, const WhatIfChanges& ch, std::vector<Span>& 
         " (ZeRO-1): OPTIMIZER_STATE divided as ZeroRedundancyOptimizer partitions the "
         "parameters (ranks' shares " +
         parts + "), and the step's temporaries as each rank's " +
-        (ListStep(in.trace) ? "partition" : "parameters, stepped largest first"));
+        (list_step ? "partition" : "parameters, stepped largest first"));
   }
   if (ch.shard_grads <= 1 && ch.shard_params <= 1) return Status();
   if (ch.shard_params > 1 && ch.wrap.empty()) {
-    return Refuse(c, "--shard params needs --wrap MODULE_PATTERN, the units gathered whole while "
-                     "they run (modules: " +
-                         SomeModuleNames(in.trace, 12) + ")");
+    return Refuse(c,
+                  "--shard params needs --wrap MODULE_PATTERN, the units gathered whole while "
+                  "they run (modules: " +
+                      SomeModuleNames(in.trace, 12) + ")");
   }
   // Units: each parameter's outermost module matching --wrap.
   std::vector<KeySlot> wanted;
@@ -683,7 +708,8 @@ Status ApplyShard(const Context& c, const WhatIfChanges& ch, std::vector<Span>& 
   }
   absl::flat_hash_map<uint32_t, int64_t> param_bytes;
   for (const Span& s : spans) {
-    if (s.cls == kParameter && s.keyed()) param_bytes[s.slot] = std::max(param_bytes[s.slot], s.bytes);
+    if (s.cls == kParameter && s.keyed())
+      param_bytes[s.slot] = std::max(param_bytes[s.slot], s.bytes);
   }
   for (auto& [path, unit] : units) {
     for (const uint32_t p : unit.params) unit.bytes += param_bytes[p];
@@ -748,11 +774,11 @@ Status ApplyShard(const Context& c, const WhatIfChanges& ch, std::vector<Span>& 
       added.push_back(full);
       s.start = full.end;
     }
-    c.report.changes.push_back(
-        "--shard grads=" + std::to_string(ch.shard_grads) + " (ZeRO-2): GRADIENT divided by " +
-        std::to_string(ch.shard_grads) +
-        (ch.wrap.empty() ? std::string(" as each is made")
-                         : " once its unit's backward ends (whole until then)"));
+    c.report.changes.push_back("--shard grads=" + std::to_string(ch.shard_grads) +
+                               " (ZeRO-2): GRADIENT divided by " + std::to_string(ch.shard_grads) +
+                               (ch.wrap.empty()
+                                    ? std::string(" as each is made")
+                                    : " once its unit's backward ends (whole until then)"));
   }
   if (ch.shard_params > 1) {
     for (Weights& w : ranks) w[kParameter] /= ch.shard_params;
@@ -784,8 +810,7 @@ Status ApplyShard(const Context& c, const WhatIfChanges& ch, std::vector<Span>& 
     c.report.changes.push_back("--shard params=" + std::to_string(ch.shard_params) +
                                " (ZeRO-3, FSDP): PARAMETER divided by " +
                                std::to_string(ch.shard_params) + "; " +
-                               std::to_string(units.size()) + " units of --wrap " +
-                               Quote(ch.wrap) +
+                               std::to_string(units.size()) + " units of --wrap " + Quote(ch.wrap) +
                                " gathered whole while their forward and backward run (the "
                                "largest " +
                                HumanBytes(largest) + ")");

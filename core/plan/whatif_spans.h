@@ -64,11 +64,11 @@ struct SweepPeak {
 };
 struct SweepResult {
   bool any = false;
-  int64_t first_us = 0;                  // the first row's time (the smallest after -1)
-  std::vector<SweepPeak> peaks;          // per weight set
-  std::array<int64_t, 8> max_category{}; // weight set 0: each category's largest
+  int64_t first_us = 0;                      // the first row's time (the smallest after -1)
+  std::vector<SweepPeak> peaks;              // per weight set
+  std::array<int64_t, 8> max_category{};     // weight set 0: each category's largest
   std::array<int64_t, 8> max_category_us{};  // and the first row reaching it
-  std::vector<int64_t> curve;            // weight set 0, per bucket of [lo, hi]: the largest total
+  std::vector<int64_t> curve;  // weight set 0, per bucket of [lo, hi]: the largest total
 };
 // Sums the spans of `device` into rows, and finds the peak of each weight
 // set; the curve has `buckets` points over rows [lo, hi] (none when 0).

@@ -35,9 +35,9 @@ std::unique_ptr<Categorized> Run(const fs::path& path) {
 
 ExplainInput InputOf(const Categorized& c) {
   const Analysis& a = *c.analysis;
-  return ExplainInput{a.trace,     a.keys,   *a.tree,        *a.graph,
-                      c.categories, c.timeline, c.device, &a.key_shapes,
-                      c.inferred ? &a.inferred : nullptr};
+  return ExplainInput{a.trace,  a.keys,        *a.tree,
+                      *a.graph, c.categories,  c.timeline,
+                      c.device, &a.key_shapes, c.inferred ? &a.inferred : nullptr};
 }
 
 std::vector<fs::path> Traces(const fs::path& dir) {
@@ -45,7 +45,8 @@ std::vector<fs::path> Traces(const fs::path& dir) {
   for (const auto& e : fs::directory_iterator(dir)) {
     const std::string name = e.path().filename().string();
     if (name.find(".trace.jsonl") != std::string::npos ||
-        (dir.filename() == "kineto" && name.ends_with(".json.gz") && !name.ends_with(".et.json.gz")))
+        (dir.filename() == "kineto" && name.ends_with(".json.gz") &&
+         !name.ends_with(".et.json.gz")))
       out.push_back(e.path());
   }
   std::sort(out.begin(), out.end());
@@ -120,7 +121,8 @@ TEST_CASE("whatif: set to none frees what zero_grad zeroes; kept, the gradients 
   CHECK(kept.after.bytes > kept.before.bytes);
 
   // Already so: no change, said.
-  const WhatIfReport same = WhatIfOk(*freed_run, Changes([](WhatIfChanges& c) { c.set_to_none = true; }));
+  const WhatIfReport same =
+      WhatIfOk(*freed_run, Changes([](WhatIfChanges& c) { c.set_to_none = true; }));
   CHECK(Cpu(same).after.bytes == Cpu(same).before.bytes);
   CHECK(same.changes.at(0).find("no change") != std::string::npos);
 }
@@ -154,14 +156,15 @@ TEST_CASE("whatif: what it cannot replay is refused, naming it") {
     CHECK(r.status().message().starts_with("t.trace: "));
     return r.status().message();
   };
-  CHECK(refused(Changes([](WhatIfChanges& c) { c.checkpoint = {"NoSuchBlock_*"}; })).find("no module call matches") !=
+  CHECK(refused(Changes([](WhatIfChanges& c) {
+          c.checkpoint = {"NoSuchBlock_*"};
+        })).find("no module call matches") != std::string::npos);
+  CHECK(refused(Changes([](WhatIfChanges& c) { c.shard_params = 2; })).find("needs --wrap") !=
         std::string::npos);
-  CHECK(refused(Changes([](WhatIfChanges& c) { c.shard_params = 2; })).find("needs --wrap") != std::string::npos);
   CHECK(refused(Changes([](WhatIfChanges& c) {
           c.shard_params = 2;
           c.wrap = "NoSuch*";
-        })).find("--wrap") !=
-        std::string::npos);
+        })).find("--wrap") != std::string::npos);
 
   auto inference = Run(kFixtures / "e2e_inference.trace.jsonl.gz");
   WhatIfChanges grads;
@@ -178,7 +181,8 @@ TEST_CASE("whatif: what it cannot replay is refused, naming it") {
 
 TEST_CASE("whatif: JSON, text and HTML say the same peaks; names from the trace are escaped") {
   auto c = Run(kFixtures / "e2e_adam.trace.jsonl.gz");
-  auto r = WhatIf(InputOf(*c), Changes([](WhatIfChanges& c) { c.optimizer = "sgd"; }), "<b>run</b>.trace");
+  auto r = WhatIf(InputOf(*c), Changes([](WhatIfChanges& c) { c.optimizer = "sgd"; }),
+                  "<b>run</b>.trace");
   REQUIRE(r.ok());
   const nlohmann::json j = nlohmann::json::parse(WhatIfJson(r.value()));
   const WhatIfDevice& d = Cpu(r.value());
@@ -195,7 +199,8 @@ TEST_CASE("whatif: JSON, text and HTML say the same peaks; names from the trace 
 }
 
 TEST_CASE("whatif: checkpointing a module frees what its forward saved until its backward") {
-  for (const char* name : {"resnet18_sgd_step.trace.jsonl.gz", "torch2/resnet_bn_sgd_step.trace.jsonl.gz"}) {
+  for (const char* name :
+       {"resnet18_sgd_step.trace.jsonl.gz", "torch2/resnet_bn_sgd_step.trace.jsonl.gz"}) {
     CAPTURE(name);
     auto c = Run(kFixtures / name);
     const WhatIfReport r =
@@ -205,8 +210,8 @@ TEST_CASE("whatif: checkpointing a module frees what its forward saved until its
   }
   // A Linear saves its input, made outside it: nothing of its own to free.
   auto c = Run(kFixtures / "torch2" / "e2e_adam.trace.jsonl.gz");
-  auto r = WhatIf(InputOf(*c), Changes([](WhatIfChanges& ch) { ch.checkpoint = {"Linear_*"}; }),
-                  "t");
+  auto r =
+      WhatIf(InputOf(*c), Changes([](WhatIfChanges& ch) { ch.checkpoint = {"Linear_*"}; }), "t");
   REQUIRE_FALSE(r.ok());
   CHECK(r.status().message().find("none saves a tensor") != std::string::npos);
 }
