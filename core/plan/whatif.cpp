@@ -59,17 +59,83 @@ int DtypeBytes(std::string_view dtype) {
 
 namespace whatif {
 
-std::vector<Span> SpansOf(const ExplainInput& in) {
-  const PerValue<uint32_t> creator = CreatorOfValues(in.graph);
-  auto creator_of = [&](KeySlot k, Version v) -> uint32_t {
-    // A raw timeline's keys are categories, with no graph.
-    if (in.graph.num_values() == 0 || k.value() >= in.keys.size() || v.value() < 0 ||
-        v.value() >= in.graph.num_versions(k))
-      return kNone32;
-    return creator[in.graph.value(k, v)];
-  };
+uint32_t CreatorOf(const ExplainInput& in, const PerValue<uint32_t>& creator, KeySlot key,
+                   Version version) {
+  if (in.graph.num_values() == 0 || key.value() >= in.keys.size() || version.value() < 0 ||
+      version.value() >= in.graph.num_versions(key))
+    return kNone32;
+  return creator[in.graph.value(key, version)];
+}
+
+namespace {
+
+bool ModelState(int category) { return category == 0 || category == 1 || category == 5; }
+
+}  // namespace
+
+Selection Select(const ExplainInput& in, const WhatIfChanges& changes,
+                 const PerValue<uint32_t>& creator, const LazySubtrees& tree) {
+  Selection s;
+  s.key.assign(in.keys.size(), false);
+  for (int c = 0; c < 8; ++c) s.unkeyed[static_cast<size_t>(c)] = ModelState(c);
+  for (const TimelineEvent& e : in.timeline) {
+    if (!e.has_key() || e.slot >= s.key.size()) continue;
+    const Version v = e.version();
+    bool state = ModelState(ExportIndex(in.categories.Get(e.key(), v)));
+    if (e.action == Action::kIncrementVersion)
+      state |= ModelState(ExportIndex(in.categories.Get(e.key(), v.next())));
+    if (state) s.key[e.slot] = true;
+  }
+  // The keys a call allocates (their first version's creator) when a
+  // change needs them: the optimizer step's, the checkpointed calls'.
+  std::vector<std::pair<uint32_t, uint32_t>> calls;  // event ranges [first, last]
+  const bool step = !changes.optimizer.empty() || changes.shard_optimizer > 1;
+  if (!changes.checkpoint.empty()) {
+    for (const std::string& pattern : changes.checkpoint) {
+      for (const uint32_t m : MatchedModuleCalls(in.trace, tree, pattern))
+        calls.emplace_back(m, tree.Get().Last(m));
+    }
+    std::sort(calls.begin(), calls.end());
+  }
+  if (!step && calls.empty()) return s;
+  // Per key, its largest bytes and when it is freed (kNever: alive at the
+  // end), for the calls' own temporaries.
+  std::vector<int64_t> bytes, freed;
+  if (!calls.empty()) {
+    bytes.assign(s.key.size(), 0);
+    freed.assign(s.key.size(), kNever);
+    for (const TimelineEvent& e : in.timeline) {
+      if (!e.has_key() || e.slot >= s.key.size()) continue;
+      bytes[e.slot] = std::max<int64_t>(bytes[e.slot], e.bytes);
+      freed[e.slot] = e.action == Action::kDestroy ? MicrosOf(e) : kNever;
+    }
+  }
+  OptimizerCalls optim(in.trace);
+  for (uint32_t k = 0; k < s.key.size(); ++k) {
+    if (s.key[k]) continue;
+    const uint32_t c = CreatorOf(in, creator, KeySlot(k), Version(0));
+    if (c == kNone32) continue;
+    if (step && optim.Inside(c)) {
+      s.key[k] = true;
+      continue;
+    }
+    const auto it = std::upper_bound(calls.begin(), calls.end(), std::make_pair(c, kNone32));
+    if (it == calls.begin() || std::prev(it)->second < c) continue;
+    const uint32_t call = std::prev(it)->first;
+    if (freed[k] <= tree.Get().EndUs(call)) {
+      int64_t& largest = s.freed_inside[call];
+      largest = std::max(largest, bytes[k]);
+    } else {
+      s.key[k] = true;
+    }
+  }
+  return s;
+}
+
+std::vector<Span> SpansOf(const ExplainInput& in, const Selection& selection,
+                          const PerValue<uint32_t>& creator) {
+  auto creator_of = [&](KeySlot k, Version v) { return CreatorOf(in, creator, k, v); };
   std::vector<Span> spans;
-  spans.reserve(in.timeline.size());
   // Key slot -> its open span (a tensor's key has one at a time); a raw
   // timeline's key is a category, alive many times at once: its other open
   // spans wait in `more`, the latest last.
@@ -103,6 +169,10 @@ std::vector<Span> SpansOf(const ExplainInput& in) {
     }
   };
   for (const TimelineEvent& e : in.timeline) {
+    if (e.has_key() ? e.slot >= selection.key.size() || !selection.key[e.slot]
+                    : !selection.unkeyed[static_cast<size_t>(ExportIndex(e.inferred()))]) {
+      continue;
+    }
     const int64_t t = MicrosOf(e);
     Span s;
     s.start = t;
@@ -160,7 +230,8 @@ Weights Ones() {
 }
 
 SweepResult Sweep(const std::vector<Span>& spans, DeviceIndex device,
-                  const std::vector<Weights>& weights, int64_t lo, int64_t hi, int buckets) {
+                  const std::vector<Weights>& weights, int64_t lo, int64_t hi, int buckets,
+                  const Stream& stream) {
   // 16 bytes: its bytes are its span's (a sweep holds two per span).
   struct Delta {
     int64_t time;
@@ -169,12 +240,12 @@ SweepResult Sweep(const std::vector<Span>& spans, DeviceIndex device,
     uint8_t cat;
     bool free;
   };
-  // A row sums every delta of its time, so the order within one is only
-  // the tie-break of the span named at the peak: the span's index. The
-  // spans come in timeline order, so their starts are nearly sorted
-  // already: the starts (first) and the ends (after them) are sorted apart
-  // (the starts' sort is a check when no change moved one) and walked
-  // together in order.
+  // A row sums every change of its time, so the order within one is only
+  // the tie-break of the event named at the peak. The spans come in
+  // timeline order, so their starts are nearly sorted already: the starts
+  // (first) and the ends (after them) are sorted apart (the starts' sort is
+  // a check when no change moved one); the rows take from both, and from
+  // the timeline's own events the spans leave out, in time order.
   auto before = [](const Delta& a, const Delta& b) {
     return a.time != b.time ? a.time < b.time : a.span < b.span;
   };
@@ -196,33 +267,32 @@ SweepResult Sweep(const std::vector<Span>& spans, DeviceIndex device,
   const auto mid = deltas.begin() + static_cast<std::ptrdiff_t>(n_starts);
   if (!std::is_sorted(deltas.begin(), mid, before)) std::sort(deltas.begin(), mid, before);
   std::sort(mid, deltas.end(), before);
-  // The next delta in time order, from the starts (i) and the ends (j).
-  size_t i = 0, j = n_starts;
-  auto next = [&]() -> const Delta& {
-    if (j == deltas.size() || (i < n_starts && before(deltas[i], deltas[j]))) return deltas[i++];
-    return deltas[j++];
+  size_t i = 0, j = n_starts;  // the next start, the next end
+
+  // The timeline's events of `device` that no span stands for.
+  static const std::vector<TimelineEvent> kNoEvents;
+  const std::vector<TimelineEvent>& timeline = stream.in ? stream.in->timeline : kNoEvents;
+  size_t k = 0;
+  auto streamed = [&](const TimelineEvent& e) {
+    if (e.device != device) return false;
+    if (!e.has_key()) {
+      return e.action != Action::kIncrementVersion &&
+             !stream.selection->unkeyed[static_cast<size_t>(ExportIndex(e.inferred()))];
+    }
+    const std::vector<bool>& key = stream.selection->key;
+    return e.slot >= key.size() || !key[e.slot];
   };
-  auto done = [&] { return i == n_starts && j == deltas.size(); };
-  auto peek_time = [&] {
-    if (j == deltas.size() || (i < n_starts && before(deltas[i], deltas[j])))
-      return deltas[i].time;
-    return deltas[j].time;
+  auto next_time = [&] {
+    while (k < timeline.size() && !streamed(timeline[k])) ++k;
+    int64_t t = kNever;
+    if (i < n_starts) t = deltas[i].time;
+    if (j < deltas.size()) t = std::min(t, deltas[j].time);
+    if (k < timeline.size()) t = std::min(t, MicrosOf(timeline[k]));
+    return t;
   };
+
   SweepResult r;
   r.peaks.resize(weights.size());
-  if (deltas.empty()) return r;
-  r.any = true;
-  // The first row's time: the smallest at or after 0 (rows before the
-  // profile are drawn there), else the only one.
-  r.first_us = std::min(n_starts > 0 ? deltas.front().time : kNever,
-                        n_ends > 0 ? deltas[n_starts].time : kNever);
-  if (r.first_us < 0) {
-    int64_t first = kNever;
-    for (const Delta& d : deltas) {
-      if (d.time >= 0) first = std::min(first, d.time);
-    }
-    if (first != kNever) r.first_us = first;
-  }
   constexpr int64_t kEmpty = std::numeric_limits<int64_t>::min();
   if (buckets > 0) r.curve.assign(static_cast<size_t>(buckets), kEmpty);
   // Running sums, exact in integers: per class (what the weights scale),
@@ -230,21 +300,56 @@ SweepResult Sweep(const std::vector<Span>& spans, DeviceIndex device,
   std::array<int64_t, kNumCls> sums{};
   std::array<int64_t, 8> cats{};
   std::array<std::array<int64_t, 8>, kNumCls> by{};
+  auto add = [&](int cls, int cat, int64_t bytes) {
+    sums[static_cast<size_t>(cls)] += bytes;
+    cats[static_cast<size_t>(cat)] += bytes;
+    by[static_cast<size_t>(cls)][static_cast<size_t>(cat)] += bytes;
+  };
   std::vector<double> best(weights.size(), 0);
   std::vector<bool> seen(weights.size(), false);
   // Per weight set, `by` at its peak so far (weighted once, at the end).
   std::vector<std::array<std::array<int64_t, 8>, kNumCls>> by_at_peak(weights.size());
   std::array<bool, 8> category_seen{};
-  while (!done()) {
-    const int64_t t = peek_time();
-    uint32_t last = 0;
-    while (!done() && peek_time() == t) {
-      const Delta& d = next();
-      const int64_t bytes = d.free ? -spans[d.span].bytes : spans[d.span].bytes;
-      sums[d.cls] += bytes;
-      cats[d.cat] += bytes;
-      by[d.cls][d.cat] += bytes;
-      last = d.span;
+  bool first_found = false;
+  for (int64_t t = next_time(); t != kNever; t = next_time()) {
+    r.any = true;
+    if (!first_found && t >= 0) {
+      r.first_us = t;
+      first_found = true;
+    }
+    // The event named if this row is a peak: a span's creator, or a
+    // streamed event's version's.
+    uint32_t event = kNone32;
+    for (; i < n_starts && deltas[i].time == t; ++i) {
+      add(deltas[i].cls, deltas[i].cat, spans[deltas[i].span].bytes);
+      event = spans[deltas[i].span].creator;
+    }
+    for (; j < deltas.size() && deltas[j].time == t; ++j) {
+      add(deltas[j].cls, deltas[j].cat, -spans[deltas[j].span].bytes);
+      event = spans[deltas[j].span].creator;
+    }
+    const TimelineEvent* last = nullptr;
+    for (; k < timeline.size() && MicrosOf(timeline[k]) == t; ++k) {
+      const TimelineEvent& e = timeline[k];
+      if (!streamed(e)) continue;
+      const Version v = e.version();
+      const int cat = CategoryIndexOf(stream.in->categories, e, v);
+      switch (e.action) {
+        case Action::kPreexisting:
+        case Action::kCreate:
+          add(cat, cat, e.bytes);
+          break;
+        case Action::kDestroy:
+          add(cat, cat, -e.bytes);
+          break;
+        case Action::kIncrementVersion: {
+          const int now = CategoryIndexOf(stream.in->categories, e, v.next());
+          add(cat, cat, -e.bytes);
+          add(now, now, e.bytes);
+          break;
+        }
+      }
+      last = &e;
     }
     for (int c = 0; c < 8; ++c) {
       if (!category_seen[c] || cats[c] > r.max_category[c]) {
@@ -257,7 +362,7 @@ SweepResult Sweep(const std::vector<Span>& spans, DeviceIndex device,
       double total = 0;
       for (int c = 0; c < kNumCls; ++c) total += weights[w][c] * static_cast<double>(sums[c]);
       if (w == 0 && buckets > 0 && hi > lo) {
-        const int64_t shown = t < 0 ? r.first_us : t;
+        const int64_t shown = t < 0 ? lo : t;
         const double f =
             static_cast<double>(std::clamp(shown, lo, hi) - lo) / static_cast<double>(hi - lo);
         const auto b =
@@ -269,10 +374,16 @@ SweepResult Sweep(const std::vector<Span>& spans, DeviceIndex device,
       best[w] = total;
       SweepPeak& p = r.peaks[w];
       p.time_us = t;
-      p.event = spans[last].creator;
+      p.event = event;
+      if (last != nullptr && last->has_key()) {
+        const Version v =
+            last->action == Action::kIncrementVersion ? last->version().next() : last->version();
+        p.event = CreatorOf(*stream.in, *stream.creator, last->key(), v);
+      }
       by_at_peak[w] = by;
     }
   }
+  if (!first_found && r.any) r.first_us = -1;
   // A bucket with no row of its own holds the memory of the row before it.
   int64_t held = 0;
   for (int64_t& b : r.curve) b = b == kEmpty ? held : (held = b);
@@ -280,9 +391,9 @@ SweepResult Sweep(const std::vector<Span>& spans, DeviceIndex device,
     SweepPeak& p = r.peaks[w];
     p.bytes = std::llround(best[w]);
     for (int c = 0; c < kNumCls; ++c) {
-      for (int k = 0; k < 8; ++k) {
-        p.by_category[k] += static_cast<int64_t>(
-            std::llround(weights[w][c] * static_cast<double>(by_at_peak[w][c][k])));
+      for (int k2 = 0; k2 < 8; ++k2) {
+        p.by_category[k2] += static_cast<int64_t>(
+            std::llround(weights[w][c] * static_cast<double>(by_at_peak[w][c][k2])));
       }
     }
   }
@@ -290,23 +401,37 @@ SweepResult Sweep(const std::vector<Span>& spans, DeviceIndex device,
 }
 
 Subtrees SubtreesOf(const Trace& trace) {
+  // Per python call name (string id): whether its calls are asked about.
+  std::vector<int8_t> asked(trace.strings.size(), -1);
+  auto is_asked = [&](const Event& e) {
+    if (e.kind != EventKind::kPy) return false;
+    const uint32_t name = trace.py_names[e.payload];
+    if (asked[name] < 0) {
+      const std::string& s = trace.strings.Get(name);
+      asked[name] = s.starts_with("nn.Module: ") || s.find("torch/optim/") != std::string::npos;
+    }
+    return asked[name] == 1;
+  };
+  Subtrees out;
+  struct Open {
+    uint32_t event;
+    int64_t end_us;
+  };
+  std::vector<Open> open;  // the ancestors of the event being read
+  auto close = [&](uint32_t last) {
+    const Open o = open.back();
+    open.pop_back();
+    if (!open.empty()) open.back().end_us = std::max(open.back().end_us, o.end_us);
+    if (is_asked(trace.events[o.event])) out.Set(o.event, last, o.end_us);
+  };
   const auto n = static_cast<uint32_t>(trace.events.size());
-  Subtrees s;
-  s.last.resize(n);
-  s.end_us.resize(n);
   for (uint32_t i = 0; i < n; ++i) {
-    s.last[i] = i;
-    s.end_us[i] = PyTrueDivTrunc1000(trace.event_t0[i]);
+    const uint32_t parent = trace.events[i].parent;
+    while (!open.empty() && open.back().event != parent) close(i - 1);
+    open.push_back({i, PyTrueDivTrunc1000(trace.event_t0[i])});
   }
-  // Pre-order: a child comes after its parent, so one backward pass carries
-  // every subtree's extent up to its root.
-  for (uint32_t i = n; i-- > 0;) {
-    const uint32_t p = trace.events[i].parent;
-    if (p == kNone32 || p >= i) continue;
-    s.last[p] = std::max(s.last[p], s.last[i]);
-    s.end_us[p] = std::max(s.end_us[p], s.end_us[i]);
-  }
-  return s;
+  while (!open.empty()) close(n - 1);
+  return out;
 }
 
 namespace {
@@ -319,11 +444,11 @@ bool Matches(const std::string& pattern, const std::string& text) {
 
 }  // namespace
 
-std::vector<uint32_t> MatchedModuleCalls(const Trace& trace, const std::string& pattern) {
+std::vector<uint32_t> MatchedModuleCalls(const Trace& trace, const LazySubtrees& tree,
+                                         const std::string& pattern) {
   std::vector<uint32_t> calls;
   uint32_t inside_until = 0;  // the last event of the matched call we are in
   bool inside = false;
-  std::vector<uint32_t> last;  // computed lazily: only when a call matches
   for (uint32_t e = 0; e < trace.events.size(); ++e) {
     if (inside && e <= inside_until) continue;
     inside = false;
@@ -333,10 +458,9 @@ std::vector<uint32_t> MatchedModuleCalls(const Trace& trace, const std::string& 
     if (!name.starts_with(kModulePrefix)) continue;
     const std::string own = name.substr(kModulePrefix.size());
     if (!Matches(pattern, own) && !Matches(pattern, ModulePath(trace, e))) continue;
-    if (last.empty()) last = SubtreesOf(trace).last;
     calls.push_back(e);
     inside = true;
-    inside_until = last[e];
+    inside_until = tree.Get().Last(e);
   }
   return calls;
 }
@@ -379,10 +503,9 @@ constexpr int kBuckets = 2000;
 
 struct WhatIfReplay::Measured {
   ExplainInput in;
-  // The spans, between the constructor and the first replay; each later
-  // replay makes them again from the timeline (a linear pass), rather than
-  // keeping a copy as large as the timeline beside the one it changes.
-  std::vector<Span> spans;
+  PerValue<uint32_t> creator;  // CreatorOfValues
+  whatif::Selection none;      // the measured sweep streams every event
+  whatif::LazySubtrees tree;
   struct Device {
     DeviceIndex index = 0;
     int64_t lo = 0, hi = 0;  // the rows' first and last time (the chart's x range)
@@ -392,7 +515,8 @@ struct WhatIfReplay::Measured {
 };
 
 WhatIfReplay::WhatIfReplay(const ExplainInput& in)
-    : m_(std::make_unique<Measured>(Measured{in, whatif::SpansOf(in), {}})) {
+    : m_(std::make_unique<Measured>(
+          Measured{in, CreatorOfValues(in.graph), {}, whatif::LazySubtrees(in.trace), {}})) {
   // Each device's rows run from the first at or after 0 (the rows before
   // the profile are drawn there) to the last.
   struct Range {
@@ -400,24 +524,23 @@ WhatIfReplay::WhatIfReplay(const ExplainInput& in)
     int64_t first = whatif::kNever, last = -1;
   };
   std::vector<Range> range(in.trace.devices.size());
-  for (const Span& s : m_->spans) {
-    if (s.device >= range.size() || s.bytes == 0 || s.end <= s.start) continue;
-    Range& r = range[s.device];
+  for (const TimelineEvent& e : in.timeline) {
+    if (e.device >= range.size()) continue;
+    Range& r = range[e.device];
+    const int64_t t = MicrosOf(e);
     r.any = true;
-    for (const int64_t t : {s.start, s.end}) {
-      if (t == whatif::kNever) continue;
-      r.last = std::max(r.last, t);
-      if (t >= 0) r.first = std::min(r.first, t);
-    }
+    r.last = std::max(r.last, t);
+    if (t >= 0) r.first = std::min(r.first, t);
   }
+  const whatif::Stream all{&in, &m_->none, &m_->creator};
   for (DeviceIndex d = 0; d < range.size(); ++d) {
     if (!range[d].any) continue;
     Measured::Device dev;
     dev.index = d;
     dev.lo = range[d].first == whatif::kNever ? -1 : range[d].first;
     dev.hi = std::max(dev.lo, range[d].last);
-    dev.sweep = Sweep(m_->spans, d, {whatif::Ones()}, dev.lo, dev.hi, kBuckets);
-    m_->devices.push_back(std::move(dev));
+    dev.sweep = Sweep({}, d, {whatif::Ones()}, dev.lo, dev.hi, kBuckets, all);
+    if (dev.sweep.any) m_->devices.push_back(std::move(dev));
   }
 }
 
@@ -425,18 +548,20 @@ WhatIfReplay::~WhatIfReplay() = default;
 
 Expected<WhatIfReport> WhatIfReplay::Run(const WhatIfChanges& changes, const std::string& name,
                                          bool curves) const {
-  std::vector<Span> spans = m_->spans.empty() ? whatif::SpansOf(m_->in) : std::move(m_->spans);
-  m_->spans = {};
-  return Replay(changes, name, curves, spans);
+  const whatif::Selection selection = whatif::Select(m_->in, changes, m_->creator, m_->tree);
+  std::vector<Span> spans = whatif::SpansOf(m_->in, selection, m_->creator);
+  return Replay(changes, name, curves, selection, spans);
 }
 
 Expected<WhatIfReport> WhatIfReplay::Replay(const WhatIfChanges& changes, const std::string& name,
-                                            bool curves, std::vector<Span>& spans) const {
+                                            bool curves, const whatif::Selection& selection,
+                                            std::vector<Span>& spans) const {
   const ExplainInput& in = m_->in;
+  const whatif::Stream rest{&in, &selection, &m_->creator};
   WhatIfReport report;
   report.trace = name;
   std::vector<Weights> ranks = {whatif::Ones()};
-  const whatif::Context ctx{in, name, report};
+  const whatif::Context ctx{in, name, report, selection, m_->tree};
   if (Status s = whatif::ApplyDtype(ctx, changes, spans); !s.ok()) return s;
   if (Status s = whatif::ApplyOptimizer(ctx, changes, spans, ranks); !s.ok()) return s;
   if (Status s = whatif::ApplySetToNone(ctx, changes, spans); !s.ok()) return s;
@@ -455,7 +580,7 @@ Expected<WhatIfReport> WhatIfReplay::Replay(const WhatIfChanges& changes, const 
       of_rank.push_back(static_cast<size_t>(it - distinct.begin()));
       if (it == distinct.end()) distinct.push_back(w);
     }
-    whatif::SweepResult after = Sweep(spans, m.index, distinct, m.lo, m.hi, buckets);
+    whatif::SweepResult after = Sweep(spans, m.index, distinct, m.lo, m.hi, buckets, rest);
     std::vector<whatif::SweepPeak> per_rank;
     for (const size_t i : of_rank) per_rank.push_back(after.peaks[i]);
     after.peaks = std::move(per_rank);
@@ -473,7 +598,8 @@ Expected<WhatIfReport> WhatIfReplay::Replay(const WhatIfChanges& changes, const 
     if (curves) {
       // The curve drawn is the largest rank's.
       const std::vector<int64_t> curve =
-          top == 0 ? after.curve : Sweep(spans, m.index, {ranks[top]}, m.lo, m.hi, kBuckets).curve;
+          top == 0 ? after.curve
+                   : Sweep(spans, m.index, {ranks[top]}, m.lo, m.hi, kBuckets, rest).curve;
       for (int b = 0; b < kBuckets; ++b) {
         dev.times_us.push_back((m.hi - m.lo) * b / kBuckets);
         dev.measured.push_back(before.curve[b]);

@@ -103,6 +103,7 @@ struct WhatIfReport {
 
 namespace whatif {
 struct Span;  // whatif_spans.h
+struct Selection;
 }  // namespace whatif
 
 // A measured timeline ready to replay: its spans, and each device's
@@ -123,9 +124,11 @@ class WhatIfReplay {
                              bool curves = true) const;
 
  private:
-  // Run on `spans`, the measured spans, which the changes edit.
-  Expected<WhatIfReport> Replay(const WhatIfChanges& changes, const std::string& name,
-                                bool curves, std::vector<whatif::Span>& spans) const;
+  // Run on `spans`, the spans of the keys `selection` names, which the
+  // changes edit; the sweeps stream the rest of the timeline.
+  Expected<WhatIfReport> Replay(const WhatIfChanges& changes, const std::string& name, bool curves,
+                                const whatif::Selection& selection,
+                                std::vector<whatif::Span>& spans) const;
   struct Measured;
   std::unique_ptr<Measured> m_;
 };

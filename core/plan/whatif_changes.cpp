@@ -14,6 +14,21 @@
 
 namespace memtl::whatif {
 
+OptimizerCalls::OptimizerCalls(const Trace& trace)
+    : trace_(trace), optim_(trace.strings.size(), -1) {}
+
+bool OptimizerCalls::Inside(uint32_t event) {
+  for (uint32_t p = event; p != kNone32 && p < trace_.events.size(); p = trace_.events[p].parent) {
+    const Event& e = trace_.events[p];
+    if (e.kind != EventKind::kPy) continue;
+    const uint32_t name = trace_.py_names[e.payload];
+    if (optim_[name] < 0)
+      optim_[name] = trace_.strings.Get(name).find("torch/optim/") != std::string::npos ? 1 : 0;
+    if (optim_[name] == 1) return true;
+  }
+  return false;
+}
+
 namespace {
 
 constexpr int kParameter = 0, kOptimizerState = 1, kGradient = 5, kAutogradDetail = 6;
@@ -49,29 +64,6 @@ int64_t LargestOf(const Trace& trace, const std::vector<Span>& spans, int catego
   return total;
 }
 
-// Whether an event runs inside a python call into torch/optim/ (the step,
-// zero_grad), as ContextOf's phase says, with one test per name.
-class OptimizerCalls {
- public:
-  explicit OptimizerCalls(const Trace& trace) : trace_(trace), optim_(trace.strings.size(), -1) {}
-  bool Inside(uint32_t event) {
-    for (uint32_t p = event; p != kNone32 && p < trace_.events.size();
-         p = trace_.events[p].parent) {
-      const Event& e = trace_.events[p];
-      if (e.kind != EventKind::kPy) continue;
-      const uint32_t name = trace_.py_names[e.payload];
-      if (optim_[name] < 0)
-        optim_[name] = trace_.strings.Get(name).find("torch/optim/") != std::string::npos ? 1 : 0;
-      if (optim_[name] == 1) return true;
-    }
-    return false;
-  }
-
- private:
-  const Trace& trace_;
-  std::vector<int8_t> optim_;
-};
-
 // Marks what the optimizer step makes and frees (kOptTemp), whatever its
 // category (PyTorch's rules call Adam's `exp_avg_sq.sqrt()` a PARAMETER and
 // its quotient an ACTIVATION): these scale with the optimizer. How many.
@@ -103,16 +95,16 @@ size_t MarkStepTemporaries(const Context& c, std::vector<Span>& spans) {
 
 // The optimizer steps' rows: each outermost python call into torch/optim/
 // but zero_grad, from its start to its subtree's last.
-std::vector<std::pair<int64_t, int64_t>> StepWindows(const Trace& trace) {
+std::vector<std::pair<int64_t, int64_t>> StepWindows(const Trace& trace, const LazySubtrees& lazy) {
   std::vector<std::pair<int64_t, int64_t>> windows;
-  const Subtrees tree = SubtreesOf(trace);
+  const Subtrees& tree = lazy.Get();
   for (uint32_t e = 0; e < trace.events.size(); ++e) {
     const Event& ev = trace.events[e];
     if (ev.kind != EventKind::kPy) continue;
     const std::string& name = trace.Name(ev);
     if (name.find("torch/optim/") == std::string::npos || name.ends_with(": zero_grad")) continue;
-    windows.emplace_back(PyTrueDivTrunc1000(trace.event_t0[e]), tree.end_us[e]);
-    e = tree.last[e];  // its calls are inside it
+    windows.emplace_back(PyTrueDivTrunc1000(trace.event_t0[e]), tree.EndUs(e));
+    e = tree.Last(e);  // its calls are inside it
   }
   return windows;
 }
@@ -272,7 +264,7 @@ Status ApplyOptimizer(const Context& c, const WhatIfChanges& ch, std::vector<Spa
     // gradients (a list step's span all of its gradients, a per-parameter
     // one's the largest).
     const bool list_step = ListStep(c.in.trace);
-    const auto windows = StepWindows(c.in.trace);
+    const auto windows = StepWindows(c.in.trace, c.tree);
     std::vector<Span> added;
     for (DeviceIndex d = 0; d < c.in.trace.devices.size(); ++d) {
       int64_t unit = 0;
@@ -405,7 +397,7 @@ Status ApplySetToNone(const Context& c, const WhatIfChanges& ch, std::vector<Spa
 Status ApplyCheckpoint(const Context& c, const WhatIfChanges& ch, std::vector<Span>& spans) {
   if (ch.checkpoint.empty()) return Status();
   const ExplainInput& in = c.in;
-  const Subtrees tree = SubtreesOf(in.trace);
+  const Subtrees& tree = c.tree.Get();
   // Per key, the last forward op (by event) that reads it: a tensor read
   // after its module's call ends is the module's output, which stays.
   // Per key, the first backward op that reads it: a checkpointed module's
@@ -443,7 +435,7 @@ Status ApplyCheckpoint(const Context& c, const WhatIfChanges& ch, std::vector<Sp
   }
   std::sort(by_creator.begin(), by_creator.end());
   for (const std::string& pattern : ch.checkpoint) {
-    const std::vector<uint32_t> calls = MatchedModuleCalls(in.trace, pattern);
+    const std::vector<uint32_t> calls = MatchedModuleCalls(in.trace, c.tree, pattern);
     if (calls.empty()) {
       return Refuse(c, "--checkpoint " + Quote(pattern) + ": no module call matches (modules: " +
                            SomeModuleNames(in.trace, 12) + ")");
@@ -452,16 +444,17 @@ Status ApplyCheckpoint(const Context& c, const WhatIfChanges& ch, std::vector<Sp
     size_t rewound = 0;
     std::vector<Span> added;
     for (const uint32_t m : calls) {
-      const int64_t end = tree.end_us[m];
+      const int64_t end = tree.EndUs(m);
       const auto next = std::upper_bound(backward_us.begin(), backward_us.end(), end);
       if (next == backward_us.end()) continue;  // no backward after it: nothing was saved
       const int64_t backward = *next;
       std::vector<uint32_t> saved;  // key slots
-      int64_t recompute = 0;
+      const auto own = c.selection.freed_inside.find(m);
+      int64_t recompute = own != c.selection.freed_inside.end() ? own->second : 0;
       int64_t remade = kNever;
       const auto from =
           std::lower_bound(by_creator.begin(), by_creator.end(), std::make_pair(m, uint32_t{0}));
-      for (auto it = from; it != by_creator.end() && it->first <= tree.last[m]; ++it) {
+      for (auto it = from; it != by_creator.end() && it->first <= tree.Last(m); ++it) {
         const uint32_t slot = it->second;
         const std::vector<uint32_t>& list = of_key[slot];
         const Span& first = spans[list.front()];
@@ -470,7 +463,7 @@ Status ApplyCheckpoint(const Context& c, const WhatIfChanges& ch, std::vector<Sp
           recompute = std::max(recompute, first.bytes);
           continue;
         }
-        if (read_after[slot] > static_cast<int64_t>(tree.last[m])) continue;  // its output
+        if (read_after[slot] > static_cast<int64_t>(tree.Last(m))) continue;  // its output
         if (final.end == kNever || final.end < backward) continue;  // not saved for backward
         saved.push_back(slot);
         remade = std::min({remade, final.end, read_in_backward[slot]});
@@ -785,7 +778,7 @@ Status ApplyShard(const Context& c, const WhatIfChanges& ch, std::vector<Span>& 
     for (Span& s : spans) {
       if (s.cls == kParameter && s.keyed() && !unit_of_slot.contains(s.slot)) s.cls = kParamKept;
     }
-    const Subtrees tree = SubtreesOf(in.trace);
+    const Subtrees& tree = c.tree.Get();
     int64_t largest = 0;
     // Each unit's forward calls: one walk over the module calls.
     for (uint32_t m = 0; m < in.trace.events.size(); ++m) {
@@ -793,7 +786,7 @@ Status ApplyShard(const Context& c, const WhatIfChanges& ch, std::vector<Span>& 
       if (ev.kind != EventKind::kPy || !in.trace.Name(ev).starts_with("nn.Module: ")) continue;
       const auto it = units.find(ModulePath(in.trace, m));
       if (it != units.end())
-        it->second.windows.emplace_back(PyTrueDivTrunc1000(in.trace.event_t0[m]), tree.end_us[m]);
+        it->second.windows.emplace_back(PyTrueDivTrunc1000(in.trace.event_t0[m]), tree.EndUs(m));
     }
     for (auto& [path, unit] : units) {
       for (const auto& [first, last] : unit.windows) {

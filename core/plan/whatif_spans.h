@@ -6,9 +6,11 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "core/explain/context.h"
 #include "core/plan/whatif.h"
 
@@ -48,8 +50,54 @@ struct Span {
   int category() const { return cat == kOfClass ? kClsCategory[cls] : cat; }
 };
 
-// The spans of `in`'s timeline, every device, in timeline order.
-std::vector<Span> SpansOf(const ExplainInput& in);
+// The event that made each version (CreatorOfValues), and its lookup:
+// kNone32 for a version no node made, or a key the graph lacks (a raw
+// timeline's keys are categories).
+uint32_t CreatorOf(const ExplainInput& in, const PerValue<uint32_t>& creator, KeySlot key,
+                   Version version);
+
+// Which keys are spans: the rest of the timeline is streamed into the sweep
+// as it is. A change edits only spans, so a replay makes spans of the keys
+// its changes can touch (Select), not of every tensor: the parameters,
+// gradients and optimizer state (any version), what the optimizer step
+// allocates (when the optimizer changes or is sharded), what the
+// checkpointed modules' calls allocate; and the events with no key of those
+// three categories.
+struct Selection {
+  std::vector<bool> key;          // per key slot; empty: none
+  std::array<bool, 8> unkeyed{};  // per export index: events with no key of that category
+  // A checkpointed call's keys that it frees itself are no spans (its
+  // temporaries: most of a block's memory); per call (its event), the
+  // largest of them, which the recompute makes again.
+  absl::flat_hash_map<uint32_t, int64_t> freed_inside;
+};
+Selection Select(const ExplainInput& in, const WhatIfChanges& changes,
+                 const PerValue<uint32_t>& creator, const class LazySubtrees& tree);
+
+// The spans of the selected keys and events, every device, in timeline
+// order.
+std::vector<Span> SpansOf(const ExplainInput& in, const Selection& selection,
+                          const PerValue<uint32_t>& creator);
+
+// What a sweep takes from the timeline beside the spans: every event the
+// selection leaves out, each in its category's class.
+struct Stream {
+  const ExplainInput* in = nullptr;  // null: the spans alone
+  const Selection* selection = nullptr;
+  const PerValue<uint32_t>* creator = nullptr;
+};
+
+// Whether an event runs inside a python call into torch/optim/ (the step,
+// zero_grad), as ContextOf's phase says, with one test per name.
+class OptimizerCalls {
+ public:
+  explicit OptimizerCalls(const Trace& trace);
+  bool Inside(uint32_t event);
+
+ private:
+  const Trace& trace_;
+  std::vector<int8_t> optim_;
+};
 
 // Weights per class: a rank's view of the spans (sharding divides some
 // classes' bytes).
@@ -70,17 +118,20 @@ struct SweepResult {
   std::array<int64_t, 8> max_category_us{};  // and the first row reaching it
   std::vector<int64_t> curve;  // weight set 0, per bucket of [lo, hi]: the largest total
 };
-// Sums the spans of `device` into rows, and finds the peak of each weight
-// set; the curve has `buckets` points over rows [lo, hi] (none when 0).
+// Sums the spans of `device`, and the events `stream` gives, into rows,
+// and finds the peak of each weight set; the curve has `buckets` points
+// over rows [lo, hi] (none when 0).
 SweepResult Sweep(const std::vector<Span>& spans, DeviceIndex device,
                   const std::vector<Weights>& weights, int64_t lo = 0, int64_t hi = 0,
-                  int buckets = 0);
+                  int buckets = 0, const Stream& stream = {});
 
 // What the changes need besides the spans.
 struct Context {
   const ExplainInput& in;
   const std::string& name;  // the trace, for messages
   WhatIfReport& report;     // changes and notes are added
+  const Selection& selection;
+  const LazySubtrees& tree;
 };
 
 // Each change, in this order; each may add spans, edit them and scale the
@@ -94,17 +145,40 @@ Status ApplyCheckpoint(const Context& c, const WhatIfChanges& ch, std::vector<Sp
 Status ApplyShard(const Context& c, const WhatIfChanges& ch, std::vector<Span>& spans,
                   std::vector<Weights>& ranks);
 
-// Each event's last descendant in the pre-order, and the latest start time
-// in its subtree: a call's end, as the trace keeps no end times.
-struct Subtrees {
-  std::vector<uint32_t> last;
-  std::vector<int64_t> end_us;
+// The subtree of each call the changes ask about (an nn.Module call, a
+// python call into torch/optim/): its last descendant in the pre-order, and
+// the latest start time in it (the call's end, as the trace keeps no end
+// times). Kept for those calls only: one walk with a stack of the open
+// ancestors, not an array per event.
+class Subtrees {
+ public:
+  uint32_t Last(uint32_t call) const { return of_.at(call).first; }
+  int64_t EndUs(uint32_t call) const { return of_.at(call).second; }
+  void Set(uint32_t call, uint32_t last, int64_t end_us) { of_[call] = {last, end_us}; }
+
+ private:
+  absl::flat_hash_map<uint32_t, std::pair<uint32_t, int64_t>> of_;
 };
 Subtrees SubtreesOf(const Trace& trace);
+// SubtreesOf, made at the first use and kept (a replay's changes, and the
+// report's several replays, share it).
+class LazySubtrees {
+ public:
+  explicit LazySubtrees(const Trace& trace) : trace_(trace) {}
+  const Subtrees& Get() const {
+    if (!tree_) tree_ = SubtreesOf(trace_);
+    return *tree_;
+  }
+
+ private:
+  const Trace& trace_;
+  mutable std::optional<Subtrees> tree_;
+};
 
 // The outermost nn.Module calls whose path ("A_0 > B_1") or own name
 // matches `pattern` (shell wildcards), in pre-order.
-std::vector<uint32_t> MatchedModuleCalls(const Trace& trace, const std::string& pattern);
+std::vector<uint32_t> MatchedModuleCalls(const Trace& trace, const LazySubtrees& tree,
+                                         const std::string& pattern);
 // Up to `n` distinct module names of the trace, for an error that lists them.
 std::string SomeModuleNames(const Trace& trace, size_t n);
 
