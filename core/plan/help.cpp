@@ -104,9 +104,17 @@ std::vector<Candidate> Candidates(const Trace& trace) {
     out.push_back(c);
   }
   for (const std::string& b : blocks) {
+    std::string flags = "--shard optimizer=";
+    flags += r;
+    flags += " --shard grads=";
+    flags += r;
+    flags += " --shard params=";
+    flags += r;
+    flags += " --wrap '";
+    flags += b;
+    flags += "'";
     Candidate c{"ZeRO-3 / FSDP at " + r + " ranks, each " + b.substr(0, b.size() - 2) + " a unit",
-                "--shard optimizer=" + r + " --shard grads=" + r + " --shard params=" + r +
-                    " --wrap '" + b + "'",
+                flags,
                 {},
                 "model only: not checked against a real run; the collectives' buffers are not "
                 "counted"};

@@ -533,7 +533,7 @@ WhatIfReplay::WhatIfReplay(const ExplainInput& in)
     if (t >= 0) r.first = std::min(r.first, t);
   }
   const whatif::Stream all{&in, &m_->none, &m_->creator};
-  for (DeviceIndex d = 0; d < range.size(); ++d) {
+  for (DeviceIndex d = 0; static_cast<size_t>(d) < range.size(); ++d) {
     if (!range[d].any) continue;
     Measured::Device dev;
     dev.index = d;
@@ -582,6 +582,7 @@ Expected<WhatIfReport> WhatIfReplay::Replay(const WhatIfChanges& changes, const 
     }
     whatif::SweepResult after = Sweep(spans, m.index, distinct, m.lo, m.hi, buckets, rest);
     std::vector<whatif::SweepPeak> per_rank;
+    per_rank.reserve(of_rank.size());
     for (const size_t i : of_rank) per_rank.push_back(after.peaks[i]);
     after.peaks = std::move(per_rank);
     WhatIfDevice dev;

@@ -57,7 +57,7 @@ bool Any(const std::vector<Span>& spans, int cls) {
 // Each device's largest bytes of `category` (summed over devices).
 int64_t LargestOf(const Trace& trace, const std::vector<Span>& spans, int category) {
   int64_t total = 0;
-  for (DeviceIndex d = 0; d < trace.devices.size(); ++d) {
+  for (DeviceIndex d = 0; static_cast<size_t>(d) < trace.devices.size(); ++d) {
     const SweepResult r = Sweep(spans, d, {Ones()});
     if (r.any) total += std::max<int64_t>(r.max_category[category], 0);
   }
@@ -266,7 +266,7 @@ Status ApplyOptimizer(const Context& c, const WhatIfChanges& ch, std::vector<Spa
     const bool list_step = ListStep(c.in.trace);
     const auto windows = StepWindows(c.in.trace, c.tree);
     std::vector<Span> added;
-    for (DeviceIndex d = 0; d < c.in.trace.devices.size(); ++d) {
+    for (DeviceIndex d = 0; static_cast<size_t>(d) < c.in.trace.devices.size(); ++d) {
       int64_t unit = 0;
       if (list_step) {
         const SweepResult r = Sweep(spans, d, {Ones()});
@@ -310,7 +310,7 @@ Status ApplyOptimizer(const Context& c, const WhatIfChanges& ch, std::vector<Spa
                                ")" + temp_words);
     return Status();
   }
-  for (DeviceIndex d = 0; d < c.in.trace.devices.size(); ++d) {
+  for (DeviceIndex d = 0; static_cast<size_t>(d) < c.in.trace.devices.size(); ++d) {
     const SweepResult r = Sweep(spans, d, {Ones()});
     if (!r.any || r.max_category[kGradient] <= 0) continue;
     Span s;
@@ -361,7 +361,7 @@ Status ApplySetToNone(const Context& c, const WhatIfChanges& ch, std::vector<Spa
     return Status();
   }
   std::vector<Span> kept;
-  for (DeviceIndex d = 0; d < c.in.trace.devices.size(); ++d) {
+  for (DeviceIndex d = 0; static_cast<size_t>(d) < c.in.trace.devices.size(); ++d) {
     const SweepResult r = Sweep(spans, d, {Ones()});
     if (!r.any || r.max_category[kGradient] <= 0) continue;
     const int64_t full = r.max_category_us[kGradient];
