@@ -389,6 +389,10 @@ SweepResult Sweep(const std::vector<Span>& spans, DeviceIndex device,
   for (int64_t& b : r.curve) b = b == kEmpty ? held : (held = b);
   for (size_t w = 0; w < weights.size(); ++w) {
     SweepPeak& p = r.peaks[w];
+    if (!(best[w] < 0x1p62) || best[w] < 0) {
+      r.out_of_range = true;  // no number: the replay says so
+      continue;
+    }
     p.bytes = std::llround(best[w]);
     for (int c = 0; c < kNumCls; ++c) {
       for (int k2 = 0; k2 < 8; ++k2) {
@@ -581,6 +585,11 @@ Expected<WhatIfReport> WhatIfReplay::Replay(const WhatIfChanges& changes, const 
       if (it == distinct.end()) distinct.push_back(w);
     }
     whatif::SweepResult after = Sweep(spans, m.index, distinct, m.lo, m.hi, buckets, rest);
+    if (after.out_of_range) {
+      return Status::Error(QuotePath(name) + ": the predicted peak of " +
+                           QuotePath(in.trace.devices[m.index].name) +
+                           " is below zero or past what 64 bits hold: no number");
+    }
     std::vector<whatif::SweepPeak> per_rank;
     per_rank.reserve(of_rank.size());
     for (const size_t i : of_rank) per_rank.push_back(after.peaks[i]);

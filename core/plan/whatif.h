@@ -1,7 +1,8 @@
 // `memtl whatif`: the run you have not made, replayed from the one you have.
-// The categorized timeline is turned into spans (each tensor version alive
-// from its creation to its free, in the exports' rows), the changes asked
-// for edit the spans, and the rows are summed again:
+// The tensors the changes can touch become spans (each version alive from
+// its creation to its free, in the exports' rows), the changes edit them,
+// and the rows are summed again from the spans and the rest of the
+// timeline (whatif_spans.h):
 //
 // - --dtype params|grads|optimizer=DTYPE scales those bytes by the new
 //   element size over each tensor's own (float32 where the trace gave none).
@@ -19,7 +20,7 @@
 // - --checkpoint PATTERN: in each call of a matched module (the outermost),
 //   the tensors its forward made that live on into the backward, unless the
 //   forward after the module reads them (its output), are freed when the
-//   call ends and made again when the first of them would have been freed
+//   call ends and made again at the first backward read of any of them
 //   (its backward begins), with its largest temporary beside them then.
 // - --shard optimizer=N (ZeRO-1) divides the optimizer state, and the
 //   step's temporaries, as ZeroRedundancyOptimizer partitions the

@@ -3,6 +3,7 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -130,9 +131,13 @@ bool ListStep(const Trace& trace) {
 }
 
 // The optimizer the trace steps ("Optimizer.step#Adam.step" -> "Adam");
-// empty when none, "several" when more than one.
+// empty when none, "several" when more than one. An optimizer that steps
+// another (ZeroRedundancyOptimizer over Adam) is not counted: the inner
+// one holds the state.
 std::string SteppedOptimizer(const Trace& trace) {
   constexpr std::string_view kStep = "Optimizer.step#";
+  constexpr std::array<std::string_view, 3> kWrappers = {
+      "ZeroRedundancyOptimizer", "PostLocalSGDOptimizer", "_NamedOptimizer"};
   std::string found;
   for (uint32_t i = 0; i < trace.strings.size(); ++i) {
     const std::string& s = trace.strings.Get(i);
@@ -140,6 +145,7 @@ std::string SteppedOptimizer(const Trace& trace) {
     const size_t dot = s.find('.', kStep.size());
     const std::string name =
         s.substr(kStep.size(), dot == std::string::npos ? std::string::npos : dot - kStep.size());
+    if (std::find(kWrappers.begin(), kWrappers.end(), name) != kWrappers.end()) continue;
     if (found.empty()) found = name;
     if (found != name) return "several";
   }
@@ -181,17 +187,32 @@ Status ApplyDtype(const Context& c, const WhatIfChanges& ch, std::vector<Span>& 
     }
     int64_t before = 0, after = 0;
     size_t assumed = 0;
+    // The element size of a span's tensor (float32 where the trace kept
+    // no dtype; 0 for an integer, which stays).
+    auto size_of = [&](const Span& s, bool count) {
+      if (!s.keyed()) return 4;
+      const std::string_view dtype = DtypeOf(c.in, s.slot);
+      if (dtype.empty()) {
+        assumed += count ? 1 : 0;
+        return 4;
+      }
+      return DtypeBytes(dtype);
+    };
+    // Scaled, the bytes must still sum within 64 bits (a prediction past
+    // them is no number): checked in doubles before any is changed.
+    double scaled = 0;
+    for (const Span& s : spans) {
+      if (s.cls != kCategory[k] || s.bytes <= 0) continue;
+      if (const int from = size_of(s, false); from > 0)
+        scaled += static_cast<double>(s.bytes) * to / from;
+    }
+    if (scaled >= 0x1p62) {
+      return Refuse(c, std::string("--dtype ") + kFlag[k] +
+                           ": the scaled bytes pass what 64 bits hold");
+    }
     for (Span& s : spans) {
       if (s.cls != kCategory[k]) continue;
-      int from = 4;
-      if (s.keyed()) {
-        const std::string_view dtype = DtypeOf(c.in, s.slot);
-        if (dtype.empty()) {
-          ++assumed;
-        } else {
-          from = DtypeBytes(dtype);
-        }
-      }
+      const int from = size_of(s, true);
       if (from == 0) continue;  // an integer (a step count): kept
       before += std::max<int64_t>(s.bytes, 0);
       s.bytes = s.bytes % from == 0 ? s.bytes / from * to : std::llround(s.bytes * 1.0 * to / from);
@@ -329,7 +350,10 @@ Status ApplyOptimizer(const Context& c, const WhatIfChanges& ch, std::vector<Spa
 
 Status ApplySetToNone(const Context& c, const WhatIfChanges& ch, std::vector<Span>& spans) {
   if (!ch.set_to_none) return Status();
-  if (!Any(spans, kGradient)) return Refuse(c, "--set-to-none: the trace has no GRADIENT bytes");
+  if (!Any(spans, kGradient)) {
+    return Refuse(c, std::string(*ch.set_to_none ? "--set-to-none" : "--no-set-to-none") +
+                         ": the trace has no GRADIENT bytes");
+  }
   if (*ch.set_to_none) {
     size_t freed = 0;
     for (Span& s : spans) {

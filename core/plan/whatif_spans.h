@@ -117,6 +117,7 @@ struct SweepResult {
   std::array<int64_t, 8> max_category{};     // weight set 0: each category's largest
   std::array<int64_t, 8> max_category_us{};  // and the first row reaching it
   std::vector<int64_t> curve;  // weight set 0, per bucket of [lo, hi]: the largest total
+  bool out_of_range = false;   // a peak below zero or past 2^62 bytes: no number
 };
 // Sums the spans of `device`, and the events `stream` gives, into rows,
 // and finds the peak of each weight set; the curve has `buckets` points

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -231,4 +232,27 @@ TEST_CASE("what would help: changes that lower the peak, the most saved first") 
     CHECK(!help[i].trust.empty());
     if (i > 0) CHECK(help[i - 1].saved >= help[i].saved);
   }
+}
+
+TEST_CASE("whatif: bytes scaled past what 64 bits hold are no number, refused") {
+  // A raw timeline (its keys are categories, no dtypes: float32 taken) whose
+  // parameters sum to 2^61.6 bytes: within the exports' 64 bits, but not
+  // once an 8-byte dtype doubles them.
+  const fs::path path = fs::temp_directory_path() / "memtl_whatif_huge.raw.json";
+  {
+    std::ofstream out(path);
+    out << "[";
+    for (int i = 0; i < 25000; ++i) out << (i ? ", " : "") << "[" << i << ", 2, 140737488355327, 0]";
+    out << "]";
+  }
+  auto c = RunPipeline(path.string());
+  fs::remove(path);
+  REQUIRE(c.ok());
+  WhatIfChanges ch;
+  ch.dtype_bytes[0] = DtypeBytes("fp64");
+  auto r = WhatIf(InputOf(*c.value()), ch, "huge");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().message().find("pass what 64 bits hold") != std::string::npos);
+  ch.dtype_bytes[0] = DtypeBytes("bf16");  // halved: a number
+  CHECK(WhatIf(InputOf(*c.value()), ch, "huge").ok());
 }
