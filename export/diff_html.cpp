@@ -19,14 +19,6 @@ namespace memtl {
 
 namespace {
 
-std::string Change(int64_t a, int64_t b) {
-  if (a == 0) return b == 0 ? "" : "new";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%+.1f%%",
-                100.0 * static_cast<double>(b - a) / static_cast<double>(a));
-  return buf;
-}
-
 // Two horizontal bars, A over B, each stacked by category at its peak, on
 // the scale of the larger peak.
 std::string Bars(const DeviceSummary& a, const DeviceSummary& b) {
@@ -70,7 +62,7 @@ std::string DeviceSection(const DeviceSummary& a, const DeviceSummary& b) {
   std::string out = "<h2>" + html::Escape(a.device) + "</h2>\n<p class=\"peak\">Peak: A " +
                     HumanBytes(a.peak_bytes) + ", B " + HumanBytes(b.peak_bytes) + " (" +
                     SignedBytes(b.peak_bytes - a.peak_bytes);
-  if (const std::string c = Change(a.peak_bytes, b.peak_bytes); !c.empty()) out += ", " + c;
+  if (const std::string c = RelativeChange(a.peak_bytes, b.peak_bytes); !c.empty()) out += ", " + c;
   out += ").</p>\n" + Bars(a, b);
   out +=
       "<table class=\"sortable\"><thead><tr><th>category</th><th class=\"n\">A at its peak</th>"
@@ -120,6 +112,30 @@ std::string PageStart(const std::string& title, std::string_view css) {
   out += report_assets::kReportCss;
   out += css;
   return out + "</style>\n</head>\n<body>\n";
+}
+
+std::string ChartFrame(const char* cls, const std::string& aria, int height, int64_t top_bytes,
+                       double t0_ms, double t1_ms) {
+  constexpr int kW = kChartWidth, kLeft = kChartLeft, kTop = kChartTop;
+  const int kH = height;
+  std::string svg = std::string("<svg class=\"") + cls + "\" width=\"" +
+                    std::to_string(kLeft + kW + 20) + "\" height=\"" +
+                    std::to_string(kTop + kH + kChartBottom) + "\" role=\"img\" aria-label=\"" +
+                    Escape(aria) + "\">\n";
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#888\"/>\n"
+                "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#888\"/>\n",
+                kLeft, kTop, kLeft, kTop + kH, kLeft, kTop + kH, kLeft + kW, kTop + kH);
+  svg += buf;
+  svg += "<text x=\"4\" y=\"" + std::to_string(kTop + 12) + "\">" + HumanBytes(top_bytes) +
+         "</text>\n";
+  svg += "<text x=\"4\" y=\"" + std::to_string(kTop + kH) + "\">0</text>\n";
+  std::snprintf(buf, sizeof buf,
+                "<text x=\"%d\" y=\"%d\">%.3f ms</text>\n<text x=\"%d\" y=\"%d\" "
+                "text-anchor=\"end\">%.3f ms</text>\n",
+                kLeft, kTop + kH + 20, t0_ms, kLeft + kW, kTop + kH + 20, t1_ms);
+  return svg + buf;
 }
 
 std::string PageEnd() {

@@ -48,6 +48,14 @@ inline constexpr const char* kCategoryColors[8] = {"#006400", "#daa520", "#00000
 std::string PageStart(const std::string& title, std::string_view css);
 std::string PageEnd();
 
+// A line chart in inline SVG (the ranks and whatif pages): its plot area is
+// kChartWidth wide from x kChartLeft, `height` high from y kChartTop. The
+// opening <svg> (class `cls`, labelled `aria`), the axes, the top value
+// and 0 on the y axis, the first and last time under the x axis.
+inline constexpr int kChartWidth = 900, kChartLeft = 80, kChartTop = 10, kChartBottom = 30;
+std::string ChartFrame(const char* cls, const std::string& aria, int height, int64_t top_bytes,
+                       double t0_ms, double t1_ms);
+
 // A number cell: `text` shown, `v` what report.js sorts by.
 inline std::string Num(int64_t v, const std::string& text) {
   return "<td class=\"n\" data-v=\"" + std::to_string(v) + "\">" + text + "</td>";

@@ -23,7 +23,7 @@ std::string Colour(size_t i, size_t n) {
 // Every rank's curve on one chart: x the time from its alignment point,
 // y its total.
 std::string Curves(const RanksReport& r) {
-  constexpr int kW = 900, kH = 320, kLeft = 80, kBottom = 30, kTop = 10;
+  constexpr int kW = html::kChartWidth, kH = 320, kLeft = html::kChartLeft, kTop = html::kChartTop;
   int64_t t0 = 0, t1 = 1, top = 1;
   bool any = false;
   for (const RankRow& row : r.rows) {
@@ -42,24 +42,10 @@ std::string Curves(const RanksReport& r) {
   auto y = [&](int64_t b) {
     return kTop + kH - kH * static_cast<double>(b) / static_cast<double>(top);
   };
-  std::string svg = "<svg class=\"ranks\" width=\"" + std::to_string(kLeft + kW + 20) +
-                    "\" height=\"" + std::to_string(kTop + kH + kBottom) +
-                    "\" role=\"img\" aria-label=\"each rank's memory over time\">\n";
+  std::string svg =
+      html::ChartFrame("ranks", "each rank's memory over time", kH, top,
+                       static_cast<double>(t0) / 1000.0, static_cast<double>(t1) / 1000.0);
   char buf[256];
-  // Axes: the peak's scale and the time span, and the alignment point.
-  std::snprintf(buf, sizeof buf,
-                "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#888\"/>\n"
-                "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#888\"/>\n",
-                kLeft, kTop, kLeft, kTop + kH, kLeft, kTop + kH, kLeft + kW, kTop + kH);
-  svg += buf;
-  svg += "<text x=\"4\" y=\"" + std::to_string(kTop + 12) + "\">" + HumanBytes(top) + "</text>\n";
-  svg += "<text x=\"4\" y=\"" + std::to_string(kTop + kH) + "\">0</text>\n";
-  std::snprintf(buf, sizeof buf, "<text x=\"%d\" y=\"%d\">%.3f ms</text>\n", kLeft, kTop + kH + 20,
-                static_cast<double>(t0) / 1000.0);
-  svg += buf;
-  std::snprintf(buf, sizeof buf, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%.3f ms</text>\n",
-                kLeft + kW, kTop + kH + 20, static_cast<double>(t1) / 1000.0);
-  svg += buf;
   if (t0 <= 0 && t1 >= 0) {
     std::snprintf(buf, sizeof buf,
                   "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#888\" "

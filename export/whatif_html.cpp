@@ -17,7 +17,7 @@ namespace memtl {
 namespace {
 
 std::string Chart(const WhatIfDevice& d) {
-  constexpr int kW = 900, kH = 300, kLeft = 80, kBottom = 30, kTop = 10;
+  constexpr int kW = html::kChartWidth, kH = 300, kLeft = html::kChartLeft, kTop = html::kChartTop;
   if (d.times_us.empty()) return "<p>No memory events.</p>\n";
   const int64_t t1 = std::max<int64_t>(d.times_us.back(), 1);
   int64_t top = 1;
@@ -27,23 +27,9 @@ std::string Chart(const WhatIfDevice& d) {
   auto y = [&](int64_t b) {
     return kTop + kH - kH * static_cast<double>(std::max<int64_t>(b, 0)) / static_cast<double>(top);
   };
-  std::string svg = "<svg class=\"whatif\" width=\"" + std::to_string(kLeft + kW + 20) +
-                    "\" height=\"" + std::to_string(kTop + kH + kBottom) +
-                    "\" role=\"img\" aria-label=\"measured and predicted memory over time\">\n";
+  std::string svg = html::ChartFrame("whatif", "measured and predicted memory over time", kH, top,
+                                     0.0, static_cast<double>(t1) / 1000.0);
   char buf[256];
-  std::snprintf(buf, sizeof buf,
-                "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#888\"/>\n"
-                "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#888\"/>\n",
-                kLeft, kTop, kLeft, kTop + kH, kLeft, kTop + kH, kLeft + kW, kTop + kH);
-  svg += buf;
-  svg += "<text x=\"4\" y=\"" + std::to_string(kTop + 12) + "\">" + HumanBytes(top) + "</text>\n";
-  svg += "<text x=\"4\" y=\"" + std::to_string(kTop + kH) + "\">0</text>\n";
-  std::snprintf(buf, sizeof buf,
-                "<text x=\"%d\" y=\"%d\">0 ms</text>\n<text x=\"%d\" y=\"%d\" "
-                "text-anchor=\"end\">%.3f ms</text>\n",
-                kLeft, kTop + kH + 20, kLeft + kW, kTop + kH + 20,
-                static_cast<double>(t1) / 1000.0);
-  svg += buf;
   auto line = [&](const std::vector<int64_t>& v, const char* colour, const char* dash,
                   const char* title) {
     svg += std::string("<polyline fill=\"none\" stroke-width=\"1.5\" stroke=\"") + colour +

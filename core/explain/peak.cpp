@@ -30,6 +30,14 @@ std::string SignedBytes(int64_t bytes) {
   return (bytes > 0 ? "+" : "-") + HumanBytes(bytes > 0 ? bytes : -bytes);
 }
 
+std::string RelativeChange(int64_t before, int64_t after) {
+  if (before == 0) return after == 0 ? "" : "new";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.1f%%",
+                100.0 * static_cast<double>(after - before) / static_cast<double>(before));
+  return buf;
+}
+
 std::string CategoryLabel(std::optional<Category> c, bool inferred) {
   std::string name(CategoryName(c));
   return inferred && c ? name + " (inferred)" : name;

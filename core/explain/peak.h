@@ -104,5 +104,8 @@ std::string PeakJson(const PeakReport& report);
 std::string HumanBytes(int64_t bytes);
 // A difference of bytes with its sign ("+1.5 KiB", "-512 B", "0 B").
 std::string SignedBytes(int64_t bytes);
+// `after` against `before` in percent ("+12.5%"); "new" from nothing, ""
+// when both are nothing.
+std::string RelativeChange(int64_t before, int64_t after);
 
 }  // namespace memtl

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "core/categories/category.h"
+#include "core/explain/context.h"
 #include "core/explain/peak.h"
 #include "core/model/quote.h"
 #include "core/plan/whatif.h"
@@ -12,19 +13,8 @@ namespace memtl {
 
 namespace {
 
-std::string Ms(int64_t us) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.3f ms", static_cast<double>(us) / 1000.0);
-  return buf;
-}
-
-std::string Change(int64_t before, int64_t after) {
-  if (before == 0) return after == 0 ? "0%" : "new";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%+.1f%%",
-                100.0 * static_cast<double>(after - before) / static_cast<double>(before));
-  return buf;
-}
+// A time from the first row, as explain prints one.
+std::string Ms(int64_t us) { return MsAfter(us * 1000, 0); }
 
 std::string Pad(std::string s, size_t width, bool right) {
   if (s.size() >= width) return s;
@@ -59,7 +49,7 @@ std::string FormatWhatIf(const WhatIfReport& r) {
   if (r.devices.empty()) out += "no device has memory events\n";
   for (const WhatIfDevice& d : r.devices) {
     out += "\n" + TextCell(d.device) + ": peak " + HumanBytes(d.before.bytes) + " -> " +
-           HumanBytes(d.after.bytes) + " (" + Change(d.before.bytes, d.after.bytes) + ", " +
+           HumanBytes(d.after.bytes) + " (" + RelativeChange(d.before.bytes, d.after.bytes) + ", " +
            SignedBytes(d.after.bytes - d.before.bytes) + ")\n";
     out += "  measured  at " + Ms(d.before.since_start_us) + " (" + d.before.phase + ")\n";
     out += "  predicted at " + Ms(d.after.since_start_us) + " (" + d.after.phase + ")";
