@@ -33,6 +33,21 @@ Curve FitCurve(const std::vector<double>& s, const std::vector<double>& y, int t
   return curve;
 }
 
+// By sequence length the square term must earn its place: three runs
+// always lie on some parabola, so a square fitted to them is no evidence
+// of one, and a spurious one grows fast past them. The line stands where
+// it explains every run within kLineFit; only where it misses more does
+// the parabola.
+constexpr double kLineFit = 0.02;
+
+Curve FitModel(const std::vector<double>& s, const std::vector<double>& y, int terms) {
+  if (terms == 3) {
+    Curve line = FitCurve(s, y, 2);
+    if (line.max_relative_residual <= kLineFit) return line;
+  }
+  return FitCurve(s, y, terms);
+}
+
 }  // namespace
 
 Expected<FitReport> FitPeaks(const std::vector<RunPeak>& runs, FitBy by) {
@@ -81,14 +96,14 @@ Expected<FitReport> FitPeaks(const std::vector<RunPeak>& runs, FitBy by) {
     fit.device = d.name;
     std::vector<double> y(runs.size());
     for (size_t i = 0; i < runs.size(); ++i) y[i] = static_cast<double>(per_run[i]->peak);
-    fit.peak = FitCurve(report.scales, y, terms);
+    fit.peak = FitModel(report.scales, y, terms);
     for (size_t p = 0; p < kPhases.size(); ++p) {
       bool all = true;
       for (size_t i = 0; i < runs.size(); ++i) {
         y[i] = static_cast<double>(per_run[i]->phase_peak[p]);
         all = all && per_run[i]->phase_peak[p] > 0;
       }
-      if (all) fit.phase[p] = FitCurve(report.scales, y, terms);
+      if (all) fit.phase[p] = FitModel(report.scales, y, terms);
     }
     // The miss that matters is the prediction's: the phases' maximum.
     double miss = 0;

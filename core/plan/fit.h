@@ -7,7 +7,10 @@
 // fitted by least squares (Eigen's column-pivoting QR): linear in the batch
 // size (activations, gradients of inputs and temporaries grow with it;
 // parameters and optimizer state do not), and linear plus quadratic in the
-// sequence length (attention scores grow with its square). A fit is "poor"
+// sequence length (attention scores grow with its square), where the
+// square term stands only if the line misses a run by more than 2% (three
+// runs always lie on some parabola: fitted to them, a square is no
+// evidence of one). A fit is "poor"
 // when a measured run lies more than 5% from it, and a prediction is an
 // extrapolation when it is asked for past twice the largest measured scale:
 // the outputs say both.

@@ -188,7 +188,8 @@ std::string FormatFit(const FitReport& fit, const FitQuestion& q) {
     const Curve& c = *shown;
     out += d.device + ": peak = " + CoefficientBytes(c.c[0]) + " + " + CoefficientBytes(c.c[1]) +
            " x " + s;
-    if (fit.by == FitBy::kSequence) out += " + " + Num(c.c[2]) + " B x " + s + "^2";
+    if (fit.by == FitBy::kSequence && c.c[2] != 0) out += " + " + Num(c.c[2]) + " B x " + s + "^2";
+    if (fit.by == FitBy::kSequence && c.c[2] == 0) out += " (a line: the runs need no square term)";
     if (!phase.empty()) out += ", set in the " + phase + (phase == "other" ? " phase" : "");
     char buf[96];
     std::snprintf(buf, sizeof buf, " (largest miss %.1f%%)\n", 100 * d.peak.max_relative_residual);

@@ -88,3 +88,21 @@ TEST_CASE("fit: the peak is the largest phase's, each phase fitted on its own") 
   CHECK_FALSE(d.poor);
   CHECK(MaxScaleWithin(d, 5000) == 48);
 }
+
+TEST_CASE("fit: by sequence length, a square the runs do not need is left out") {
+  // Three runs a line explains within 1% (a little noise on 5000 + 30 s):
+  // a parabola would pass through all three and curve away past them.
+  std::vector<RunPeak> runs = {Run(16, 5000, 30), Run(32, 5000, 30), Run(64, 5000, 30)};
+  runs[1].devices[0].peak += 40;  // 0.6% of 5960
+  const auto fit = FitPeaks(runs, FitBy::kSequence);
+  REQUIRE(fit.ok());
+  const DeviceFit& d = fit.value().devices.at(0);
+  CHECK(d.peak.c[2] == 0);
+  CHECK(PredictPeak(d, 512) == doctest::Approx(5000 + 30 * 512).epsilon(0.01));
+  // The same runs with a real square (0.5 s^2: 6% of the largest) keep it.
+  const std::vector<RunPeak> curved = {Run(16, 5000, 30, 0.5), Run(32, 5000, 30, 0.5),
+                                       Run(64, 5000, 30, 0.5)};
+  const auto square = FitPeaks(curved, FitBy::kSequence);
+  REQUIRE(square.ok());
+  CHECK(square.value().devices.at(0).peak.c[2] == doctest::Approx(0.5));
+}
