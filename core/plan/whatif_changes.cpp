@@ -207,8 +207,8 @@ Status ApplyDtype(const Context& c, const WhatIfChanges& ch, std::vector<Span>& 
         scaled += static_cast<double>(s.bytes) * to / from;
     }
     if (scaled >= 0x1p62) {
-      return Refuse(c, std::string("--dtype ") + kFlag[k] +
-                           ": the scaled bytes pass what 64 bits hold");
+      return Refuse(
+          c, std::string("--dtype ") + kFlag[k] + ": the scaled bytes pass what 64 bits hold");
     }
     for (Span& s : spans) {
       if (s.cls != kCategory[k]) continue;
