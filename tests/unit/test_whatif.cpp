@@ -242,7 +242,8 @@ TEST_CASE("whatif: bytes scaled past what 64 bits hold are no number, refused") 
   {
     std::ofstream out(path);
     out << "[";
-    for (int i = 0; i < 25000; ++i) out << (i ? ", " : "") << "[" << i << ", 2, 140737488355327, 0]";
+    for (int i = 0; i < 25000; ++i)
+      out << (i ? ", " : "") << "[" << i << ", 2, 140737488355327, 0]";
     out << "]";
   }
   auto c = RunPipeline(path.string());
