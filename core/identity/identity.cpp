@@ -29,6 +29,7 @@
 #include "core/identity/identity.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -123,10 +124,15 @@ IdentityResult AssignIdentity(const Trace& trace, const TensorRecords& records,
 
   // With producer ids, the computed allocation ids are only compared.
   if (!legacy) {
+    // One past the largest id, saturated: an id from a trace may be the
+    // largest int64 (no overflow before the checks).
+    auto past = [](AllocationId a) {
+      return a.value() < std::numeric_limits<int64_t>::max() ? a.value() + 1 : a.value();
+    };
     for (const ProducerIds& ids : records.tensor_ids)
-      stats.allocation_id_bound = std::max(stats.allocation_id_bound, ids.allocation.value() + 1);
+      stats.allocation_id_bound = std::max(stats.allocation_id_bound, past(ids.allocation));
     for (const ProducerIds& ids : trace.alloc_ids)
-      stats.allocation_id_bound = std::max(stats.allocation_id_bound, ids.allocation.value() + 1);
+      stats.allocation_id_bound = std::max(stats.allocation_id_bound, past(ids.allocation));
     for (size_t i = 0; i < tensor_aid.size(); ++i) {
       if (tensor_aid[i] != 0 &&
           Given(records.tensor_ids, i).allocation != AllocationId(tensor_aid[i]))
