@@ -9,15 +9,21 @@
 # crashes per target; exits non-zero when a target finds a crash, leak,
 # timeout or sanitizer report, printing the reproducer's path. The corpus in
 # build-fuzz/corpus/ grows from run to run (delete it for a fresh start).
+# fuzz_kineto, fuzz_et and fuzz_raw, whose mutator edits one JSON document
+# (tests/fuzz/json_mutator.h), from the Kineto traces, execution traces
+# (each with its Kineto trace) and raw timelines of fixtures/ cut into
+# documents of at most 8 KiB (tests/fuzz/cut_json_seeds.py; -max_len), and
+# their seeds in tests/fuzz/seeds/.
 # MEMTL_FUZZ_ASAN=0 builds in build-fuzz-ubsan/ with UBSan alone, several
 # times as many executions a second, for the long runs (docs/reliability.md).
-#   scripts/fuzz.sh [SECONDS] [TARGET...]     TARGET: reader schema pipeline structured
+#   scripts/fuzz.sh [SECONDS] [TARGET...]
+#     TARGET: reader schema pipeline structured kineto et raw
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[ "${#targets[@]}" -eq 0 ] && targets=(reader schema pipeline structured)
+[ "${#targets[@]}" -eq 0 ] && targets=(reader schema pipeline structured kineto et raw)
 
 missing=()
 for p in clang-14 libclang-rt-14-dev; do
@@ -42,14 +48,17 @@ if [ "${MEMTL_FUZZ_ASAN:-1}" = 0 ]; then
 fi
 CC=clang-14 CXX=clang++-14 cmake -S . -B "$out" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEMTL_FUZZ=ON \
   -DMEMTL_FUZZ_SANITIZERS="$sanitizers" -DMEMTL_BUILD_TESTS=OFF >/dev/null
-cmake --build "$out" -j"$jobs" --target fuzz_reader fuzz_schema fuzz_pipeline fuzz_structured
+build=()
+for t in "${targets[@]}"; do build+=("fuzz_$t"); done
+cmake --build "$out" -j"$jobs" --target "${build[@]}"
 
 # Seeds (copied into the corpus; existing corpus files are kept).
 corpus=$out/corpus
 seeds=$out/seeds
 rm -rf "$seeds"
-mkdir -p "$seeds/reader" "$seeds/schema" "$seeds/pipeline" "$seeds/structured" "$corpus/reader" \
-  "$corpus/schema" "$corpus/pipeline" "$corpus/structured" "$out/crashes"
+all=(reader schema pipeline structured kineto et raw)
+for t in "${all[@]}"; do mkdir -p "$seeds/$t" "$corpus/$t"; done
+mkdir -p "$out/crashes"
 for f in fixtures/*.trace.jsonl.gz; do
   b=$(basename "$f" .gz)
   cp "$f" "$seeds/reader/"
@@ -66,10 +75,22 @@ cp fixtures/bad/*.trace* "$seeds/reader/"
 cp fixtures/bad/*.trace* "$seeds/pipeline/"
 cp tests/fuzz/seeds/pipeline/* "$seeds/pipeline/"
 cp tests/fuzz/seeds/schema/* "$seeds/schema/"
+python3 tests/fuzz/cut_json_seeds.py 8192 "$seeds/kineto" kineto fixtures/kineto/*.kineto.json.gz \
+  fixtures/kineto/kineto-h100-bert-small-inference.json.gz fixtures/kineto/mlp_steps.pt.trace.json.gz \
+  fixtures/et/*.kineto.json.gz
+python3 tests/fuzz/cut_json_seeds.py 8192 "$seeds/raw" raw fixtures/kineto/*.raw.json.gz \
+  fixtures/et/*.raw.json.gz
+pairs=()
+for f in fixtures/et/*.et.json.gz fixtures/kineto/*.et.json.gz; do
+  pairs+=("$f" "${f%.et.json.gz}.kineto.json.gz")
+done
+python3 tests/fuzz/cut_json_seeds.py 8192 "$seeds/et" et "${pairs[@]}"
+cp fixtures/bad/kineto_*.json "$seeds/kineto/"
+for t in kineto et raw; do cp tests/fuzz/seeds/"$t"/* "$seeds/$t/"; done
 # every 15th built-in schema, one per file (the header comment is skipped)
 awk 'NR > 1 && NR % 15 == 0 { f = sprintf("%s/builtin%04d", dir, NR); printf "%s", $0 > f; close(f) }' \
   dir="$seeds/schema" core/schema/data/builtin_schemas.txt
-for t in reader schema pipeline structured; do
+for t in "${all[@]}"; do
   cp "$seeds/$t"/* "$corpus/$t/"
   find tests/fuzz/regressions -type f -name "$t-*" -exec cp {} "$corpus/$t/" \;
 done
@@ -91,6 +112,10 @@ for t in "${targets[@]}"; do
     extra=(-max_len=8192 -entropic=0)
     asan=detect_leaks=1:malloc_context_size=2:quarantine_size_mb=16:max_redzone=64
   fi
+  # The documents' mutator keeps to 8 KiB, as the seeds are cut; entropic
+  # scheduling off, as for fuzz_structured (its feature frequencies took
+  # most of the time).
+  case $t in kineto | et | raw) extra=(-max_len=8192 -entropic=0) ;; esac
   set +e
   ASAN_OPTIONS=$asan UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     "$out"/tests/fuzz/fuzz_$t "$corpus/$t" -dict=tests/fuzz/dict.txt -max_total_time="$seconds" \

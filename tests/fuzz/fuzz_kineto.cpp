@@ -1,0 +1,35 @@
+// Fuzz target: the Kineto reader (kineto_stream.h's cutting of the
+// document, kineto_reader.h's events, memory pairing and totals) and the
+// pipeline on what it reads (the categories inferred, the timeline, the
+// peak, the report, the exports), driven by json_mutator.h's mutator: it
+// edits the events and their args rather than bytes.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "core/read/format.h"
+#include "tests/fuzz/fuzz_file_pipeline.h"
+#include "tests/fuzz/json_mutator.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size > (1u << 20)) return 0;
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  // Other formats are other targets' (fuzz_reader, fuzz_raw).
+  if (memtl::OpenInputFromMemory(text, "fuzz").format != memtl::InputFormat::kKineto) return 0;
+  static memtl_fuzz::MemFile file("kineto");
+  memtl::ReadOptions options;
+  options.partial = size % 3 == 0;  // a trace cut off read up to the cut, or refused
+  (void)memtl_fuzz::RunFilePipeline(file.Set(text), options);
+  return 0;
+}
+
+extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max_size,
+                                          unsigned int seed) {
+  return memtl_fuzz::MutateJsonDoc(data, size, max_size, seed, memtl_fuzz::JsonFlavor::kKineto);
+}
+
+extern "C" size_t LLVMFuzzerCustomCrossOver(const uint8_t* data1, size_t size1,
+                                            const uint8_t* data2, size_t size2, uint8_t* out,
+                                            size_t max_out_size, unsigned int seed) {
+  return memtl_fuzz::CrossOverJsonDocs(data1, size1, data2, size2, out, max_out_size, seed);
+}
