@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <optional>
 #include <random>
 #include <string>
 #include <utility>
@@ -120,13 +121,16 @@ class Mutator {
     }
     return out;
   }
-  // Another value under the same key, if any.
-  const Json* SameKey(const std::vector<Node>& all, const Node& n) {
+  // A copy of another value under the same key, if any (a copy: the value
+  // may lie inside or around the one it replaces, as a row's fields share
+  // the rows' keys).
+  std::optional<Json> SameKey(const std::vector<Node>& all, const Node& n) {
     std::vector<const Json*> same;
     for (const auto& o : all) {
       if (o.v != n.v && o.key == n.key) same.push_back(o.v);
     }
-    return same.empty() ? nullptr : same[Pick(same.size())];
+    if (same.empty()) return std::nullopt;
+    return *same[Pick(same.size())];
   }
 
   const char* FlavorKey() {
@@ -202,7 +206,7 @@ class Mutator {
         }
         break;
       default:
-        if (const Json* o = SameKey(all, n)) *n.v = *o;
+        if (auto o = SameKey(all, n)) *n.v = std::move(*o);
         break;
     }
   }
@@ -232,7 +236,7 @@ class Mutator {
         *n.v = String(NewNumber().text);
         break;
       default:
-        if (const Json* o = SameKey(all, n)) *n.v = *o;
+        if (auto o = SameKey(all, n)) *n.v = std::move(*o);
         break;
     }
   }
@@ -297,9 +301,11 @@ class Mutator {
       case 1:
         o.members.erase(o.members.begin() + static_cast<ptrdiff_t>(m));
         break;
-      case 2:  // a duplicate key, first or last
-        o.members.insert(OneIn(2) ? o.members.begin() : o.members.end(), o.members[m]);
+      case 2: {  // a duplicate key, first or last
+        Member copy = o.members[m];
+        o.members.insert(OneIn(2) ? o.members.begin() : o.members.end(), std::move(copy));
         break;
+      }
       case 3:
         o.members[m].key = Escape(FlavorKey());
         break;
@@ -330,9 +336,11 @@ class Mutator {
       case 1:
         items.erase(items.begin() + static_cast<ptrdiff_t>(i));
         break;
-      case 2:
-        items.insert(items.begin() + static_cast<ptrdiff_t>(j), items[i]);
+      case 2: {
+        Json copy = items[i];
+        items.insert(items.begin() + static_cast<ptrdiff_t>(j), std::move(copy));
         break;
+      }
       case 3:
         std::swap(items[i], items[j]);
         break;
@@ -349,7 +357,10 @@ class Mutator {
         break;
       default: {  // an element from another array
         const Json* src = arrs[Pick(arrs.size())].v;
-        if (!src->items.empty() && src != a) items[i] = src->items[Pick(src->items.size())];
+        if (src->items.empty() || src == a) break;
+        // Copied before the assignment: `src` may lie inside items[i].
+        Json copy = src->items[Pick(src->items.size())];
+        items[i] = std::move(copy);
         break;
       }
     }
