@@ -102,13 +102,23 @@ std::string DeviceSection(const DeviceSummary& a, const DeviceSummary& b) {
 
 namespace html {
 
-std::string PageStart(const std::string& title, std::string_view css) {
+std::string PolicyMeta(bool chart) {
   std::string out =
-      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-      "script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:\">\n"
-      "<title>" +
-      Escape(title) + "</title>\n<style>\n";
+      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src "
+      "'sha256-";
+  out += report_assets::kReportJsSha256;
+  out += "'";
+  if (chart && !report_assets::kDygraphsJsSha256.empty()) {
+    out += " 'sha256-";
+    out += report_assets::kDygraphsJsSha256;
+    out += "'";
+  }
+  return out + "; style-src 'unsafe-inline'; img-src data:\">\n";
+}
+
+std::string PageStart(const std::string& title, std::string_view css) {
+  std::string out = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n" +
+                    PolicyMeta(false) + "<title>" + Escape(title) + "</title>\n<style>\n";
   out += report_assets::kReportCss;
   out += css;
   return out + "</style>\n</head>\n<body>\n";
@@ -140,11 +150,9 @@ std::string ChartFrame(const char* cls, const std::string& aria, int height, int
 
 std::string PageEnd() {
   // report.js sorts the tables; with no devices of its own it draws no chart.
-  std::string out =
-      "<script id=\"memtl-data\" type=\"application/json\">{\"devices\":[],\"selected\":0,"
-      "\"categories\":[],\"steps\":[]}</script>\n<script>\n";
-  out += report_assets::kReportJs;
-  return out + "</script>\n</body>\n</html>\n";
+  return "<script id=\"memtl-data\" type=\"application/json\">" +
+         ScriptJson(R"({"devices":[],"selected":0,"categories":[],"steps":[]})") + "</script>\n" +
+         InlineScript(report_assets::kReportJs) + "</body>\n</html>\n";
 }
 
 }  // namespace html

@@ -8,7 +8,37 @@ set(MEMTL_DYGRAPHS_DIR /usr/share/javascript/dygraphs CACHE PATH
     "dygraphs (Debian libjs-dygraphs) for the HTML report's interactive chart")
 
 set(_memtl_assets "")
-# Appends `name`, the text of `file`, as a raw string literal.
+
+# `out`: the SHA-256 of `text` in base64, as a Content-Security-Policy hash
+# source takes it ('sha256-...'). string(SHA256) gives hex digits and CMake
+# has no base64: each 6 digits (3 bytes) make 4 characters; the last 4
+# digits (2 bytes) make 3 and a "=".
+function(memtl_sha256_base64 text out)
+  string(SHA256 hex "${text}")
+  set(alphabet "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+  set(b64 "")
+  foreach(i RANGE 0 63 6)
+    string(SUBSTRING "${hex}" ${i} 6 group)
+    string(LENGTH "${group}" digits)
+    math(EXPR v "0x${group} << (4 * (6 - ${digits}))")
+    math(EXPR keep "${digits} / 2 + 1")
+    foreach(shift 18 12 6 0)
+      if(keep GREATER 0)
+        math(EXPR k "(${v} >> ${shift}) & 63")
+        string(SUBSTRING "${alphabet}" ${k} 1 c)
+        string(APPEND b64 "${c}")
+        math(EXPR keep "${keep} - 1")
+      else()
+        string(APPEND b64 "=")
+      endif()
+    endforeach()
+  endforeach()
+  set(${out} "${b64}" PARENT_SCOPE)
+endfunction()
+
+# Appends `name`, the text of `file`, as a raw string literal, and
+# `name`Sha256, the base64 SHA-256 of that text (the pages' policy lists
+# their scripts by it: html::PolicyMeta).
 function(memtl_embed_asset name file)
   file(READ ${file} text)
   # Source-map comments name files the report does not carry.
@@ -21,9 +51,11 @@ function(memtl_embed_asset name file)
     endif()
   endforeach()
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${file})
-  set(_memtl_assets
-      "${_memtl_assets}inline constexpr std::string_view ${name} = R\"memtl_asset(${text})memtl_asset\";\n"
-      PARENT_SCOPE)
+  memtl_sha256_base64("${text}" sha)
+  string(APPEND _memtl_assets
+         "inline constexpr std::string_view ${name} = R\"memtl_asset(${text})memtl_asset\";\n"
+         "inline constexpr std::string_view ${name}Sha256 = \"${sha}\";\n")
+  set(_memtl_assets "${_memtl_assets}" PARENT_SCOPE)
 endfunction()
 
 memtl_embed_asset(kReportJs ${CMAKE_CURRENT_SOURCE_DIR}/report.js)
@@ -37,6 +69,7 @@ else()
                  "interactive chart")
   string(APPEND _memtl_assets
          "inline constexpr std::string_view kDygraphsJs = \"\";\n"
+         "inline constexpr std::string_view kDygraphsJsSha256 = \"\";\n"
          "inline constexpr std::string_view kDygraphsCss = \"\";\n"
          "inline constexpr std::string_view kChartMissing = \"The interactive chart is missing: "
          "this memtl was built without libjs-dygraphs (${MEMTL_DYGRAPHS_DIR}).\";\n")

@@ -1,7 +1,10 @@
-// What the HTML pages (the report, html_export.cpp; the diff, diff_html.cpp)
-// share: escaping, the categories' colours and sortable number cells.
+// What the HTML pages (the report, html_export.cpp; the diff, diff_html.cpp;
+// ranks_html.cpp; whatif_html.cpp) share: escaping, the data block and the
+// scripts under the pages' Content-Security-Policy, the categories' colours
+// and sortable number cells.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -35,6 +38,59 @@ inline std::string Escape(std::string_view s) {
   return out;
 }
 
+// `json` (valid JSON) safe as the text of a <script> element, the one rule
+// for every page's data block. Names from a trace reach it (ops, modules,
+// devices, the trace's file name), and inside <script> the HTML parser
+// looks for more than "</script": "<!--" followed by "<script" switches it
+// to a state where the real "</script>" no longer ends the element, so the
+// page's own scripts are swallowed. JSON has <, >, & and U+2028/U+2029 only
+// inside strings, where their \u escapes are the same value, so none of
+// them is left for the parser to see.
+inline std::string ScriptJson(std::string_view json) {
+  std::string out;
+  out.reserve(json.size());
+  for (size_t i = 0; i < json.size(); ++i) {
+    const char c = json[i];
+    if (c == '<') {
+      out += "\\u003c";
+    } else if (c == '>') {
+      out += "\\u003e";
+    } else if (c == '&') {
+      out += "\\u0026";
+    } else if (c == '\xe2' && i + 2 < json.size() && json[i + 1] == '\x80' &&
+               (json[i + 2] == '\xa8' || json[i + 2] == '\xa9')) {
+      // U+2028 and U+2029 (E2 80 A8/A9): JavaScript before ES2019 took them
+      // for line ends inside a string, were the block ever read as script.
+      out += json[i + 2] == '\xa8' ? "\\u2028" : "\\u2029";
+      i += 2;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// The <script> element running `js`, one of the scripts embedded at build
+// time: its text is exactly `js`, which is what the policy's hash is of.
+inline std::string InlineScript(std::string_view js) {
+  std::string out = "<script>";
+  out += js;
+  return out + "</script>\n";
+}
+
+// The <meta> with every page's Content-Security-Policy: nothing is loaded,
+// images only as data: URLs, styles inline (the pages' style attributes),
+// and no script runs but report.js and, when `chart`, dygraphs, named by
+// their SHA-256 (computed when the assets are embedded,
+// export/embed_assets.cmake), so that markup from a trace that escaped
+// anyway could not run a script of its own.
+std::string PolicyMeta(bool chart);
+
+// The devices the report draws at most (html_export.cpp): each costs a
+// section with its PNG and its chart data, so a trace with thousands of
+// devices would make a page of gigabytes that no browser opens.
+inline constexpr size_t kMaxDrawnDevices = 16;
+
 // The plot's colours by export index (PyTorch's _CATEGORY_TO_COLORS:
 // darkgreen, goldenrod, black, mediumpurple, red, mediumblue, royalblue,
 // grey).
@@ -42,9 +98,10 @@ inline constexpr const char* kCategoryColors[8] = {"#006400", "#daa520", "#00000
                                                    "#ff0000", "#0000cd", "#4169e1", "#808080"};
 
 // The start of a page with the report's style (and `css` after it) under the
-// report's Content-Security-Policy, through <body>; and its end, with
-// report.js to sort its tables (it draws no chart: the page has no
-// devices). The diff and ranks pages use them (export/diff_html.cpp).
+// report's Content-Security-Policy (PolicyMeta(false)), through <body>; and
+// its end, with report.js to sort its tables (it draws no chart: the page has
+// no devices). The diff, ranks and whatif pages use them
+// (export/diff_html.cpp).
 std::string PageStart(const std::string& title, std::string_view css);
 std::string PageEnd();
 
