@@ -39,7 +39,7 @@ void AddEtOption(CLI::App* cmd, Args& args) {
 }
 
 // The commands that print their answer: -o puts it in a file instead, as
-// diff and ranks do (output_path.h's PrintedOutputError checks its suffix).
+// diff and ranks do (output_path.h's OpenOutputs checks its suffix).
 void AddPrintedOutputOption(CLI::App* cmd, Args& args, const char* formats) {
   cmd->add_option(
          "-o,--output", args.outputs,

@@ -43,8 +43,6 @@ namespace {
 using memtl::cli::Args;
 using memtl::cli::ParseCommandLine;
 using memtl::cli::Parsed;
-using memtl::cli::PrintedOutputError;
-using memtl::cli::SameFile;
 
 // The largest tensors alive at the peak that the HTML report lists.
 constexpr size_t kReportPeakTensors = 20;
@@ -65,6 +63,9 @@ constexpr int kStdoutGoneStatus = 141;
 // The progress line (cli/progress.h), while a command reads and analyzes.
 memtl::Progress progress;
 std::unique_ptr<memtl::ProgressLine> progress_line;
+
+// The -o files, opened before the analysis (cli/output_path.h).
+memtl::cli::OpenedOutputs outputs;
 
 void ClearProgress() {
   if (progress_line) progress_line->Clear();
@@ -186,13 +187,15 @@ int Emit(const std::string& text) {
   return CloseStdout();
 }
 
-// A printing command's whole answer: to -o's file (atomically), else to
-// standard output.
-int Output(const Args& args, const std::string& text) {
-  if (args.outputs.empty() || args.outputs.front() == "-") return Emit(text);
-  const std::string& out = args.outputs.front();
-  if (auto s = memtl::WriteFileAtomically(out, text, false); !s.ok()) return Fail(s.message());
-  PrintErrLine("memtl: wrote " + memtl::QuotePath(out));
+// A command's whole answer: to -o's file (opened before the analysis,
+// replaced atomically now), else to standard output. `what`: said after the
+// file's name on the result line, e.g. " (diff of A and B)".
+int Output(const Args& args, const std::string& text, const std::string& what = "") {
+  if (outputs.files.empty() || outputs.files.front() == nullptr) return Emit(text);
+  memtl::AtomicFile& file = *outputs.files.front();
+  if (auto s = file.Write(text); !s.ok()) return Fail(s.message());
+  if (auto s = file.Commit(); !s.ok()) return Fail(s.message());
+  if (!args.quiet) PrintErrLine("memtl: wrote " + memtl::QuotePath(file.path()) + what);
   return 0;
 }
 
@@ -333,34 +336,18 @@ int RunDiff(const Args& args) {
   second.et = args.et_b;
   auto b = SummaryOf(second, kDiffTop);
   if (!b.ok()) return Fail(b.status().message());
-  std::string format = args.format;
-  const std::string out = args.outputs.empty() ? "" : args.outputs.front();
-  if (!out.empty() && out != "-" && (SameFile(out, args.trace) || SameFile(out, args.trace_b)))
-    return Fail(memtl::QuotePath(out) + ": is a trace being read; choose another output path");
-  if (format.empty()) {
-    format = out.ends_with(".html") ? "html" : out.ends_with(".json") ? "json" : "text";
-  }
-  const std::string text = format == "json"   ? memtl::DiffJson(a.value(), b.value())
-                           : format == "html" ? memtl::DiffHtml(a.value(), b.value())
-                                              : memtl::FormatDiff(a.value(), b.value());
-  if (out.empty() || out == "-") return Emit(text);
-  if (auto s = memtl::WriteFileAtomically(out, text, false); !s.ok()) return Fail(s.message());
-  PrintErrLine("memtl: wrote " + memtl::QuotePath(out) + " (diff of " +
-               memtl::QuotePath(args.trace) + " and " + memtl::QuotePath(args.trace_b) + ")");
-  return 0;
+  const std::string text = args.format == "json"   ? memtl::DiffJson(a.value(), b.value())
+                           : args.format == "html" ? memtl::DiffHtml(a.value(), b.value())
+                                                   : memtl::FormatDiff(a.value(), b.value());
+  return Output(
+      args, text,
+      " (diff of " + memtl::QuotePath(args.trace) + " and " + memtl::QuotePath(args.trace_b) + ")");
 }
 
 int RunRanks(const Args& args) {
   auto paths = memtl::cli::RankTraces(args.traces);
   if (!paths.ok()) return Fail(paths.status().message());
-  std::string format = args.format;
-  const std::string out = args.outputs.empty() ? "" : args.outputs.front();
-  for (const std::string& p : paths.value()) {
-    if (!out.empty() && out != "-" && SameFile(out, p))
-      return Fail(memtl::QuotePath(out) + ": is a trace being read; choose another output path");
-  }
-  if (format.empty())
-    format = out.ends_with(".html") ? "html" : out.ends_with(".json") ? "json" : "text";
+  const std::string& format = args.format;
   const int jobs = args.jobs > 0
                        ? args.jobs
                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -374,14 +361,9 @@ int RunRanks(const Args& args) {
                                               : memtl::FormatRanks(report.value());
   int failed = 0;
   for (const memtl::RankRow& row : report.value().rows) failed += row.error.empty() ? 0 : 1;
-  if (out.empty() || out == "-") {
-    if (int rc = Emit(text); rc != 0) return rc;
-  } else {
-    if (auto s = memtl::WriteFileAtomically(out, text, false); !s.ok()) return Fail(s.message());
-    if (!args.quiet)
-      PrintErrLine("memtl: wrote " + memtl::QuotePath(out) + " (" +
-                   std::to_string(report.value().rows.size()) + " ranks)");
-  }
+  if (int rc = Output(args, text, " (" + std::to_string(report.value().rows.size()) + " ranks)");
+      rc != 0)
+    return rc;
   // Every rank's row is out; a rank that could not be analyzed at all
   // makes the status that of an error.
   if (failed > 0) {
@@ -412,13 +394,7 @@ int RunFit(const Args& args) {
 int RunWhatIf(const Args& args) {
   auto changes = memtl::cli::WhatIfChangesOf(args);
   if (!changes.ok()) return Fail(changes.status().message());
-  const std::string out = args.outputs.empty() ? "" : args.outputs.front();
-  if (!out.empty() && out != "-" &&
-      (SameFile(out, args.trace) || (!args.et.empty() && SameFile(out, args.et))))
-    return Fail(memtl::QuotePath(out) + ": is a trace being read; choose another output path");
-  std::string format = args.format;
-  if (format.empty())
-    format = out.ends_with(".html") ? "html" : out.ends_with(".json") ? "json" : "text";
+  const std::string& format = args.format;
   auto c = Categorize(args, memtl::Retain::kAll);
   if (!c.ok()) return Fail(c.status().message());
   auto r = memtl::WhatIf(ExplainInputOf(*c.value()), changes.value(), args.trace);
@@ -427,11 +403,7 @@ int RunWhatIf(const Args& args) {
   const std::string text = format == "json"   ? memtl::WhatIfJson(r.value())
                            : format == "html" ? memtl::WhatIfHtml(r.value())
                                               : memtl::FormatWhatIf(r.value());
-  if (out.empty() || out == "-") return Emit(text);
-  if (auto s = memtl::WriteFileAtomically(out, text, false); !s.ok()) return Fail(s.message());
-  PrintErrLine("memtl: wrote " + memtl::QuotePath(out) + " (whatif of " +
-               memtl::QuotePath(args.trace) + ")");
-  return 0;
+  return Output(args, text, " (whatif of " + memtl::QuotePath(args.trace) + ")");
 }
 
 int RunCategories(const Args& args) {
@@ -476,28 +448,15 @@ std::string ResultLine(const Args& args, const memtl::Trace& trace, const memtl:
   return line + " peak " + memtl::HumanBytes(peak.bytes) + " at " + when + ")";
 }
 
+// The export format of -o -, from --format (checked by the command line).
+memtl::Expected<memtl::ExportFormat> StdoutExportFormat(const std::string& format) {
+  if (format == "json") return memtl::ExportFormat::kSizesJson;
+  if (format == "json.gz") return memtl::ExportFormat::kSizesJsonGz;
+  if (format == "raw") return memtl::ExportFormat::kRawJsonGz;
+  return memtl::ExportFormat::kHtml;
+}
+
 int RunExport(const Args& args) {
-  // Check every output before the (possibly long) analysis: its suffix,
-  // that it is not the trace itself (which the export would replace), and
-  // that no two name one file (the second would replace the first).
-  for (size_t i = 0; i < args.outputs.size(); ++i) {
-    const std::string& o = args.outputs[i];
-    for (size_t j = 0; j < i; ++j) {
-      if (o == args.outputs[j] || (o != "-" && SameFile(o, args.outputs[j])))
-        return Fail(memtl::QuotePath(o) + ": named twice by -o; name each output once");
-    }
-  }
-  for (const std::string& o : args.outputs) {
-    if (o == "-") {
-      if (args.format.empty())
-        return Fail("-o - writes standard output: give its --format (json, json.gz, raw, html)");
-      continue;
-    }
-    auto format = memtl::FormatForPath(o);
-    if (!format.ok()) return Fail(format.status().message());
-    if (SameFile(o, args.trace))
-      return Fail(memtl::QuotePath(o) + ": is the trace being read; choose another output path");
-  }
   // The HTML report shows who holds the memory at the peak.
   bool html = false;
   for (const std::string& o : args.outputs)
@@ -514,16 +473,17 @@ int RunExport(const Args& args) {
   if (a.read_info.stopped_early) in.note = PartialNote(a);
   in.threaded = args.threads > 1;
   progress.Set("writing");
-  for (const std::string& o : args.outputs) {
-    std::optional<memtl::ExportFormat> format;
-    if (o == "-") {
-      format = args.format == "json"      ? memtl::ExportFormat::kSizesJson
-               : args.format == "json.gz" ? memtl::ExportFormat::kSizesJsonGz
-               : args.format == "raw"     ? memtl::ExportFormat::kRawJsonGz
-                                          : memtl::ExportFormat::kHtml;
-    }
-    if (auto s = memtl::ExportMemoryTimeline(in, o, device, format); !s.ok())
+  // Every output is written in full before any is published: a run that
+  // fails leaves none of them (a stream, written in place, excepted).
+  for (size_t i = 0; i < outputs.files.size(); ++i) {
+    const std::string& o = outputs.paths[i];
+    auto format = o != "-" ? memtl::FormatForPath(o) : StdoutExportFormat(args.format);
+    if (!format.ok()) return Fail(format.status().message());
+    if (auto s = memtl::WriteExport(in, *outputs.files[i], device, format.value()); !s.ok())
       return Fail(s.message());
+  }
+  for (const auto& file : outputs.files) {
+    if (auto s = file->Publish(); !s.ok()) return Fail(s.message());
   }
   c.value()->analysis->timer.Mark("export");
   PrintTimings(args, a.timer);
@@ -569,10 +529,11 @@ int main(int argc, char** argv) {
       case Parsed::Outcome::kError:
         return Fail(parsed.message);
     }
-    if (args.command != "export" && args.command != "diff" && args.command != "ranks" &&
-        args.command != "fit" && args.command != "whatif") {
-      if (const std::string e = PrintedOutputError(args); !e.empty()) return Fail(e);
-    }
+    // Before any analysis: an output that names an input, or cannot be
+    // written, fails here and leaves nothing behind.
+    auto opened = memtl::cli::OpenOutputs(args, memtl::cli::InputsOf(args));
+    if (!opened.ok()) return Fail(opened.status().message());
+    outputs = std::move(opened.value());
     const int rc = args.command == "graph"        ? RunGraph(args)
                    : args.command == "categories" ? RunCategories(args)
                    : args.command == "peak"       ? RunPeak(args)

@@ -1,35 +1,36 @@
-// -o paths checked before the analysis (output_path.h).
+// -o paths checked and opened before the analysis (output_path.h).
 #include "cli/output_path.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "cli/rank_traces.h"
 #include "core/model/quote.h"
+#include "export/export.h"
 
 namespace memtl::cli {
 
-bool SameFile(const std::string& a, const std::string& b) {
-  struct stat sa {
-  }, sb{};
-  return stat(a.c_str(), &sa) == 0 && stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
-         sa.st_ino == sb.st_ino;
-}
+namespace {
 
-std::string PrintedOutputError(Args& args) {
-  if (args.outputs.empty() || args.outputs.front() == "-") return {};
-  const std::string& out = args.outputs.front();
-  if (SameFile(out, args.trace) || (!args.et.empty() && SameFile(out, args.et)))
-    return memtl::QuotePath(out) + ": is a trace being read; choose another output path";
+// What a printing command writes, given -o's suffix; empty when fine (and
+// `args.format` set from the suffix). Writing text into x.html would hand
+// the user a broken page, so such a suffix is refused, with what writes it.
+std::string PrintedFormatError(Args& args, const std::string& out) {
   if (!args.format.empty()) return {};
   const std::string& cmd = args.command;
+  if (cmd == "diff" || cmd == "ranks" || cmd == "whatif") {
+    args.format = out.ends_with(".html") ? "html" : out.ends_with(".json") ? "json" : "text";
+    return {};
+  }
   const bool json = cmd == "peak" || cmd == "explain" || cmd == "summary" || cmd == "events";
   const bool tsv = cmd == "events";
   const std::string writes = tsv ? "text, TSV or JSON Lines" : json ? "text or JSON" : "text";
   auto refuse = [&](const std::string& what, const std::string& instead) {
-    return memtl::QuotePath(out) + ": memtl " + cmd + " writes " + writes + ", not " + what + "; " +
+    return QuotePath(out) + ": memtl " + cmd + " writes " + writes + ", not " + what + "; " +
            instead;
   };
   if (out.ends_with(".html") || out.ends_with(".htm")) {
-    return refuse("HTML", "memtl export TRACE -o " + memtl::QuotePath(out) +
+    return refuse("HTML", "memtl export TRACE -o " + QuotePath(out) +
                               " writes the HTML report (the chart, the peak and the memory "
                               "tables)");
   }
@@ -43,6 +44,74 @@ std::string PrintedOutputError(Args& args) {
     args.format = "tsv";
   }
   return {};
+}
+
+}  // namespace
+
+bool SameFile(const std::string& out, const std::string& input) {
+  struct stat so {
+  }, si{};
+  if (stat(out.c_str(), &so) != 0) return false;
+  const int rc = input == "-" ? fstat(STDIN_FILENO, &si) : stat(input.c_str(), &si);
+  return rc == 0 && so.st_dev == si.st_dev && so.st_ino == si.st_ino;
+}
+
+std::vector<std::string> InputsOf(const Args& args) {
+  std::vector<std::string> inputs;
+  for (const std::string* p : {&args.trace, &args.trace_b, &args.et, &args.et_b}) {
+    if (!p->empty()) inputs.push_back(*p);
+  }
+  if (args.command == "ranks") {
+    // A pattern that names nothing fails later, with its own message.
+    auto paths = RankTraces(args.traces);
+    if (paths.ok()) inputs.insert(inputs.end(), paths.value().begin(), paths.value().end());
+  }
+  return inputs;
+}
+
+Expected<OpenedOutputs> OpenOutputs(Args& args, const std::vector<std::string>& inputs) {
+  OpenedOutputs opened;
+  const bool exporting = args.command == "export";
+  for (size_t i = 0; i < args.outputs.size(); ++i) {
+    const std::string& o = args.outputs[i];
+    for (size_t j = 0; j < i; ++j) {
+      const std::string& earlier = args.outputs[j];
+      if (o == earlier || (o != "-" && earlier != "-" && SameFile(o, earlier)))
+        return Status::Error(QuotePath(o) + ": named twice by -o; name each output once");
+    }
+    for (const std::string& in : inputs) {
+      if (o != "-" && SameFile(o, in))
+        return Status::Error(QuotePath(o) + ": is " +
+                             (in == "-" ? std::string("standard input, which is") : "a file") +
+                             " being read; choose another output path");
+    }
+  }
+  for (const std::string& o : args.outputs) {
+    bool gzip = false;
+    if (exporting) {
+      if (o == "-" && args.format.empty())
+        return Status::Error(
+            "-o - writes standard output: give its --format (json, json.gz, raw, html)");
+      if (o != "-") {
+        auto format = FormatForPath(o);
+        if (!format.ok()) return format.status();
+        gzip = ExportGzipped(format.value());
+      } else {
+        gzip = args.format == "json.gz" || args.format == "raw";
+      }
+    } else if (o != "-") {
+      if (std::string e = PrintedFormatError(args, o); !e.empty()) return Status::Error(e);
+    }
+    opened.paths.push_back(o);
+    if (o == "-" && !exporting) {
+      opened.files.emplace_back();
+      continue;
+    }
+    auto f = AtomicFile::Create(o, gzip);
+    if (!f.ok()) return f.status();
+    opened.files.emplace_back(f.value());
+  }
+  return opened;
 }
 
 }  // namespace memtl::cli

@@ -1,24 +1,38 @@
-// The checks on an -o path that need no analysis: whether it names a file
-// being read, and whether a printing command can write the format its
-// suffix names.
+// The -o paths of a command, checked and opened before the analysis, so
+// that an output that cannot be written, or that names an input, fails
+// before any work and leaves nothing behind (docs/reliability.md, "Outputs").
 #pragma once
 
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "cli/app.h"
+#include "core/model/status.h"
+#include "export/atomic_file.h"
 
 namespace memtl::cli {
 
-// True when `a` and `b` name one file (through links or other paths).
-bool SameFile(const std::string& a, const std::string& b);
+// True when `out` names the file `input` reads, through symbolic or hard
+// links and /proc/self/fd; an input "-" is standard input's descriptor.
+bool SameFile(const std::string& out, const std::string& input);
 
-// The commands that print their answer (graph, categories, events, peak,
-// explain, summary) write it to -o's file instead when given one, in the
-// --format given, else in the one its suffix names. Checked before the
-// analysis: a suffix naming a format the command does not write is refused
-// (writing text into x.html would hand the user a broken page), with what
-// writes it; so is the trace itself. Empty when the output is fine; sets
-// `args.format` from the suffix.
-std::string PrintedOutputError(Args& args);
+// Every file the command reads: TRACE ("-" for standard input), B, --et,
+// --et-b and the traces of `ranks` (the files its patterns name).
+std::vector<std::string> InputsOf(const Args& args);
+
+// The outputs of one run, opened (AtomicFile) in the order of -o; "-" of a
+// printing command is standard output, written by the command itself, and
+// has no entry.
+struct OpenedOutputs {
+  std::vector<std::string> paths;
+  std::vector<std::unique_ptr<AtomicFile>> files;  // null for a printed "-"
+};
+
+// Checks every -o of `args` (named once, no input, a format the command
+// writes, which sets `args.format` from the suffix) and opens each: a
+// missing directory, a read-only one, a directory, standard output closed
+// fail here. `inputs`: InputsOf(args).
+Expected<OpenedOutputs> OpenOutputs(Args& args, const std::vector<std::string>& inputs);
 
 }  // namespace memtl::cli

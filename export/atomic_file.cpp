@@ -85,6 +85,9 @@ extern "C" void RemoveTempsAndReraise(int sig) {
 
 std::atomic<bool> force_named{false};
 
+// The links followed to an output's end, as the kernel's own limit.
+constexpr int kMaxLinkHops = 40;
+
 // NAME_MAX of the file systems memtl meets; a temporary name stays within it.
 constexpr size_t kNameMax = 255;
 
@@ -115,11 +118,55 @@ void InstallCleanupOnSignals() {
   static std::atomic<bool> installed{false};
   if (installed.exchange(true)) return;
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) {
+    // A signal the parent ignored stays ignored (as nohup and `trap '' PIPE`
+    // ask): with SIGPIPE ignored, a write to a gone reader fails with EPIPE
+    // and the command ends with its own quiet status instead.
+    struct sigaction old {};
+    if (sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;
     struct sigaction sa {};
     sa.sa_handler = RemoveTempsAndReraise;
     sigemptyset(&sa.sa_mask);
     sigaction(sig, &sa, nullptr);
   }
+}
+
+Expected<OutputTarget> ResolveOutput(const std::string& path) {
+  OutputTarget t{path, false};
+  struct stat st {};
+  if (stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return Status::Error(path + ": cannot write: is a directory");
+    if (!S_ISREG(st.st_mode)) {
+      t.stream = true;
+      return t;
+    }
+    struct stat lst {};
+    if (lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
+      char* real = realpath(path.c_str(), nullptr);
+      if (real != nullptr) {
+        t.target = real;
+        std::free(real);
+      }
+    }
+    return t;
+  }
+  if (errno != ENOENT) return Status::Error(Errno(path));
+  // Nothing there, or a link to nothing yet: its end is what gets created.
+  // /dev/stdout with standard output closed ends in /proc/self/fd, where
+  // nothing can be, and so fails when opened, before any analysis.
+  for (int hops = 0; hops < kMaxLinkHops; ++hops) {
+    struct stat lst {};
+    if (lstat(t.target.c_str(), &lst) != 0 || !S_ISLNK(lst.st_mode)) return t;
+    std::vector<char> buf(static_cast<size_t>(std::max<off_t>(lst.st_size, 255)) + 1);
+    const ssize_t n = readlink(t.target.c_str(), buf.data(), buf.size() - 1);
+    if (n < 0) return Status::Error(Errno(path));
+    std::string next(buf.data(), static_cast<size_t>(n));
+    const size_t slash = t.target.rfind('/');
+    if (!next.starts_with('/') && slash != std::string::npos)
+      next.insert(0, t.target, 0, slash + 1);
+    t.target = std::move(next);
+  }
+  errno = ELOOP;
+  return Status::Error(Errno(path));
 }
 
 Expected<AtomicFile*> AtomicFile::Create(const std::string& path, bool gzip) {
@@ -139,19 +186,10 @@ Status AtomicFile::Open() {
     stream_ = true;
     return Status();
   }
-  target_ = path_;
-  struct stat st {};
-  if (lstat(path_.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
-    // The link's target is what gets replaced (the link stays).
-    char* real = realpath(path_.c_str(), nullptr);
-    if (real != nullptr) {
-      target_ = real;
-      std::free(real);
-    }
-  }
-  if (stat(target_.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-    if (S_ISDIR(st.st_mode)) return Status::Error(path_ + ": cannot write: is a directory");
-    // A pipe, a terminal, /dev/stdout: written in place, as a stream.
+  auto where = ResolveOutput(path_);
+  if (!where.ok()) return where.status();
+  target_ = where.value().target;
+  if (where.value().stream) {
     fd_ = ::open(target_.c_str(), O_WRONLY | O_CLOEXEC);
     if (fd_ < 0) return Status::Error(Errno(path_));
     stream_ = true;
@@ -235,7 +273,8 @@ Status AtomicFile::Deflate(std::string_view data, bool last) {
   }
 }
 
-Status AtomicFile::Commit() {
+Status AtomicFile::Finish() {
+  if (finished_) return Status();
   if (gzip_) {
     if (Status s = Deflate({}, true); !s.ok()) return s;
   }
@@ -243,10 +282,18 @@ Status AtomicFile::Commit() {
     const int rc = ::close(fd_);
     fd_ = -1;
     if (rc != 0) return Status::Error(Errno(path_));
+    finished_ = true;
     committed_ = true;
     return Status();
   }
   if (fsync(fd_) != 0) return Status::Error(Errno(path_));
+  finished_ = true;
+  return Status();
+}
+
+Status AtomicFile::Publish() {
+  if (committed_) return Status();
+  if (!finished_) return Status::Error(path_ + ": cannot write: not finished");
   if (unnamed_) {
     // Linked in by its /proc name (linkat's AT_EMPTY_PATH needs a
     // capability). A new destination appears whole at once; an existing

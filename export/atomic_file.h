@@ -9,11 +9,14 @@
 //   that it stays within the name limit when NAME does), which the
 //   destructor removes and so does SIGINT, SIGTERM, SIGHUP or SIGPIPE
 //   (InstallCleanupOnSignals), before the signal ends the process;
-// - a destination that is no regular file (a named pipe, a terminal,
-//   /dev/stdout) is written as a stream, in place;
-// - a symbolic link is followed: its target is replaced;
+// - a destination that is no regular file (a named pipe, a terminal, a
+//   device, a socket, /dev/stdout) is written as a stream, in place;
+// - a symbolic link is followed: its target is replaced, and created when
+//   it does not exist yet, as a shell's `>` does; the link stays;
 // - "-" is standard output, written as a stream.
-// A failed or interrupted run leaves any previous output intact.
+// A failed or interrupted run leaves any previous output intact. Several
+// outputs of one run are published together: each is written and synced in
+// full (Finish) before any replaces its destination (Publish).
 #pragma once
 
 #include <string>
@@ -29,7 +32,16 @@ class AtomicFile {
   static Expected<AtomicFile*> Create(const std::string& path, bool gzip);
   ~AtomicFile();  // removes the temporary file unless committed
   Status Write(std::string_view data);
-  Status Commit();
+  // Ends the gzip stream and syncs the file; a stream is closed. Nothing
+  // is replaced yet.
+  Status Finish();
+  // Puts a finished file in place (a stream is in place already).
+  Status Publish();
+  Status Commit() {
+    Status s = Finish();
+    return s.ok() ? Publish() : s;
+  }
+  const std::string& path() const { return path_; }
 
  private:
   AtomicFile() = default;
@@ -47,10 +59,23 @@ class AtomicFile {
   bool stream_ = false;   // written in place (no regular file)
   int fd_ = -1;
   bool gzip_ = false;
+  bool finished_ = false;
   bool committed_ = false;
   struct Deflater;
   Deflater* deflater_ = nullptr;
 };
+
+// Where an output path writes, links followed.
+struct OutputTarget {
+  std::string target;   // the file written: the path, or the end of its links
+  bool stream = false;  // no regular file: written in place
+};
+
+// Resolves `path` as AtomicFile does: a directory is refused, an existing
+// file that is not regular is a stream (opened by the name given, so that
+// /dev/stdout reaches a pipe), and a link is followed to its end, also when
+// that end does not exist yet.
+Expected<OutputTarget> ResolveOutput(const std::string& path);
 
 // Removes the named temporary files of live AtomicFiles on SIGINT, SIGTERM,
 // SIGHUP and SIGPIPE, then ends the process as the signal would have.

@@ -24,6 +24,7 @@
 #include "core/model/trace.h"
 #include "core/plan/whatif.h"
 #include "core/timeline/timeline.h"
+#include "export/atomic_file.h"
 
 namespace memtl {
 
@@ -61,6 +62,17 @@ std::string RawJson(const std::vector<TimelineEvent>& timeline, const CategoryDi
 // `format` when given; "-" is standard output (written as a stream).
 Status ExportMemoryTimeline(const ExportInput& in, const std::string& path, DeviceIndex device,
                             std::optional<ExportFormat> format = std::nullopt);
+
+// Writes the export into `file`, opened (gzip or not, as `format` says:
+// ExportGzipped) before the analysis, and finishes it without publishing
+// it: the command publishes all its outputs once each is written.
+Status WriteExport(const ExportInput& in, AtomicFile& file, DeviceIndex device,
+                   ExportFormat format);
+
+// Whether `format`'s file is gzip.
+inline bool ExportGzipped(ExportFormat format) {
+  return format == ExportFormat::kRawJsonGz || format == ExportFormat::kSizesJsonGz;
+}
 
 // PNG of the stacked-area plot (export/plot.cpp); empty string on failure.
 struct PlotOptions {

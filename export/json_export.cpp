@@ -214,29 +214,26 @@ class BackgroundWriter {
   std::thread thread_;  // last: starts after the members it uses exist
 };
 
-// Streams JSON written by `write` into `path` atomically.
+// Streams JSON written by `write` into `file` and finishes it.
 template <typename Write>
-Status StreamJson(const std::string& path, bool gzip, bool threaded, Write&& write) {
-  auto f = AtomicFile::Create(path, gzip);
-  if (!f.ok()) return f.status();
-  std::unique_ptr<AtomicFile> file(f.value());
+Status StreamJson(AtomicFile& file, bool threaded, Write&& write) {
   std::optional<BackgroundWriter> writer;
   if (threaded) {
     try {
-      writer.emplace(*file);
+      writer.emplace(file);
     } catch (const std::system_error&) {
       // No second thread to be had (a thread or memory limit): the same
       // bytes, written on this one.
     }
   }
   JsonText out(
-      [&](std::string_view chunk) { return writer ? writer->Push(chunk) : file->Write(chunk); });
+      [&](std::string_view chunk) { return writer ? writer->Push(chunk) : file.Write(chunk); });
   write(out);
   Status formatted = out.Finish();
   Status written = writer ? writer->Finish() : Status();
   if (!formatted.ok()) return formatted;
   if (!written.ok()) return written;
-  return file->Commit();
+  return file.Finish();
 }
 
 }  // namespace
@@ -256,26 +253,36 @@ std::string RawJson(const std::vector<TimelineEvent>& timeline, const CategoryDi
 
 Expected<std::string> HtmlReport(const ExportInput& in, DeviceIndex device);  // html_export.cpp
 
+Status WriteExport(const ExportInput& in, AtomicFile& file, DeviceIndex device,
+                   ExportFormat format) {
+  switch (format) {
+    case ExportFormat::kHtml: {
+      auto html = HtmlReport(in, device);
+      if (!html.ok()) return Status::Error(file.path() + ": " + html.status().message());
+      if (Status s = file.Write(html.value()); !s.ok()) return s;
+      return file.Finish();
+    }
+    case ExportFormat::kRawJsonGz:
+      return StreamJson(file, in.threaded,
+                        [&](JsonText& out) { WriteRaw(in.timeline, in.categories, device, out); });
+    case ExportFormat::kSizesJsonGz:
+    case ExportFormat::kSizesJson:
+      return StreamJson(file, in.threaded, [&](JsonText& out) {
+        WriteSizesStreamed(in.timeline, in.categories, device, out);
+      });
+  }
+  return Status::Error(file.path() + ": unknown output format");
+}
+
 Status ExportMemoryTimeline(const ExportInput& in, const std::string& path, DeviceIndex device,
                             std::optional<ExportFormat> chosen) {
   auto format = chosen ? Expected<ExportFormat>(*chosen) : FormatForPath(path);
   if (!format.ok()) return format.status();
-  switch (format.value()) {
-    case ExportFormat::kHtml: {
-      auto html = HtmlReport(in, device);
-      if (!html.ok()) return Status::Error(path + ": " + html.status().message());
-      return WriteFileAtomically(path, html.value(), false);
-    }
-    case ExportFormat::kRawJsonGz:
-      return StreamJson(path, true, in.threaded,
-                        [&](JsonText& out) { WriteRaw(in.timeline, in.categories, device, out); });
-    case ExportFormat::kSizesJsonGz:
-    case ExportFormat::kSizesJson:
-      return StreamJson(
-          path, format.value() == ExportFormat::kSizesJsonGz, in.threaded,
-          [&](JsonText& out) { WriteSizesStreamed(in.timeline, in.categories, device, out); });
-  }
-  return Status::Error(path + ": unknown output format");
+  auto f = AtomicFile::Create(path, ExportGzipped(format.value()));
+  if (!f.ok()) return f.status();
+  std::unique_ptr<AtomicFile> file(f.value());
+  if (Status s = WriteExport(in, *file, device, format.value()); !s.ok()) return s;
+  return file->Publish();
 }
 
 }  // namespace memtl

@@ -192,12 +192,21 @@ Expected<Budget> ParseBudget(std::string_view text) {
     }
     if (!b.category) return bad("unknown category " + std::string(text.substr(0, eq)));
   }
+  // Strictly DIGITS[.DIGITS]UNIT: "1..5GB", "1.2.3MB" and "." are refused,
+  // never read as a prefix.
   std::string_view size = text.substr(eq + 1);
-  size_t digits = 0;
-  while (digits < size.size() &&
-         ((size[digits] >= '0' && size[digits] <= '9') || size[digits] == '.'))
-    ++digits;
-  if (digits == 0 || digits > 20) return bad("no size");
+  auto digits_from = [&](size_t i) {
+    while (i < size.size() && size[i] >= '0' && size[i] <= '9') ++i;
+    return i;
+  };
+  size_t digits = digits_from(0);
+  if (digits == 0) return bad("no size");
+  if (digits < size.size() && size[digits] == '.') {
+    const size_t frac_end = digits_from(digits + 1);
+    if (frac_end == digits + 1) return bad("no digits after the '.'");
+    digits = frac_end;
+  }
+  if (digits > 20) return bad("no size");
   const double number = std::strtod(std::string(size.substr(0, digits)).c_str(), nullptr);
   std::string unit(size.substr(digits));
   for (char& ch : unit) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));

@@ -35,18 +35,27 @@ class Places {
     // String id of the op's or the python call's name; a kLine's line.
     uint32_t name = 0;
     Kind kind = Kind::kOp;
-    uint32_t event = kNone32;  // the first event that made it (for ContextOf)
+    uint8_t modules = 0;       // module calls around it, itself included
+    uint32_t event = kNone32;  // the first event that made it (for ModulePath)
   };
 
   Places() { places_.push_back(Place{}); }
 
   // String ids are below 2^30 (each string is at least a byte of the
   // trace's text and a std::string here: far more than memory holds).
+  // A module call deeper than kMaxModuleDepth is counted with the module
+  // around it: each module row is named by its whole path, so the rows of
+  // a deeper nest would hold text that grows with the square of its depth.
   uint32_t Child(uint32_t parent, uint32_t name, Kind kind, uint32_t event) {
+    const uint8_t modules = places_[parent].modules;
+    if (kind == Kind::kModule && modules >= kMaxModuleDepth) return parent;
     const uint64_t key =
         (uint64_t{parent} << 32) | (uint64_t{name} << 2) | static_cast<uint64_t>(kind);
     const auto [it, added] = index_.try_emplace(key, static_cast<uint32_t>(places_.size()));
-    if (added) places_.push_back(Place{parent, name, kind, event});
+    if (added) {
+      const auto depth = static_cast<uint8_t>(modules + (kind == Kind::kModule ? 1 : 0));
+      places_.push_back(Place{parent, name, kind, depth, event});
+    }
     return it->second;
   }
   const Place& operator[](uint32_t p) const { return places_[p]; }
@@ -56,6 +65,120 @@ class Places {
   std::vector<Place> places_;
   std::unordered_map<uint64_t, uint32_t> index_;
 };
+
+// The op names and call sites around each place, each once, without a list
+// per place (a nest of N ops would hold N^2 names): per place its innermost
+// op and call site (the self rows), and the places where a name enters the
+// names around the places under it, or leaves them (a frame's bare call
+// site gives way to the frame at the line that made the call below it):
+// a name's total is what lies under the places it enters, less what lies
+// under those it leaves.
+struct PlaceLabels {
+  struct Label {
+    uint32_t name = kNone32;  // string id: an op's name or a user frame's
+    uint32_t line = 0;        // a call site's line (0: not said)
+    bool op = false;
+    bool operator==(const Label&) const = default;
+  };
+  struct Change {
+    uint32_t place;
+    Label label;
+    bool leaves;
+  };
+  std::vector<uint32_t> innermost_op;  // string id; kNone32: outside any op
+  std::vector<Label> innermost_site;   // name kNone32: no call site
+  std::vector<Change> changes;
+  std::vector<uint32_t> module_place;     // the innermost module call's place; 0: none
+  std::vector<std::string> module_paths;  // by place, for module calls' places only
+  std::string ModulePathOf(uint32_t p) const { return module_paths[module_place[p]]; }
+};
+
+PlaceLabels LabelPlaces(const Trace& trace, const Places& places) {
+  const size_t n = places.size();
+  PlaceLabels out;
+  out.innermost_op.assign(n, kNone32);
+  out.innermost_site.assign(n, PlaceLabels::Label{});
+  out.module_place.assign(n, 0);
+  out.module_paths.resize(n);
+  // Children in CSR form (a place's id is above its parent's), for a
+  // depth-first walk that keeps the set of names around the current place.
+  std::vector<uint32_t> first(n + 1, 0), kids(n > 0 ? n - 1 : 0);
+  for (uint32_t p = 1; p < n; ++p) ++first[places[p].parent + 1];
+  for (size_t p = 0; p < n; ++p) first[p + 1] += first[p];
+  {
+    std::vector<uint32_t> fill(first.begin(), first.end() - 1);
+    for (uint32_t p = 1; p < n; ++p) kids[fill[places[p].parent]++] = p;
+  }
+  std::vector<uint8_t> op_around(trace.strings.size(), 0);
+  std::unordered_map<uint64_t, uint8_t> site_around;
+  auto key = [](const PlaceLabels::Label& l) { return (uint64_t{l.line} << 32) | l.name; };
+  struct Visit {
+    uint32_t place;
+    uint32_t next_kid;
+    size_t changes_begin, changes_end;  // the place's own changes
+  };
+  std::vector<Visit> stack{{0, first[0], 0, 0}};
+  while (!stack.empty()) {
+    Visit& v = stack.back();
+    if (v.next_kid == first[v.place + 1]) {
+      // Leaving: what this place changed is undone, newest first.
+      for (size_t i = v.changes_end; i-- > v.changes_begin;) {
+        const PlaceLabels::Change& c = out.changes[i];
+        if (c.label.op)
+          op_around[c.label.name] = c.leaves ? 1 : 0;
+        else
+          site_around[key(c.label)] = c.leaves ? 1 : 0;
+      }
+      stack.pop_back();
+      continue;
+    }
+    const uint32_t p = kids[v.next_kid++];
+    const Places::Place& place = places[p];
+    out.innermost_op[p] = out.innermost_op[place.parent];
+    out.innermost_site[p] = out.innermost_site[place.parent];
+    out.module_place[p] = out.module_place[place.parent];
+    const size_t begin = out.changes.size();
+    auto enter_site = [&](const PlaceLabels::Label& l) {
+      uint8_t& around = site_around[key(l)];
+      if (around == 0) out.changes.push_back({p, l, false});
+      around = 1;
+    };
+    switch (place.kind) {
+      case Places::Kind::kOp:
+        out.innermost_op[p] = place.name;
+        if (op_around[place.name] == 0) out.changes.push_back({p, {place.name, 0, true}, false});
+        op_around[place.name] = 1;
+        break;
+      case Places::Kind::kCallSite:
+        out.innermost_site[p] = {place.name, 0, false};
+        enter_site(out.innermost_site[p]);
+        break;
+      case Places::Kind::kLine: {
+        // The innermost frame, at the line that made the call below it.
+        const PlaceLabels::Label was = out.innermost_site[p];
+        if (was.name == kNone32) break;
+        const PlaceLabels::Label now{was.name, place.name, false};
+        if (now == was) break;
+        site_around[key(was)] = 0;
+        out.changes.push_back({p, was, true});
+        out.innermost_site[p] = now;
+        enter_site(now);
+        break;
+      }
+      case Places::Kind::kModule:
+        out.module_place[p] = p;
+        out.module_paths[p] = ModulePath(trace, place.event);
+        break;
+    }
+    stack.push_back({p, first[p], begin, out.changes.size()});
+  }
+  return out;
+}
+
+// Adds `u` to the self part of the row `name` of `rows`, and to its total
+// when `total`.
+void AddSelf(std::map<std::string, MemoryRow, std::less<>>& rows, std::string_view name,
+             const MemoryUse& u, bool total);
 
 // What the walks accumulate for one device.
 struct DeviceUse {
@@ -77,6 +200,8 @@ struct DeviceUse {
   }
 };
 
+MemoryUse Negated(const MemoryUse& u) { return {-u.allocated, -u.freed, -u.count, -u.at_peak}; }
+
 // Adds `u` to the row `name` of `rows`, to its self part when `self`.
 void AddTo(std::map<std::string, MemoryRow, std::less<>>& rows, std::string_view name,
            const MemoryUse& u, bool self) {
@@ -88,6 +213,16 @@ void AddTo(std::map<std::string, MemoryRow, std::less<>>& rows, std::string_view
   }
   it->second.total += u;
   if (self) it->second.self += u;
+}
+
+void AddSelf(std::map<std::string, MemoryRow, std::less<>>& rows, std::string_view name,
+             const MemoryUse& u, bool total) {
+  if (total) {
+    AddTo(rows, name, u, true);
+    return;
+  }
+  AddTo(rows, name, MemoryUse{}, false);
+  rows.find(name)->second.self += u;
 }
 
 std::vector<MemoryRow> Sorted(std::map<std::string, MemoryRow, std::less<>>& rows) {
@@ -317,63 +452,43 @@ std::vector<MemoryTables> ComputeTables(const ExplainInput& in) {
     u.no_identity = 0;
   }
 
-  // The rows. A place's op names, call sites and module path are found once.
-  // A call site is a user frame's name (string id) and, where the trace
-  // says, the line of it that made the call (in the high half; 0: none).
-  std::vector<std::vector<uint32_t>> op_names(places.size());
-  std::vector<std::vector<uint64_t>> call_sites(places.size());
-  std::vector<std::string> module_path(places.size());
-  for (uint32_t p = 1; p < places.size(); ++p) {
-    const Places::Place& place = places[p];
-    // Each op name and call site once, the innermost's last.
-    op_names[p] = op_names[place.parent];
-    call_sites[p] = call_sites[place.parent];
-    if (place.kind == Places::Kind::kOp) {
-      std::erase(op_names[p], place.name);
-      op_names[p].push_back(place.name);
-    } else if (place.kind == Places::Kind::kCallSite) {
-      std::erase(call_sites[p], uint64_t{place.name});
-      call_sites[p].push_back(place.name);
-    } else if (place.kind == Places::Kind::kLine && !call_sites[p].empty()) {
-      // The frame around it (the innermost) at that line.
-      const uint64_t site = (uint64_t{place.name} << 32) | (call_sites[p].back() & 0xffffffffu);
-      call_sites[p].pop_back();
-      std::erase(call_sites[p], site);
-      call_sites[p].push_back(site);
-    }
-    const bool module = place.kind == Places::Kind::kModule;
-    if (place.kind == Places::Kind::kLine) {  // its event is the call below it
-      module_path[p] = module_path[place.parent];
-      continue;
-    }
-    module_path[p] = module || !module_path[place.parent].empty()
-                         ? ContextOf(trace, in.tree, place.event).module
-                         : std::string();
-  }
+  const PlaceLabels labels = LabelPlaces(trace, places);
   std::vector<MemoryTables> tables(num_devices);
+  std::vector<MemoryUse> below;  // per place: its bytes and those of the places under it
   for (size_t d = 0; d < num_devices; ++d) {
     const DeviceUse& u = use[d];
     MemoryTables& t = tables[d];
     std::map<std::string, MemoryRow, std::less<>> by_op, by_module, by_site;
+    // Totals: a name counts the places under each place where it enters the
+    // names around them, less those under a place where it leaves.
+    below.assign(u.by_place.begin(), u.by_place.end());
+    for (size_t p = below.size(); p-- > 1;)
+      below[places[static_cast<uint32_t>(p)].parent] += below[p];
+    for (const PlaceLabels::Change& c : labels.changes) {
+      if (c.place >= below.size() || below[c.place] == MemoryUse{}) continue;
+      MemoryUse m = below[c.place];
+      if (c.leaves) m = Negated(m);
+      if (c.label.op) {
+        AddTo(by_op, trace.strings.Get(c.label.name), m, false);
+      } else {
+        AddTo(by_site, CallSiteLabel(trace.strings.Get(c.label.name), c.label.line), m, false);
+      }
+    }
     for (uint32_t p = 0; p < u.by_place.size(); ++p) {
       const MemoryUse& m = u.by_place[p];
       if (m == MemoryUse{}) continue;
       t.device += m;
-      const std::vector<uint32_t>& ops = op_names[p];
-      if (ops.empty()) AddTo(by_op, kOutsideOps, m, true);
-      for (size_t i = 0; i < ops.size(); ++i)
-        AddTo(by_op, trace.strings.Get(ops[i]), m, i + 1 == ops.size());
-      const std::vector<uint64_t>& sites = call_sites[p];
-      if (sites.empty()) AddTo(by_site, kNoCallSite, m, true);
-      for (size_t i = 0; i < sites.size(); ++i) {
-        const std::string& frame = trace.strings.Get(static_cast<uint32_t>(sites[i]));
-        AddTo(by_site, CallSiteLabel(frame, static_cast<uint32_t>(sites[i] >> 32)), m,
-              i + 1 == sites.size());
-      }
+      const uint32_t op = labels.innermost_op[p];
+      AddSelf(by_op, op == kNone32 ? kOutsideOps : trace.strings.Get(op), m, op == kNone32);
+      const PlaceLabels::Label& site = labels.innermost_site[p];
+      if (site.name == kNone32)
+        AddTo(by_site, kNoCallSite, m, true);
+      else
+        AddSelf(by_site, CallSiteLabel(trace.strings.Get(site.name), site.line), m, false);
       // The model's state made here counts under its module instead.
       MemoryUse in_module = m;
       if (const auto it = u.moved.find(p); it != u.moved.end()) in_module.at_peak -= it->second;
-      AddToModule(by_module, module_path[p], in_module, kOutsideModules);
+      AddToModule(by_module, labels.ModulePathOf(p), in_module, kOutsideModules);
     }
     for (const auto& [id, bytes] : u.owned) {
       if (bytes == 0) continue;
@@ -395,7 +510,7 @@ std::vector<MemoryTables> ComputeTables(const ExplainInput& in) {
     }
     for (const auto& [place, bytes] : u.before_profile) {
       if (bytes == 0) continue;
-      AddToModule(by_module, place == kNone32 ? std::string() : module_path[place],
+      AddToModule(by_module, place == kNone32 ? std::string() : labels.ModulePathOf(place),
                   before_profile(bytes), kBeforeProfile);
     }
     if (u.no_identity != 0) {

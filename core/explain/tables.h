@@ -68,6 +68,10 @@ struct MemoryRow {
   MemoryUse self, total;
 };
 
+// Module calls nested deeper than this count with the module call around
+// them (each module row is named by its whole path).
+inline constexpr uint8_t kMaxModuleDepth = 64;
+
 inline constexpr std::string_view kOutsideOps = "(outside any op)";
 inline constexpr std::string_view kOutsideModules = "(outside any module)";
 // No frame of the user's code around it (or a trace without with_stack).

@@ -59,6 +59,14 @@ enum class Mode {
   kMessage,  // OneLine: neither (quoted parts are escaped already)
 };
 
+// The code point of one well-formed UTF-8 sequence.
+uint32_t DecodeUtf8(std::string_view c) {
+  static constexpr unsigned char kLeadMask[] = {0, 0x7F, 0x1F, 0x0F, 0x07};
+  uint32_t cp = static_cast<unsigned char>(c[0]) & kLeadMask[c.size()];
+  for (size_t k = 1; k < c.size(); ++k) cp = (cp << 6) | (static_cast<unsigned char>(c[k]) & 0x3F);
+  return cp;
+}
+
 Unit Decode(std::string_view s, size_t i, Mode mode) {
   Unit u;
   const auto b0 = static_cast<unsigned char>(s[i]);
@@ -88,36 +96,12 @@ Unit Decode(std::string_view s, size_t i, Mode mode) {
     }
     return u;
   }
-  // The well-formed sequences of Unicode's table 3-7: no overlong forms, no
-  // surrogates, nothing past U+10FFFF.
-  size_t len = 0;
-  unsigned char lo = 0x80;
-  unsigned char hi = 0xBF;
-  uint32_t cp = 0;
-  if (b0 >= 0xC2 && b0 <= 0xDF) {
-    len = 2;
-    cp = b0 & 0x1F;
-  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-    len = 3;
-    cp = b0 & 0x0F;
-    if (b0 == 0xE0) lo = 0xA0;
-    if (b0 == 0xED) hi = 0x9F;
-  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-    len = 4;
-    cp = b0 & 0x07;
-    if (b0 == 0xF0) lo = 0x90;
-    if (b0 == 0xF4) hi = 0x8F;
-  }
-  bool valid = len != 0 && i + len <= s.size();
-  for (size_t k = 1; valid && k < len; ++k) {
-    const auto b = static_cast<unsigned char>(s[i + k]);
-    if (k == 1 ? (b < lo || b > hi) : !IsContinuation(b)) valid = false;
-    cp = (cp << 6) | (b & 0x3F);
-  }
-  if (!valid) {
+  const size_t len = Utf8CharLength(s, i);
+  if (len == 0) {
     SetByteEscape(&u, b0);
     return u;
   }
+  const uint32_t cp = DecodeUtf8(s.substr(i, len));
   u.in_len = len;
   if (EscapedCodePoint(cp)) {
     SetCodePointEscape(&u, cp);
@@ -215,19 +199,84 @@ std::string OneLine(std::string_view message) {
   return out;
 }
 
+size_t Utf8CharLength(std::string_view s, size_t i) {
+  const auto b0 = static_cast<unsigned char>(s[i]);
+  if (b0 < 0x80) return 1;
+  // The well-formed sequences of Unicode's table 3-7: no overlong forms, no
+  // surrogates, nothing past U+10FFFF.
+  size_t len = 0;
+  unsigned char lo = 0x80;
+  unsigned char hi = 0xBF;
+  if (b0 >= 0xC2 && b0 <= 0xDF) {
+    len = 2;
+  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
+    len = 3;
+    if (b0 == 0xE0) lo = 0xA0;
+    if (b0 == 0xED) hi = 0x9F;
+  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
+    len = 4;
+    if (b0 == 0xF0) lo = 0x90;
+    if (b0 == 0xF4) hi = 0x8F;
+  }
+  if (len == 0 || i + len > s.size()) return 0;
+  for (size_t k = 1; k < len; ++k) {
+    const auto b = static_cast<unsigned char>(s[i + k]);
+    if (k == 1 ? (b < lo || b > hi) : !IsContinuation(b)) return 0;
+  }
+  return len;
+}
+
+size_t InvalidUtf8Bytes(std::string_view s) {
+  size_t bad = 0;
+  for (size_t i = 0; i < s.size();) {
+    const size_t len = Utf8CharLength(s, i);
+    bad += len == 0 ? 1 : 0;
+    i += len == 0 ? 1 : len;
+  }
+  return bad;
+}
+
+std::string ReplaceInvalidUtf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    const size_t len = Utf8CharLength(s, i);
+    if (len == 0) {
+      out += kReplacementCharacter;
+      ++i;
+    } else {
+      out.append(s.substr(i, len));
+      i += len;
+    }
+  }
+  return out;
+}
+
 void AppendJsonString(std::string& out, std::string_view s) {
   out += '"';
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      if (c == '"' || c == '\\') {
+        out += '\\';
+        out += static_cast<char>(c);
+      } else if (c < 0x20) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", c);
+        out += buf;
+      } else {
+        out += static_cast<char>(c);
+      }
+      ++i;
+      continue;
+    }
+    const size_t len = Utf8CharLength(s, i);
+    if (len == 0) {
+      out += "\\ufffd";  // one per byte that is no part of valid UTF-8
+      ++i;
     } else {
-      out += ch;
+      out.append(s.substr(i, len));
+      i += len;
     }
   }
   out += '"';

@@ -54,9 +54,25 @@ std::string TextCell(std::string_view name);
 // already passes unchanged (OneLine(Quote(x)) == Quote(x)).
 std::string OneLine(std::string_view message);
 
+// The length of the well-formed UTF-8 character at s[i] (1 to 4), or 0
+// where s[i] starts none (a lone continuation byte, a cut sequence, an
+// overlong form, a surrogate, past U+10FFFF).
+size_t Utf8CharLength(std::string_view s, size_t i);
+
+// U+FFFD, what a byte that is no part of valid UTF-8 becomes in an output
+// that must be UTF-8.
+inline constexpr std::string_view kReplacementCharacter = "\xEF\xBF\xBD";
+
+// How many bytes of `s` are no part of valid UTF-8.
+size_t InvalidUtf8Bytes(std::string_view s);
+
+// `s` with each byte that is no part of valid UTF-8 replaced by U+FFFD.
+std::string ReplaceInvalidUtf8(std::string_view s);
+
 // `s` as a JSON string literal, quotes included, appended to `out`: `"` and
-// `\` escaped, control characters as \uHHHH, other bytes as they are (the
-// writers' JSON is read back by memtl and Python, which take them raw).
+// `\` escaped, control characters as \uHHHH, each byte that is no part of
+// valid UTF-8 as \ufffd (JSON is UTF-8: a file name or a name from a
+// foreign trace must not make the document invalid), valid UTF-8 as it is.
 void AppendJsonString(std::string& out, std::string_view s);
 inline std::string JsonString(std::string_view s) {
   std::string out;

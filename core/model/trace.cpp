@@ -7,6 +7,8 @@
 #include <charconv>
 #include <utility>
 
+#include "core/model/quote.h"
+
 namespace memtl {
 
 namespace {
@@ -109,6 +111,10 @@ int64_t SizeOfObservation(const int64_t* sizes, size_t num_sizes, const int64_t*
 uint32_t StringTable::Intern(std::string_view s) {
   auto it = index_.find(s);
   if (it != index_.end()) return it->second;
+  if (InvalidUtf8Bytes(s) > 0) {
+    if (invalid_utf8_++ == 0) invalid_utf8_example_ = Quote(s);
+    return Intern(ReplaceInvalidUtf8(s));  // valid now: no further recursion
+  }
   const auto id = static_cast<uint32_t>(strings_.size());
   strings_.emplace_back(s);
   index_.emplace(strings_.back(), id);

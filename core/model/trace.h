@@ -41,9 +41,15 @@ struct DeviceInfo {
   int64_t max_total_reserved = 0;
 };
 
+// The names of a trace, each stored once. Every name in it is valid UTF-8,
+// so that no output has to repair one: a name that is not (a foreign trace's
+// bytes) is stored with those bytes replaced by U+FFFD, and counted.
 class StringTable {
  public:
   uint32_t Intern(std::string_view s);
+  // How many names were repaired, and the first of them as it came (quoted).
+  size_t invalid_utf8() const { return invalid_utf8_; }
+  const std::string& invalid_utf8_example() const { return invalid_utf8_example_; }
   bool Contains(std::string_view s) const { return index_.find(s) != index_.end(); }
   const std::string& Get(uint32_t id) const { return strings_[id]; }
   size_t size() const { return strings_.size(); }
@@ -55,6 +61,8 @@ class StringTable {
   };
   std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> index_;
   std::vector<std::string> strings_;
+  size_t invalid_utf8_ = 0;
+  std::string invalid_utf8_example_;
 };
 
 struct TraceHeader {

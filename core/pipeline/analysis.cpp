@@ -204,6 +204,10 @@ Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string&
     a->diagnostics.Add("event starts before its parent", "the parent links may be wrong",
                        a->trace.events_before_parent);
   }
+  if (a->trace.strings.invalid_utf8() > 0) {
+    a->diagnostics.Add("name that is not valid UTF-8: its bad bytes read as U+FFFD",
+                       a->trace.strings.invalid_utf8_example(), a->trace.strings.invalid_utf8());
+  }
   // The trace split by lifetime: the tensor records and the allocations'
   // addresses are read by the stages up to the size map only, and go when
   // IdentityAndSizes returns, before the op tree's facts and the graph add

@@ -29,8 +29,10 @@ turns it off with 0; native_walk() says whether it is in use.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 from typing import TYPE_CHECKING
 
 from ._output import _open_unnamed_or_temporary, _put_in_place, _SpooledTrace, _TraceFile
@@ -469,6 +471,26 @@ def _model_params(model):
     return params
 
 
+def _output_target(path):
+    """(the file `path` writes, whether it is written in place), by the
+    command's rule (export/atomic_file.h): a directory is refused; an
+    existing file that is not regular (a pipe, a terminal, a device, a
+    socket) is written in place, as a stream; a symbolic link is followed to
+    its end, also when that end does not exist yet (it is created, the link
+    stays)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        # Nothing there, or a link to nothing yet: realpath follows links
+        # whose ends are missing.
+        return os.path.realpath(path), False
+    if stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(errno.EISDIR, "cannot write %s: is a directory" % path)
+    if not stat.S_ISREG(st.st_mode):
+        return path, True
+    return (os.path.realpath(path) if os.path.islink(path) else path), False
+
+
 def save(prof: torch.profiler.profile, path: str | os.PathLike[str], model=None) -> None:
     """Writes `prof` (a finished torch.profiler.profile, or a
     torch.autograd.profiler.profile) to `path` as a memtl trace; gzip when
@@ -480,7 +502,9 @@ def save(prof: torch.profiler.profile, path: str | os.PathLike[str], model=None)
     and the time of the save, which the report shows. The file appears whole or not at all, and nothing
     else is left behind: it is written to an unnamed file in the same
     directory (O_TMPFILE; a named temporary file where the file system has
-    none), synced, then linked into place.
+    none), synced, then linked into place. As with the command's -o, a
+    path that is a pipe, a terminal or a device is written in place, and a
+    symbolic link is followed to its end, which is created when missing.
     Raises RecorderError when the profile cannot give a memory timeline,
     and OSError naming `path` when it cannot be written."""
     import torch
@@ -505,10 +529,35 @@ def save(prof: torch.profiler.profile, path: str | os.PathLike[str], model=None)
         if err is None:
             raise
         raise err from e
-    # A symbolic link's target is what gets replaced (the link stays).
-    target = os.path.realpath(path) if os.path.islink(path) else path
-    directory = os.path.dirname(os.path.abspath(target))
+    target, stream = _output_target(path)
     base = os.path.basename(target)
+
+    def write(raw, directory):
+        # The gzip header names the final file, not the temporary one.
+        trace = _TraceFile(raw, directory, base[:-3] if path.endswith(".gz") else None)
+        try:
+            write_events(roots, trace, torch.__version__, _schema_lookup(), settings, extra)
+        except AttributeError as e:
+            err = _torch_field_error(e, torch.__version__)
+            if err is None:
+                raise
+            raise err from e
+        finally:
+            trace.close()
+
+    if stream:
+        # A pipe, a terminal, a device: written in place, as the command does.
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+        except OSError as e:
+            raise type(e)(e.errno, "cannot write %s: %s" % (path, e.strerror)) from None
+        try:
+            with os.fdopen(fd, "wb", closefd=False) as raw:
+                write(raw, None)
+        finally:
+            os.close(fd)
+        return
+    directory = os.path.dirname(os.path.abspath(target))
     try:
         fd, tmp = _open_unnamed_or_temporary(directory, base)
     except OSError as e:
@@ -517,17 +566,7 @@ def save(prof: torch.profiler.profile, path: str | os.PathLike[str], model=None)
     placed = False
     try:
         with os.fdopen(fd, "wb", closefd=False) as raw:
-            # The gzip header names the final file, not the temporary one.
-            trace = _TraceFile(raw, directory, base[:-3] if path.endswith(".gz") else None)
-            try:
-                write_events(roots, trace, torch.__version__, _schema_lookup(), settings, extra)
-            except AttributeError as e:
-                err = _torch_field_error(e, torch.__version__)
-                if err is None:
-                    raise
-                raise err from e
-            finally:
-                trace.close()
+            write(raw, directory)
         os.fsync(fd)
         _put_in_place(fd, tmp, target, directory, base)
         placed = True

@@ -76,7 +76,7 @@ check events-o-tsv 0 "memtl: wrote $tmp/o.tsv" -- "$bin" events "$pk" -o "$tmp/o
 cmp -s "$tmp/o.tsv" "$tmp/o.stdout" && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL events-o-tsv: not the TSV"; }
 check graph-o-json 2 "memtl graph writes text, not JSON" -- "$bin" graph "$pk" -o "$tmp/o.json"
 check peak-o-gz 2 "memtl peak writes text or JSON, not gzip" -- "$bin" peak "$pk" -o "$tmp/o.json.gz"
-check peak-o-trace 2 "is a trace being read" -- "$bin" peak "$pk" -o "$pk"
+check peak-o-trace 2 "being read; choose another output path" -- "$bin" peak "$pk" -o "$pk"
 # Over budget: the summary is written all the same, then status 3.
 "$bin" summary "$pk" -o "$tmp/s.json" --budget total=1KB 2>/dev/null
 [ $? -eq 3 ] && grep -q '"peak_bytes"' "$tmp/s.json" && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL summary-o-budget"; }
@@ -158,8 +158,8 @@ check events-text 0 "" -- "$bin" events "$fx"
 # The trace is never an output, whatever the path names it by.
 cp "$fx" "$tmp/in.trace.json"
 ln -s in.trace.json "$tmp/link.json"
-check output-is-trace 2 "is the trace being read" -- "$bin" export "$tmp/in.trace.json" -o "$tmp/in.trace.json"
-check output-links-to-trace 2 "is the trace being read" -- "$bin" export "$tmp/in.trace.json" -o "$tmp/link.json"
+check output-is-trace 2 "being read; choose another output path" -- "$bin" export "$tmp/in.trace.json" -o "$tmp/in.trace.json"
+check output-links-to-trace 2 "being read; choose another output path" -- "$bin" export "$tmp/in.trace.json" -o "$tmp/link.json"
 cmp -s "$fx" "$tmp/in.trace.json" && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL the trace was changed"; }
 rm "$tmp/in.trace.json" "$tmp/link.json"
 # A symbolic link's target is replaced; a named pipe is written as a stream.
@@ -198,7 +198,7 @@ check quoted-strict-name 2 'a\nb\x1b[2J.trace: --strict: double free' -- "$bin" 
 cp "$root/fixtures/bad/truncated_last_line.trace" "$evil.trace"
 check quoted-partial-name 0 'a\nb\x1b[2J.trace: the trace is truncated' -- "$bin" graph --partial "$evil.trace"
 cp "$fx" "$evil.json"
-check quoted-output-name 2 'a\nb\x1b[2J.json: is the trace being read' -- "$bin" export "$evil.json" -o "$evil.json"
+check quoted-output-name 2 'a\nb\x1b[2J.json: is a file being read' -- "$bin" export "$evil.json" -o "$evil.json"
 check quoted-command 2 'unknown command "frob\nnicate\x1b[2J"' -- "$bin" "frob
 nicate$esc[2J"
 check quoted-option-value 2 "--threads" -- "$bin" graph "$fx" --threads "3
@@ -218,7 +218,7 @@ fi
 check graph-stdout-closed 2 "standard output: cannot write: Bad file descriptor" -- \
   bash -c '"$0" graph "$1" >&-' "$bin" "$fx"
 for c in graph events; do
-  for mode in default blocked; do
+  for mode in default blocked ignored; do
     want=141
     [ "$mode" = default ] && want=-13
     got=$(python3 - "$bin" "$c" "$fx" "$mode" <<'PY'
@@ -229,6 +229,8 @@ os.close(r)  # the reader has gone before memtl writes
 pre = None
 if mode == "blocked":
     pre = lambda: signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGPIPE})
+if mode == "ignored":  # as nohup and `trap '' PIPE` leave it: memtl keeps it ignored
+    pre = lambda: signal.signal(signal.SIGPIPE, signal.SIG_IGN)
 p = subprocess.run([memtl, cmd, trace], stdout=w, stderr=subprocess.PIPE, preexec_fn=pre)
 print(p.returncode if not p.stderr else "stderr: " + p.stderr.decode())
 PY
@@ -341,7 +343,7 @@ else
   echo "FAIL diff-et: $(head -12 "$tmp/ediff.txt") $(cat "$tmp/ediff.err")"
 fi
 cp "$ex2" "$tmp/b.trace.jsonl.gz"
-check diff-over-trace 2 "is a trace being read" -- "$bin" diff "$ex" "$tmp/b.trace.jsonl.gz" -o "$tmp/b.trace.jsonl.gz"
+check diff-over-trace 2 "being read; choose another output path" -- "$bin" diff "$ex" "$tmp/b.trace.jsonl.gz" -o "$tmp/b.trace.jsonl.gz"
 # A Kineto trace alone records no tensors: its categories are inferred
 # (core/infer/) and every output says so; the exports keep PyTorch's
 # category numbers. Goldens: tests/golden/kineto/.
@@ -520,7 +522,7 @@ check whatif-needs-wrap 2 "needs --wrap" -- "$bin" whatif "$t2" --shard params=8
 check whatif-no-grads 2 "the trace has no GRADIENT bytes" -- \
   "$bin" whatif "$fx/e2e_inference.trace.jsonl.gz" --set-to-none
 cp "$t2" "$tmp/in.trace.jsonl.gz"
-check whatif-output-is-input 2 "is a trace being read" -- \
+check whatif-output-is-input 2 "being read; choose another output path" -- \
   "$bin" whatif "$tmp/in.trace.jsonl.gz" --optimizer sgd -o "$tmp/in.trace.jsonl.gz"
 check whatif-text 0 "" -- "$bin" whatif "$t2" --optimizer sgd --shard optimizer=4 --dtype params=bf16
 check whatif-html 0 "wrote" -- "$bin" whatif "$t2" --optimizer sgd -o "$tmp/w.html"
@@ -528,6 +530,69 @@ grep -q "<polyline" "$tmp/w.html" && pass=$((pass + 1)) || { fail=$((fail + 1));
 "$bin" whatif "$t2" --optimizer sgd -o "$tmp/w.json" 2>/dev/null &&
   python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["devices"][0]; assert d["peak_bytes"]["after"] < d["peak_bytes"]["before"]' "$tmp/w.json" &&
   pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL whatif-json: the peak after must be lower"; }
+
+# Nothing lost, round 2 (issue 34). An output never replaces an input, by
+# any name: standard input, /proc/self/fd/0, --et, a hard link.
+fx="$root/fixtures/dataflow_simple.trace.jsonl.gz"
+cp "$root/fixtures/dataflow_simple.trace.jsonl.gz" "$tmp/stdin.json"
+sum_before=$(cksum <"$tmp/stdin.json")
+check stdin-is-output 2 "being read; choose another output path" -- \
+  bash -c '"$0" export - -o "$1" <"$1"' "$bin" "$tmp/stdin.json"
+check stdin-is-output-proc 2 "being read; choose another output path" -- \
+  bash -c '"$0" diff - "$1" -o /proc/self/fd/0 <"$2"' "$bin" "$fx" "$tmp/stdin.json"
+ln "$tmp/stdin.json" "$tmp/hard.json"
+check hard-link-is-output 2 "being read; choose another output path" -- \
+  "$bin" export "$tmp/stdin.json" -o "$tmp/hard.json"
+[ "$(cksum <"$tmp/stdin.json")" = "$sum_before" ] && pass=$((pass + 1)) ||
+  { fail=$((fail + 1)); echo "FAIL stdin-is-output: the input changed"; }
+cp "$root/fixtures/et/e2e_adam.et.json.gz" "$tmp/et.json.gz"
+check et-is-output 2 "being read; choose another output path" -- \
+  "$bin" peak "$root/fixtures/et/e2e_adam.kineto.json.gz" --et "$tmp/et.json.gz" -o "$tmp/et.json.gz"
+check et-b-is-output 2 "being read; choose another output path" -- \
+  "$bin" diff "$fx" "$root/fixtures/et/e2e_adam.kineto.json.gz" --et-b "$tmp/et.json.gz" \
+  -o "$tmp/et.json.gz"
+# A link to a file not there yet is followed, as a shell's `>` follows it:
+# the file appears at its end and the link stays.
+ln -s "$tmp/made-by-link.json" "$tmp/dangling.json"
+check dangling-link 0 "wrote" -- "$bin" export "$fx" -o "$tmp/dangling.json"
+[ -L "$tmp/dangling.json" ] && [ -s "$tmp/made-by-link.json" ] && pass=$((pass + 1)) ||
+  { fail=$((fail + 1)); echo "FAIL dangling-link: the link was replaced"; }
+# A named pipe is written in place, and stays a pipe.
+mkfifo "$tmp/fifo.json"
+cat "$tmp/fifo.json" >"$tmp/from-fifo" &
+check fifo-output 0 "wrote" -- timeout 60 "$bin" export "$fx" -o "$tmp/fifo.json"
+wait
+[ -p "$tmp/fifo.json" ] && [ -s "$tmp/from-fifo" ] && pass=$((pass + 1)) ||
+  { fail=$((fail + 1)); echo "FAIL fifo-output: not written in place"; }
+# Every output of a run, or none: an output that cannot be written fails
+# before the analysis, and leaves the others unwritten.
+check half-a-result 2 "/no/such/dir/x.html: cannot write" -- \
+  "$bin" export "$fx" -o "$tmp/first.json" -o /no/such/dir/x.html
+[ ! -e "$tmp/first.json" ] && pass=$((pass + 1)) ||
+  { fail=$((fail + 1)); echo "FAIL half-a-result: first.json left behind"; }
+check output-is-directory 2 "is a directory" -- "$bin" peak "$fx" -o "$tmp"
+# Sizes are read whole or refused.
+for size in 1..5GB 1.2.3MB . 1.GB .5GB 5GBx; do
+  check "budget-$size" 2 "--budget total=$size" -- "$bin" summary "$fx" --budget "total=$size"
+done
+check budget-decimal 0 "" -- "$bin" summary "$fx" --budget total=1.5GB
+# Every JSON output is UTF-8: a name from a foreign trace with bytes that
+# are not, and a file name that is not, read as U+FFFD there, and the names
+# are counted in a note.
+python3 - "$root/fixtures/kineto/e2e_adam.kineto.json.gz" "$tmp/bad-utf8.json" <<'PY'
+import gzip, sys
+raw = gzip.open(sys.argv[1]).read()
+open(sys.argv[2], "wb").write(raw.replace(b'"name": "aten::', b'"name": "aten\xff::'))
+PY
+cp "$tmp/bad-utf8.json" "$tmp/bad-name-"$'\xff'".json"
+for c in summary peak; do
+  check "$c-json-utf8" 0 "name that is not valid UTF-8: its bad bytes read as U+FFFD" -- \
+    bash -c '"$0" "$1" "$2" --format json >"$3"' "$bin" "$c" "$tmp/bad-name-"$'\xff'".json" "$tmp/u.json"
+  python3 -c 'import json,sys; json.loads(open(sys.argv[1],"rb").read().decode("utf-8"))' "$tmp/u.json" &&
+    pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL $c-json-utf8: not UTF-8 JSON"; }
+done
+grep -q "aten"$'\xef\xbf\xbd'"::" "$tmp/u.json" && pass=$((pass + 1)) ||
+  { fail=$((fail + 1)); echo "FAIL json-utf8: the name is gone"; }
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -11,9 +11,11 @@ import gzip
 import io
 import json
 import os
+import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import unittest
 import zlib
 
@@ -341,6 +343,27 @@ class SaveTest(unittest.TestCase):
         self.assertEqual(sorted(os.listdir(self.dir.name)),
                          ["link.trace.jsonl", "new.trace.jsonl", "real.trace.jsonl"])
         self.assertEqual(os.stat(self.path("new.trace.jsonl")).st_mode & 0o777, 0o644 & ~_umask())
+
+    def test_links_to_nothing_yet_and_pipes_as_the_command_writes_them(self):
+        # As memtl's -o: a link whose end does not exist yet is followed and
+        # its end created (the link stays); a named pipe is written in place
+        # and stays a pipe (it was replaced by a regular file).
+        os.symlink("end.trace.jsonl", self.path("dangling.trace.jsonl"))
+        recorder.save(small_step(), self.path("dangling.trace.jsonl"))
+        self.assertTrue(os.path.islink(self.path("dangling.trace.jsonl")))
+        self.assertEqual(read_lines(self.path("end.trace.jsonl"))[0]["format"], "memtl-trace")
+        fifo = self.path("pipe.trace.jsonl.gz")
+        os.mkfifo(fifo)
+        got = []
+        reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()))
+        reader.start()
+        recorder.save(small_step(), fifo)
+        reader.join(60)
+        self.assertTrue(stat.S_ISFIFO(os.stat(fifo).st_mode))
+        self.assertEqual(strict_loads(gzip.decompress(got[0]).split(b"\n")[0])["format"],
+                         "memtl-trace")
+        with self.assertRaises(IsADirectoryError):
+            recorder.save(small_step(), self.dir.name)
 
     def test_gzip_trace_is_a_header_member_then_the_body(self):
         # save walks the tree once: the body is compressed while the tree is

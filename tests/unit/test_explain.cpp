@@ -140,6 +140,13 @@ TEST_CASE(
   CHECK(!ParseBudget("GRADIENT").ok());
   CHECK(!ParseBudget("bogus=1").ok());
   CHECK(!ParseBudget("GRADIENT=1parsec").ok());
+  // Strictly DIGITS[.DIGITS]UNIT: no prefix of a malformed size is taken.
+  for (const char* bad : {"total=1..5GB", "total=1.2.3MB", "total=.", "total=1.GB", "total=.5GB",
+                          "total=", "total=GB", "total=5GBx"}) {
+    CAPTURE(bad);
+    CHECK(!ParseBudget(bad).ok());
+  }
+  CHECK(ParseBudget("total=0.5GB").value().bytes == 500'000'000);
   CHECK(!ParseBudget("GRADIENT=").ok());
 
   Explained e = Load("resnet_bn_sgd_step.trace.jsonl.gz");

@@ -11,6 +11,7 @@
 
 #include "core/model/diagnostics.h"
 #include "core/model/quote.h"
+#include "core/model/trace.h"
 #include "core/schema/schema.h"
 
 using namespace memtl;
@@ -225,4 +226,31 @@ TEST_CASE("TextCell: plain names pass as they are; others escaped, whole, on one
   CHECK(TextCell("back\\slash") == "back\\\\slash");
   const std::string long_name(5000, 'a');
   CHECK(TextCell(long_name + "\n").size() == long_name.size() + 2);
+}
+
+TEST_CASE("JSON strings are UTF-8 whatever the bytes; the names of a trace are repaired once") {
+  // Each byte that is no part of valid UTF-8 reads as U+FFFD; valid text
+  // (two-, three- and four-byte characters) passes as it is.
+  CHECK(JsonString("a\xff\xfe") == "\"a\\ufffd\\ufffd\"");
+  CHECK(JsonString("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80") ==
+        "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"");
+  CHECK(JsonString("\xe2\x82") == "\"\\ufffd\\ufffd\"");             // a cut sequence
+  CHECK(JsonString("\xed\xa0\x80") == "\"\\ufffd\\ufffd\\ufffd\"");  // a surrogate
+  CHECK(JsonString("\xc0\xaf") == "\"\\ufffd\\ufffd\"");             // an overlong '/'
+  CHECK(JsonString("q\"\\\n") == "\"q\\\"\\\\\\u000a\"");
+  CHECK(InvalidUtf8Bytes("ok\xff\xc3\xa9\x80") == 2);
+  CHECK(ReplaceInvalidUtf8("a\xff"
+                           "b") ==
+        "a\xef\xbf\xbd"
+        "b");
+
+  StringTable strings;
+  const uint32_t good = strings.Intern("aten::mm");
+  const uint32_t bad = strings.Intern("aten\xff::mm");
+  CHECK(strings.Get(bad) == "aten\xef\xbf\xbd::mm");
+  CHECK(strings.Intern("aten\xff::mm") == bad);  // the same name, the same id
+  CHECK(strings.Intern("aten\xef\xbf\xbd::mm") == bad);
+  CHECK(strings.Intern("aten::mm") == good);
+  CHECK(strings.invalid_utf8() == 2);
+  CHECK(strings.invalid_utf8_example() == "\"aten\\xff::mm\"");
 }

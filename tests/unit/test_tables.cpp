@@ -530,3 +530,55 @@ TEST_CASE("report: the HTML holds every device's chart data and loads nothing") 
     CHECK(dev["peak"]["bytes"] == report.devices[d].peak.bytes);
   }
 }
+
+TEST_CASE(
+    "tables: a deep nest of ops and module calls costs memory by its events, not their square") {
+  // 20,000 nested ops, each allocating 16 bytes beneath it, inside 100
+  // nested module calls: each op's total counts every allocation beneath it
+  // once, and module calls past kMaxModuleDepth count with the one around
+  // them, so no module row's name holds more than that many modules.
+  using namespace memtl::test;
+  constexpr int kModules = 100;
+  constexpr int kOps = 20000;
+  constexpr int kEnd = 10 * (kModules + kOps);
+  std::string text = Header();
+  int i = 0;
+  for (; i < kModules; ++i) {
+    text += R"({"k":"py","i":)" + std::to_string(i) + R"(,"p":)" + std::to_string(i - 1) +
+            R"(,"name":"nn.Module: M","t0":)" + std::to_string(i) + R"(,"t1":)" +
+            std::to_string(kEnd - i) + "}\n";
+  }
+  for (; i < kModules + kOps; ++i)
+    text += Op(i, i - 1, "op" + std::to_string(i % 3), i, kEnd - i, "");
+  for (int k = 0; k < kOps; ++k) {
+    const int parent = kModules + k;
+    text += Alloc(i++, parent, parent, 64 * (k + 1), 16);
+  }
+  auto trace = ReadTraceString(text, "deep");
+  REQUIRE(trace.ok());
+  auto analysis = Analyze(std::move(trace.value()), "deep");
+  REQUIRE(analysis.ok());
+  auto c = Categorize(std::move(analysis.value()));
+  REQUIRE(c.ok());
+  const MemoryTables t = ComputeTables(InputOf(*c.value()))[0];
+  int ops = 0;
+  for (const MemoryRow& r : t.by_op) {
+    CAPTURE(r.name);
+    if (!r.name.starts_with("op")) continue;  // "(no tensor identity)": at the peak
+    ++ops;
+    // The outermost op holds every allocation; the next names first come
+    // one and two levels down.
+    const int first = (r.name.back() - '0' - kModules % 3 + 3) % 3;
+    const int64_t beneath = kOps - first;
+    CHECK(r.total.count == beneath);
+    CHECK(r.total.allocated == 16 * beneath);
+    CHECK(std::abs(r.self.count - kOps / 3) <= 1);
+  }
+  CHECK(ops == 3);
+  CHECK(t.device.count == kOps);
+  size_t longest = 0;
+  for (const MemoryRow& r : t.by_module) longest = std::max(longest, r.name.size());
+  const size_t one = std::string_view("M_0 > ").size();
+  CHECK(longest <= kMaxModuleDepth * (one + 4));
+  CHECK(t.by_module.size() <= kMaxModuleDepth + 1);
+}

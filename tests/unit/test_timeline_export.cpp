@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -149,6 +150,66 @@ TEST_CASE("export: atomic writes leave no partial file") {
   std::getline(in, text);
   CHECK(text == "[[], []]");
   CHECK_FALSE(WriteFileAtomically((dir / "missing" / "x.json").string(), "x", false).ok());
+  fs::remove_all(dir);
+}
+
+namespace {
+namespace fs = std::filesystem;
+}  // namespace
+
+TEST_CASE("atomic output: links are followed to their end, missing or not; others streamed") {
+  const fs::path dir = fs::temp_directory_path() / ("memtl_links_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto read = [](const fs::path& p) {
+    std::ifstream in(p);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  // A link to nothing yet: its end is created, the link stays.
+  fs::create_symlink(dir / "end.json", dir / "link.json");
+  REQUIRE(WriteFileAtomically((dir / "link.json").string(), "[1]", false).ok());
+  CHECK(fs::is_symlink(dir / "link.json"));
+  CHECK(read(dir / "end.json") == "[1]");
+  // A relative link to a relative link to nothing.
+  fs::create_symlink("end2.json", dir / "mid.json");
+  fs::create_symlink("mid.json", dir / "rel.json");
+  auto t = ResolveOutput((dir / "rel.json").string());
+  REQUIRE(t.ok());
+  CHECK(t.value().target == (dir / "end2.json").string());
+  CHECK_FALSE(t.value().stream);
+  // A loop of links, and a directory, are refused.
+  fs::create_symlink("loop_b", dir / "loop_a");
+  fs::create_symlink("loop_a", dir / "loop_b");
+  CHECK_FALSE(ResolveOutput((dir / "loop_a").string()).ok());
+  CHECK_FALSE(ResolveOutput(dir.string()).ok());
+  // A named pipe is a stream, written in place.
+  REQUIRE(mkfifo((dir / "fifo").c_str(), 0600) == 0);
+  auto f = ResolveOutput((dir / "fifo").string());
+  REQUIRE(f.ok());
+  CHECK(f.value().stream);
+  CHECK(ResolveOutput("/dev/null").value().stream);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("atomic output: finished files replace nothing until published") {
+  const fs::path dir = fs::temp_directory_path() / ("memtl_publish_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string a = (dir / "a.json").string(), b = (dir / "b.json").string();
+  {
+    std::unique_ptr<AtomicFile> fa(AtomicFile::Create(a, false).value());
+    std::unique_ptr<AtomicFile> fb(AtomicFile::Create(b, true).value());
+    REQUIRE(fa->Write("[]").ok());
+    REQUIRE(fa->Finish().ok());
+    REQUIRE(fb->Write("[]").ok());
+    REQUIRE(fb->Finish().ok());
+    CHECK(fs::is_empty(dir));  // both written in full, neither in place
+    REQUIRE(fa->Publish().ok());
+    // b is dropped unpublished, as when a later output fails.
+  }
+  CHECK(fs::exists(a));
+  CHECK_FALSE(fs::exists(b));
+  CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator()) == 1);
   fs::remove_all(dir);
 }
 
