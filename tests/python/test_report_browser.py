@@ -423,3 +423,86 @@ def test_what_would_help_and_the_whatif_page(browser):
         assert r["x"] >= box["x"] and r["x"] + r["width"] <= box["x"] + box["width"] + 1
         assert r["y"] >= box["y"] and r["y"] + r["height"] <= box["y"] + box["height"] + 1
     shot(browser, "whatif_page")
+
+
+HOSTILE = "<!--<script>"
+
+
+def test_markup_from_the_trace_stays_text(browser, tmp_path):
+    """A trace whose file name, op and module names carry "<!--<script>" and
+    "</script>" (docs/reliability.md, "Markup from a trace"): the data block
+    leaves the HTML parser no "<", so the page's own scripts still run (the
+    chart draws, the selector and sorting work; before, "<!--<script>" in
+    the data swallowed them), the names show as text, and the policy that
+    lists the scripts by hash refuses none of them (Chromium logs a refused
+    script as an error). The diff page of two such traces likewise."""
+    os.makedirs(OUT, exist_ok=True)
+    tmp = str(tmp_path)
+    doubled = os.path.join(tmp, "doubled.trace.jsonl.gz")
+    two_devices(os.path.join(ROOT, "fixtures", "e2e_adam.trace.jsonl.gz"), doubled, tmp)
+    # The op reaches the tables, the module (the first Linear's) the chart's data too.
+    op = "aten::empty" + HOSTILE + "</script><script>document.title='pwned'</script>"
+    module = "Linear" + HOSTILE + "</script>_0"
+    with gzip.open(doubled, "rt") as f:
+        text = f.read().replace('"name":"aten::empty"', '"name":' + json.dumps(op))
+    text = text.replace('"name":"nn.Module: Linear_0"', '"name":' + json.dumps("nn.Module: " + module))
+    assert text.count(HOSTILE) > 2
+    trace = os.path.join(tmp, "run " + HOSTILE + ".trace.jsonl.gz")  # no "/" in a file's name
+    with gzip.open(trace, "wt") as f:
+        f.write(text)
+    html = os.path.join(OUT, "report_hostile.html")
+    subprocess.run([MEMTL, "export", trace, "-o", html, "--quiet"], check=True)
+    with open(html, encoding="utf-8") as f:
+        page = f.read()
+    start = page.index('<script id="memtl-data" type="application/json">')
+    block = page[start:page.index("</script>", start)].split(">", 1)[1]
+    assert "<" not in block and "\\u003c!--\\u003cscript\\u003e" in block
+    assert "'unsafe-inline'; style-src" not in page and "script-src 'sha256-" in page
+
+    browser.get_log("browser")  # drops what earlier pages logged
+    browser.get("file://" + html)
+    time.sleep(0.5)
+    errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert not errors, errors
+    assert "pwned" not in browser.title
+    data = browser.execute_script("return window.memtlReport && window.memtlReport.data")
+    assert data, "report.js did not run"
+    assert data["source"] == trace
+    assert all(any(o[1].endswith(" > " + module) for o in d["ops"]) for d in data["devices"])
+    assert [d["name"] for d in data["devices"]] == ["cuda:0", "cpu"]
+    # The chart of the first device draws; the selector draws the second's.
+    assert browser.execute_script("return !!window.memtlReport.charts[0]")
+    assert canvas_of(browser, 0).size["width"] > 100
+    Select(browser.find_element(By.ID, "device")).select_by_index(1)
+    time.sleep(0.3)
+    assert browser.find_element(By.ID, "device-1").is_displayed()
+    assert not browser.find_element(By.ID, "device-0").is_displayed()
+    assert browser.execute_script("return !!window.memtlReport.charts[1]")
+    assert canvas_of(browser, 1).size["width"] > 100
+    # The op's name is text in the tables, and they sort.
+    table = browser.find_elements(By.CSS_SELECTOR, "#device-1 table.memory")[0]
+    names = [r.find_element(By.TAG_NAME, "td").text for r in table.find_elements(By.CSS_SELECTOR, "tbody tr")]
+    assert op in names, names
+    header = table.find_elements(By.TAG_NAME, "th")[1]
+    values = lambda: [int(r.find_elements(By.TAG_NAME, "td")[1].get_attribute("data-v"))  # noqa: E731
+                      for r in table.find_elements(By.CSS_SELECTOR, "tbody tr")]
+    header.click()
+    assert values() == sorted(values(), reverse=True) and len(values()) > 3
+    header.click()
+    assert values() == sorted(values())
+    assert browser.execute_script(
+        "return document.querySelectorAll('script').length") == 3  # the page's own, none from a name
+    shot(browser, "report_hostile")
+
+    # The diff page: its names as text, its one script run.
+    diff = os.path.join(OUT, "diff_hostile.html")
+    subprocess.run([MEMTL, "diff", trace, trace, "-o", diff], check=True, capture_output=True)
+    browser.get("file://" + diff)
+    time.sleep(0.3)
+    errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert not errors, errors
+    assert HOSTILE in browser.find_element(By.TAG_NAME, "p").text
+    table = browser.find_elements(By.CSS_SELECTOR, "table.sortable")[0]
+    header = table.find_elements(By.TAG_NAME, "th")[1]
+    header.click()
+    assert header.get_attribute("aria-sort") == "descending"
