@@ -183,7 +183,7 @@ void Join::MapFreedBefore(const std::vector<uint32_t>& frees) {
   for (const EtTensor& tensor : et_.tensors) {
     if (tensor.storage_id == 0 || tensor.numel <= 0) continue;
     Need& n = need[tensor.storage_id];
-    n.bytes = std::max(n.bytes, (tensor.offset + tensor.numel) * tensor.itemsize);
+    n.bytes = std::max(n.bytes, tensor.extent);
     n.device = tensor.device;
   }
   // The candidates by (device name, bytes).
@@ -239,7 +239,10 @@ void Join::PreProfile(JoinText& out) {
   for (const auto& [storage, b] : bytes) {
     const std::string& name = et_.strings.Get(device.at(storage));
     for (size_t d = 0; d < t_.devices.size(); ++d)
-      if (t_.devices[d].name == (name.empty() ? "cpu" : name)) in_tensors[d] += b;
+      // Clamped: compared only with an allocation's bytes (at most
+      // kMaxAllocBytes), and b is at most kMaxTensorBytes, so no sum wraps.
+      if (t_.devices[d].name == (name.empty() ? "cpu" : name))
+        in_tensors[d] = std::min(in_tensors[d] + b, kMaxAllocBytes);
   }
   for (uint32_t e = 0; e < t_.events.size(); ++e) {
     if (!IsPreProfile(e)) continue;
@@ -262,7 +265,7 @@ uint64_t Join::Candidate(uint32_t e, uint32_t op, uint32_t end, bool freed_insid
     if (tensor.storage_id == 0 || tensor.numel <= 0 || addr_of_.contains(tensor.storage_id))
       return false;
     if (et_.strings.Get(tensor.device) != device) return false;
-    const int64_t need = (tensor.offset + tensor.numel) * tensor.itemsize;
+    const int64_t need = tensor.extent;
     if (need > a.bytes || (need < a.bytes && fits != 0)) return false;
     if (!FitsLifetimes(tensor.storage_id, lifetimes)) return false;
     if (need == a.bytes) return true;

@@ -3,12 +3,15 @@
 // and converted from there; the document itself is streamed.
 #include "core/read/et_reader.h"
 
+#include <algorithm>
 #include <charconv>
 #include <new>
+#include <optional>
 #include <stdexcept>
 #include <string_view>
 #include <utility>
 
+#include "core/model/checked.h"
 #include "core/model/quote.h"
 #include "core/read/format.h"
 #include "core/read/json_cursor.h"
@@ -99,6 +102,11 @@ bool IsTensorValue(const Value& v) {
          v.items[5].kind == Kind::kString;
 }
 
+// A node's value that memtl cannot take (a tensor whose sizes overflow).
+struct BadValue : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 class NodeBuilder {
  public:
   explicit NodeBuilder(ExecutionTrace* et) : et_(et) {}
@@ -158,27 +166,52 @@ class NodeBuilder {
     return list->items[i];
   }
 
+  // A tensor's numbers are checked as the memtl trace reader checks its
+  // own: dimensions within kMaxDimension, and every product and sum made
+  // of them within 64 bits, else the trace is refused (BadValue).
   uint32_t Tensor(const Value& v, const Value& shape, const Value& stride) {
     EtTensor t;
     t.tensor_id = static_cast<uint64_t>(v.items[0].i);
     t.storage_id = static_cast<uint64_t>(v.items[1].i);
     t.offset = v.items[2].i;
     t.numel = v.items[3].i;
+    if (v.items[4].i < 0 || v.items[4].i > UINT32_MAX)
+      throw BadValue("a tensor's itemsize " + std::to_string(v.items[4].i) + " is out of range");
     t.itemsize = static_cast<uint32_t>(v.items[4].i);
+    const std::optional<int64_t> end = CheckedAdd(t.offset, t.numel);
+    const std::optional<int64_t> extent =
+        end ? CheckedMul<int64_t>(*end, t.itemsize) : std::nullopt;
+    if (!extent) {
+      throw BadValue("a tensor's (offset + numel) * itemsize is past 2^63-1 (offset " +
+                     std::to_string(t.offset) + ", numel " + std::to_string(t.numel) +
+                     ", itemsize " + std::to_string(t.itemsize) + ")");
+    }
+    t.extent = *extent;
     t.device = et_->strings.Intern(v.items[5].s);
     t.dims_begin = static_cast<uint32_t>(et_->dims.size());
+    const auto dim = [](const Value& d) {
+      if (d.i > kMaxDimension || d.i < -kMaxDimension)
+        throw BadValue("a tensor's shape or strides hold " + std::to_string(d.i) +
+                       ", out of range (at most 2^48)");
+      return d.i;
+    };
     for (const Value& d : shape.items)
-      if (d.is_int) et_->dims.push_back(d.i);
+      if (d.is_int) et_->dims.push_back(dim(d));
     t.num_sizes = static_cast<uint32_t>(et_->dims.size()) - t.dims_begin;
     if (stride.kind == Kind::kArray && stride.items.size() == t.num_sizes) {
-      for (const Value& d : stride.items) et_->dims.push_back(d.is_int ? d.i : 0);
+      for (const Value& d : stride.items) et_->dims.push_back(d.is_int ? dim(d) : 0);
     } else {  // schema 1.0 records no strides: contiguous
       const size_t n = t.num_sizes;
       et_->dims.resize(et_->dims.size() + n);
       int64_t step = 1;
       for (size_t k = n; k-- > 0;) {
         et_->dims[t.dims_begin + n + k] = step;
-        step *= std::max<int64_t>(et_->dims[t.dims_begin + k], 1);
+        const std::optional<int64_t> next =
+            CheckedMul(step, std::max<int64_t>(et_->dims[t.dims_begin + k], 1));
+        // Only a stride that is written must fit: the product past the
+        // outermost dimension is never one.
+        if (!next && k > 0) throw BadValue("a tensor's shape has more than 2^63-1 elements");
+        step = next.value_or(0);
       }
     }
     t.num_strides = static_cast<uint32_t>(et_->dims.size()) - t.dims_begin - t.num_sizes;
@@ -277,6 +310,8 @@ Expected<ExecutionTrace> Read(OpenedInput in, const ReadOptions& options) {
     }
   } catch (const KinetoStructureError& e) {
     return Status::Error(name + ": line " + std::to_string(stream.line()) + ": " + e.what());
+  } catch (const BadValue& e) {
+    return Status::Error(name + ": line " + std::to_string(stream.line()) + ": " + e.what());
   } catch (const JsonError& e) {
     return Status::Error(name + ": line " + std::to_string(stream.line()) +
                          ": not valid JSON: " + e.what);
@@ -299,7 +334,9 @@ Expected<ExecutionTrace> ReadExecutionTrace(const std::string& path, const ReadO
 }
 
 Expected<ExecutionTrace> ReadExecutionTraceString(std::string data, const std::string& name) {
-  return Guarded(OpenInputFromMemory(std::move(data), name), {});
+  auto in = OpenMemoryInput(std::move(data), name);
+  if (!in.ok()) return in.status();
+  return Guarded(std::move(in.value()), {});
 }
 
 }  // namespace memtl::read

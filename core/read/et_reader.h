@@ -30,6 +30,9 @@ struct EtTensor {
   uint64_t storage_id = 0;  // 0: a tensor without storage
   int64_t offset = 0;
   int64_t numel = 0;
+  // (offset + numel) * itemsize: the bytes of storage the tensor reaches
+  // to, computed by the reader, which refuses a tensor where it overflows.
+  int64_t extent = 0;
   uint32_t itemsize = 0;
   uint32_t device = 0;      // string id in ExecutionTrace::strings
   uint32_t dims_begin = 0;  // into ExecutionTrace::dims: sizes, then strides

@@ -177,7 +177,8 @@ InputFormat OtherJsonOr(std::string_view head, bool at_end) {
 }
 
 InputFormat SniffFormat(std::string_view head, bool at_end) {
-  // A UTF-8 byte order mark is not JSON, but editors write one.
+  // A UTF-8 byte order mark is not JSON, but editors write one (OpenInput
+  // drops it before the readers see the text).
   if (head.starts_with("\xef\xbb\xbf")) head.remove_prefix(3);
   Scan s(head);
   try {
@@ -193,9 +194,32 @@ InputFormat SniffFormat(std::string_view head, bool at_end) {
 
 namespace {
 
-OpenedInput Decide(std::unique_ptr<LineSource> src) {
+// JSON is UTF-8 here: a file in UTF-16 or UTF-32 (a Windows editor's
+// "Unicode", PowerShell's redirection) is named as such, not reported as
+// invalid JSON. Told by a byte-order mark, or else by the zero bytes
+// around the first character, which in a JSON text is ASCII (RFC 4627,
+// section 3): only its opening bracket or whitespace counts, so that a
+// binary file is not called UTF-16.
+bool IsUtf16Or32(std::string_view h) {
+  const auto at = [&](size_t i) { return i < h.size() ? static_cast<unsigned char>(h[i]) : -1; };
+  if ((at(0) == 0xff && at(1) == 0xfe) || (at(0) == 0xfe && at(1) == 0xff)) return true;
+  if (at(0) == 0 && at(1) == 0 && at(2) == 0xfe && at(3) == 0xff) return true;
+  const auto opener = [&](size_t i) {
+    const int c = at(i);
+    return c == '{' || c == '[' || c == ' ' || c == '\t' || c == '\n' || c == '\r';
+  };
+  if (h.size() < 4) return false;
+  return (opener(0) && at(1) == 0 && at(3) == 0) ||              // UTF-16LE, UTF-32LE
+         (at(0) == 0 && opener(1) && at(2) == 0) ||              // UTF-16BE
+         (at(0) == 0 && at(1) == 0 && at(2) == 0 && opener(3));  // UTF-32BE
+}
+
+constexpr std::string_view kUtf8Bom = "\xef\xbb\xbf";
+
+Expected<OpenedInput> Decide(std::unique_ptr<LineSource> src) {
   OpenedInput in;
   in.src = std::move(src);
+  bool first = true;
   while (true) {
     // Bytes, not lines: a Kineto trace saved on one line is decided on its
     // first bytes instead of being read whole (the JSON readers cut their
@@ -203,6 +227,17 @@ OpenedInput Decide(std::unique_ptr<LineSource> src) {
     const size_t want = in.head.size() + kHeadStep;
     bool more = false;
     while (in.head.size() < want && in.src->ReadBytes(&in.head, want - in.head.size())) more = true;
+    if (first) {
+      first = false;
+      if (IsUtf16Or32(in.head)) {
+        return Status::Error(QuotePath(in.src->name()) +
+                             ": is UTF-16 (or UTF-32); memtl reads UTF-8 (convert it, e.g. "
+                             "iconv -f UTF-16 -t UTF-8)");
+      }
+      // A UTF-8 byte-order mark is no JSON, but Windows tools write one:
+      // it is skipped, for every format, before any reader sees the text.
+      if (in.head.starts_with(kUtf8Bom)) in.head.erase(0, kUtf8Bom.size());
+    }
     // An input that stops (its end, an error) is decided on what was read;
     // its reader reports the rest.
     const bool at_end = !more || in.head.size() >= kMaxHead;
@@ -231,8 +266,18 @@ Expected<OpenedInput> OpenInput(const std::string& path) {
   return Decide(std::move(src.value()));
 }
 
-OpenedInput OpenInputFromMemory(std::string data, std::string name) {
+Expected<OpenedInput> OpenMemoryInput(std::string data, std::string name) {
   return Decide(LineSource::FromMemory(std::move(data), std::move(name)));
+}
+
+OpenedInput OpenInputFromMemory(std::string data, std::string name) {
+  auto in = OpenMemoryInput(data, name);
+  if (in.ok()) return std::move(in.value());
+  // Refused by its encoding: decided as the memtl reader's, which calls
+  // it invalid (the callers that want the refusal use OpenMemoryInput).
+  OpenedInput plain;
+  plain.src = LineSource::FromMemory(std::move(data), std::move(name));
+  return plain;
 }
 
 std::string FormatAdvice(InputFormat format) {

@@ -57,7 +57,15 @@ struct OpenedInput {
   std::string head;
 };
 
+// Opens an input and decides its format. Every format is UTF-8 JSON: a
+// UTF-8 byte-order mark is skipped (the readers never see it), and a file
+// in UTF-16 or UTF-32 is refused with a line that says so.
 Expected<OpenedInput> OpenInput(const std::string& path);
+// The same for bytes held in memory (tests, fuzzers): `name` names them.
+Expected<OpenedInput> OpenMemoryInput(std::string data, std::string name);
+// As OpenMemoryInput, with an input it refuses decided as a memtl trace
+// (whose reader then calls it invalid): for callers that only need the
+// format.
 OpenedInput OpenInputFromMemory(std::string data, std::string name);
 
 // One sentence for a file memtl does not read as it is (`format` of

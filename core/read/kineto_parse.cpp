@@ -6,9 +6,11 @@
 #include <cstdint>
 #include <iterator>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 
+#include "core/model/checked.h"
 #include "core/model/quote.h"
 #include "core/read/json_cursor.h"
 
@@ -39,18 +41,26 @@ bool ScaledInt(std::string_view s, int scale, int64_t* out) {
   const bool negative = !s.empty() && s[0] == '-';
   if (negative) ++i;
   if (i >= s.size() || s[i] < '0' || s[i] > '9') return false;
+  // Every step is checked: a long run of digits wraps uint64_t well before
+  // it is seen to pass the limit.
   uint64_t v = 0;
   constexpr uint64_t kLimit = uint64_t{1} << 62;
-  for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) {
-    v = v * 10 + static_cast<uint64_t>(s[i] - '0');
-    if (v >= kLimit) return false;
-  }
+  const auto digit = [&v](char c) {
+    const std::optional<uint64_t> times10 = CheckedMul<uint64_t>(v, 10);
+    const std::optional<uint64_t> next =
+        times10 ? CheckedAdd<uint64_t>(*times10, static_cast<uint64_t>(c - '0')) : std::nullopt;
+    if (!next || *next >= kLimit) return false;
+    v = *next;
+    return true;
+  };
+  for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i)
+    if (!digit(s[i])) return false;
   int digits = 0;
   bool round_up = false;
   if (i < s.size() && s[i] == '.') {
     for (++i; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) {
       if (digits < scale) {
-        v = v * 10 + static_cast<uint64_t>(s[i] - '0');
+        if (!digit(s[i])) return false;
         ++digits;
       } else if (digits == scale) {
         round_up = s[i] >= '5';
@@ -59,9 +69,9 @@ bool ScaledInt(std::string_view s, int scale, int64_t* out) {
     }
   }
   if (i != s.size()) return false;  // an exponent: the caller goes through a double
-  for (; digits < scale; ++digits) v *= 10;
-  if (round_up) ++v;
-  if (v >= kLimit) return false;
+  for (; digits < scale; ++digits)
+    if (!digit('0')) return false;
+  if (round_up && ++v >= kLimit) return false;  // v < kLimit before: no wrap
   *out = negative ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
   return true;
 }

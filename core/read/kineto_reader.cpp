@@ -7,12 +7,14 @@
 
 #include <algorithm>
 #include <new>
+#include <optional>
 #include <stdexcept>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "core/model/checked.h"
 #include "core/model/flat_map.h"
 #include "core/model/quote.h"
 #include "core/read/et_join.h"
@@ -134,6 +136,10 @@ struct Replay {
   std::vector<int64_t> preexisting;  // per device
   uint64_t reused_live = 0;
   uint64_t paired_by_size = 0;
+  // Whether a device's memory from before the profile passes 2^63-1
+  // bytes, and the event (index into `ev`) where it does.
+  bool overflow = false;
+  uint32_t overflow_event = 0;
 };
 
 Replay ReplayMemory(const std::vector<KinetoEvent>& ev, const std::vector<KinetoMemory>& mem,
@@ -181,21 +187,54 @@ Replay ReplayMemory(const std::vector<KinetoEvent>& ev, const std::vector<Kineto
         r.change[e.ref] = m.bytes;
       }
     } else {
-      if (live.erase(key) == 0) r.preexisting[m.device] -= m.bytes;
+      if (live.erase(key) == 0) {
+        const std::optional<int64_t> sum = CheckedSub(r.preexisting[m.device], m.bytes);
+        if (!sum) {
+          r.overflow = true;
+          r.overflow_event = i;
+          return r;
+        }
+        r.preexisting[m.device] = *sum;
+      }
       r.change[e.ref] = m.bytes;
     }
   }
   return r;
 }
 
+Status BytesOverflow(const std::string& name, const std::string& device, int64_t t_ns) {
+  return Status::Error(name + ": the allocated bytes on " + device + " pass 2^63-1 at t=" +
+                       std::to_string(t_ns) + " ns (the trace's \"Bytes\" add up past any memory)");
+}
+
+// Every time memtl makes of the trace's: baseTimeNanoseconds plus an
+// event's "ts" (and an op's "dur"), each below 2^62 as read, so only the
+// sums can overflow. A base time that puts events past 2^63-1 ns is an
+// error: which event is first or nested in which would be wrong.
+Status CheckTimes(const KinetoParser& p, const std::string& name) {
+  for (const KinetoEvent& e : p.events) {
+    const std::optional<int64_t> start = CheckedAdd(p.base_ns, e.ts);
+    const std::optional<int64_t> end =
+        start && e.kind != KinetoKind::kMemory ? CheckedAdd(*start, e.dur) : start;
+    if (!end) {
+      return Status::Error(name + ": \"baseTimeNanoseconds\" " + std::to_string(p.base_ns) +
+                           " plus an event's \"ts\" (" + std::to_string(e.ts) + " ns)" +
+                           (start ? " and \"dur\" (" + std::to_string(e.dur) + " ns)" : "") +
+                           " is past 2^63-1 ns");
+    }
+  }
+  return {};
+}
+
 // Per device, the memory allocated before the profile and never freed in
 // it (from the trace's first "Total Allocated"), and the check of every
 // later total: a change of memtl's total that differs from the
 // allocator's is counted, and the totals are compared again from there.
-std::vector<int64_t> CheckTotals(const Trace& t, const std::vector<KinetoEvent>& ev,
-                                 const std::vector<KinetoMemory>& mem,
-                                 const std::vector<uint32_t>& by_time, const Replay& r,
-                                 int64_t base_ns, Diagnostics& diag) {
+Expected<std::vector<int64_t>> CheckTotals(const Trace& t, const std::vector<KinetoEvent>& ev,
+                                           const std::vector<KinetoMemory>& mem,
+                                           const std::vector<uint32_t>& by_time, const Replay& r,
+                                           int64_t base_ns, const std::string& name,
+                                           Diagnostics& diag) {
   const size_t num_devices = t.devices.size();
   std::vector<int64_t> running = r.preexisting;  // memtl's total
   std::vector<int64_t> unseen(num_devices, 0);
@@ -203,14 +242,22 @@ std::vector<int64_t> CheckTotals(const Trace& t, const std::vector<KinetoEvent>&
   std::vector<bool> calibrated(num_devices, false);
   for (const uint32_t i : by_time) {
     const KinetoMemory& m = mem[ev[i].ref];
-    running[m.device] += r.change[ev[i].ref];
+    // Every sum of the trace's bytes is checked: past 2^63-1 it is an
+    // error, as the timeline's live bytes are, never a wrapped total.
+    const std::optional<int64_t> total = CheckedAdd(running[m.device], r.change[ev[i].ref]);
+    const std::optional<int64_t> diff =
+        total ? CheckedSub(m.total_allocated, *total) : std::nullopt;
+    const std::optional<int64_t> shown =
+        total ? CheckedAdd(*total, unseen[m.device]) : std::nullopt;
+    if (!total || (m.has_total && (!diff || !shown)))
+      return BytesOverflow(name, t.devices[m.device].name, base_ns + ev[i].ts);
+    running[m.device] = *total;
     if (!m.has_total) continue;
-    const int64_t diff = m.total_allocated - running[m.device];
     if (!calibrated[m.device]) {
       calibrated[m.device] = true;
-      offset[m.device] = diff;
-      unseen[m.device] = std::max<int64_t>(diff, 0);
-      if (diff < 0) {  // memtl counts more than the allocator holds
+      offset[m.device] = *diff;
+      unseen[m.device] = std::max<int64_t>(*diff, 0);
+      if (*diff < 0) {  // memtl counts more than the allocator holds
         diag.Add("allocated total that differs from the trace's \"Total Allocated\"",
                  t.devices[m.device].name + " at t=" + std::to_string(base_ns + ev[i].ts) +
                      " ns: memtl " + std::to_string(running[m.device]) + " B, the trace " +
@@ -218,12 +265,12 @@ std::vector<int64_t> CheckTotals(const Trace& t, const std::vector<KinetoEvent>&
       }
       continue;
     }
-    if (diff != offset[m.device]) {
+    if (*diff != offset[m.device]) {
       diag.Add("allocated total that differs from the trace's \"Total Allocated\"",
                t.devices[m.device].name + " at t=" + std::to_string(base_ns + ev[i].ts) +
-                   " ns: memtl " + std::to_string(running[m.device] + unseen[m.device]) +
-                   " B, the trace " + std::to_string(m.total_allocated) + " B");
-      offset[m.device] = diff;
+                   " ns: memtl " + std::to_string(*shown) + " B, the trace " +
+                   std::to_string(m.total_allocated) + " B");
+      offset[m.device] = *diff;
     }
   }
   return unseen;
@@ -261,6 +308,7 @@ Expected<KinetoRead> Build(KinetoParser& p, KinetoRead r, const std::string& nam
   }
   if (p.events.size() + t.devices.size() >= kMaxEvents)
     return Status::Error(name + ": more than 2^30 events");
+  if (Status s = CheckTimes(p, name); !s.ok()) return s;
   t.header.version = kTraceFormatVersion;
   t.header.rank = p.rank;
   t.header.world_size = p.world_size;
@@ -272,6 +320,10 @@ Expected<KinetoRead> Build(KinetoParser& p, KinetoRead r, const std::string& nam
   const Nesting n = Nest(p.events);
   const std::vector<uint32_t> by_time = MemoryInTimeOrder(p.events, n);
   const Replay replay = ReplayMemory(p.events, p.memory, by_time, t.devices.size());
+  if (replay.overflow) {
+    const KinetoEvent& e = p.events[replay.overflow_event];
+    return BytesOverflow(name, t.devices[p.memory[e.ref].device].name, p.base_ns + e.ts);
+  }
   if (replay.reused_live > 0) {
     r.diagnostics.Add("allocation at an address already live (a free missing from the trace?)",
                       "counted as PyTorch counts it: no change of the total", replay.reused_live);
@@ -281,8 +333,10 @@ Expected<KinetoRead> Build(KinetoParser& p, KinetoRead r, const std::string& nam
                       "the latest live allocation of that size on that device",
                       replay.paired_by_size);
   }
-  const std::vector<int64_t> unseen =
-      CheckTotals(t, p.events, p.memory, by_time, replay, p.base_ns, r.diagnostics);
+  const Expected<std::vector<int64_t>> checked =
+      CheckTotals(t, p.events, p.memory, by_time, replay, p.base_ns, name, r.diagnostics);
+  if (!checked.ok()) return checked.status();
+  const std::vector<int64_t>& unseen = checked.value();
   r.reserved = ReservedSeries(p.events, p.memory, by_time, p.base_ns, t.devices.size());
 
   // Memory from before the profile that the events never free: one
@@ -436,7 +490,9 @@ Expected<KinetoRead> ReadKinetoInput(OpenedInput input, const ReadOptions& optio
 
 Expected<KinetoRead> ReadKinetoString(std::string data, const std::string& name,
                                       const ReadOptions& options) {
-  OpenedInput in = OpenInputFromMemory(std::move(data), name);
+  auto opened = OpenMemoryInput(std::move(data), name);
+  if (!opened.ok()) return opened.status();
+  OpenedInput& in = opened.value();
   if (in.format != InputFormat::kKineto)
     return Status::Error(QuotePath(name) + ": not a Kineto trace (" +
                          std::string(FormatName(in.format)) + ")");

@@ -35,7 +35,8 @@ class KinetoStream {
     kMember,  // a top-level member other than traceEvents: key(), value()
     kEvent,   // an element of traceEvents: value()
     kEnd,     // the document ended well
-    kCut,     // the input ended inside the document (a killed run)
+    kCut,     // the input ended inside the document (a killed run), or is bad
+              // after it (LineSource::status() says what)
   };
   // The next part; views stay valid until the next call. Throws
   // KinetoStructureError.

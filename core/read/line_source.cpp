@@ -24,6 +24,9 @@ constexpr size_t kLineSlack = 4 << 10;
 // may have come in the previous chunk), and its CRC-32 tells which of the
 // two checks failed.
 constexpr size_t kTrailer = 8;
+// A gzip member's fixed header: magic, method, flags, time, XFL, OS.
+constexpr size_t kHeader = 10;
+constexpr const char* kTruncated = "truncated gzip stream (the file ends inside a gzip member)";
 
 uint32_t Le32(const unsigned char* p) {
   return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
@@ -145,7 +148,7 @@ bool LineSource::Decode(std::string* out, size_t max) {
     if (gzip_) {
       inflater_ = std::make_unique<Inflater>();  // std::bad_alloc: the reader's "out of memory"
       isal_inflate_init(&inflater_->state);
-      inflater_->Start();
+      inflater_->member_done = true;  // the first member's header is checked as the next's
     }
   }
   if (!gzip_) {
@@ -170,16 +173,29 @@ bool LineSource::Decode(std::string* out, size_t max) {
       if (!ReadRaw()) {
         out->resize(old);
         if (!status_.ok()) return false;
-        if (!inflater_->member_done) {
-          status_ =
-              Status::Error(name_ + ": truncated gzip stream (the file ends inside a gzip member)");
-        }
+        if (!inflater_->member_done) status_ = Status::Error(name_ + ": " + kTruncated);
         return false;
       }
     }
     if (inflater_->member_done) {
-      // Another member follows (concatenated gzip), or trailing garbage.
-      if (raw_[raw_pos_] != 0x1f) return fail("unexpected bytes after the end of the gzip stream");
+      // The first member, or another after it (concatenated gzip, as
+      // `cat a.gz b.gz` makes: RFC 1952 allows it, and gzip reads it), or
+      // bytes that are no member: its fixed header checked here, the rest
+      // of the header and the trailer by ISA-L.
+      while (raw_.size() - raw_pos_ < kHeader && ReadRaw()) {
+      }
+      if (!status_.ok()) {
+        out->resize(old);
+        return false;
+      }
+      const unsigned char* h = raw_.data() + raw_pos_;
+      const size_t n = raw_.size() - raw_pos_;
+      if (n < 2 || h[0] != 0x1f || h[1] != 0x8b)
+        return fail("unexpected bytes after the end of the gzip stream");
+      if (n < kHeader) return fail(kTruncated);
+      // FLG's bits 5-7 are reserved: RFC 1952 has a reader refuse a member
+      // that sets one (ISA-L ignores them).
+      if ((h[3] & 0xe0) != 0) return fail("corrupt gzip data (reserved header flags set)");
       inflater_->Start();
     }
     const size_t avail = raw_.size() - raw_pos_;

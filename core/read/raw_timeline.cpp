@@ -2,10 +2,12 @@
 #include "core/read/raw_timeline.h"
 
 #include <new>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
 
+#include "core/model/checked.h"
 #include "core/model/quote.h"
 #include "core/read/json_cursor.h"
 #include "core/read/kineto_stream.h"
@@ -106,8 +108,17 @@ Expected<RawTimeline> Read(OpenedInput in, const ReadOptions& options, ReadInfo*
   }
   if (any && us) {
     t.times_were_us = true;
-    for (RawTimelineRow& r : t.rows)
-      if (r.time >= 0) r.time *= 1000;
+    for (size_t i = 0; i < t.rows.size(); ++i) {
+      RawTimelineRow& r = t.rows[i];
+      if (r.time < 0) continue;
+      const std::optional<int64_t> ns = CheckedMul<int64_t>(r.time, 1000);
+      if (!ns) {
+        return Status::Error(name + ": row " + std::to_string(i + 1) + ": time " +
+                             std::to_string(r.time) +
+                             " in microseconds is past 2^63-1 nanoseconds (the year 2262)");
+      }
+      r.time = *ns;
+    }
   }
   local.lines = stream.line();
   if (info != nullptr) *info = local;

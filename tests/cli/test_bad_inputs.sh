@@ -217,5 +217,22 @@ ok=0
   small 120 && ok=1
 check "a 100 MiB Kineto event: status $rc, ${rss} MiB: $(head -c 200 "$tmp/stderr")" $ok
 
+# 200 MiB of whitespace between two Kineto events, in 200 KB of gzip: the
+# reader drops whitespace as it passes, so memory is the events' (it held
+# the whitespace whole: 1 GiB of spaces took 1 GiB).
+python3 - "$tmp/spaces.json.gz" <<'PY'
+import gzip, sys
+ev = b'{"ph":"i","cat":"cpu_instant_event","name":"[memory]","pid":1,"tid":1,"ts":%d,"args":{"Addr":64,"Bytes":%d,"Total Allocated":%d,"Device Type":0,"Device Id":-1}}'
+with gzip.open(sys.argv[1], "wb", compresslevel=6) as f:
+    f.write(b'{"traceEvents":[' + ev % (5, 16, 16) + b",")
+    for _ in range(200):
+        f.write(b" " * (1 << 20))
+    f.write(ev % (6, -16, 0) + b'],"baseTimeNanoseconds":1000}\n')
+PY
+measure export "$tmp/spaces.json.gz" -o "$tmp/spaces.json"
+ok=0
+[ "$rc" -eq 0 ] && [ -s "$tmp/spaces.json" ] && small 60 && ok=1
+check "200 MiB of whitespace between Kineto events: status $rc, ${rss} MiB: $(head -c 200 "$tmp/stderr")" $ok
+
 echo "bad inputs: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -377,3 +377,46 @@ TEST_CASE("et join: a storage from before the profile ends where its block is fr
   for (const AllocInfo& a : t.allocs) bytes.push_back(a.bytes);
   CHECK(bytes == std::vector<int64_t>{1000, -64, 64});
 }
+
+// Issue #34: a tensor's numbers are checked where the reader takes them
+// (core/model/checked.h); a product or sum past 64 bits was undefined
+// behaviour, a wrapped size in a Release build.
+TEST_CASE("et join: a tensor whose sizes overflow is refused, naming its line") {
+  auto tensor_et = [](const char* value, const char* shape, const char* strides) {
+    return std::string(R"J({"schema": "1.0.1", "nodes": [
+{"id": 2, "name": "aten::fill_", "rf_id": 8, "inputs": [)J") +
+           value + R"J(], "input_shapes": [)J" + shape +
+           R"J(], "input_types": ["Tensor(float)"])J" +
+           (strides != nullptr ? std::string(R"J(, "input_strides": [)J") + strides + "]" : "") +
+           R"J(, "outputs": []}
+]}
+)J";
+  };
+  SUBCASE("(offset + numel) * itemsize past 2^63-1") {
+    auto r = Joined(tensor_et(R"J([5, 6, 9223372036854775000, 1000, 4, "cpu"])J", "[16]", nullptr));
+    REQUIRE(!r.ok());
+    CHECK(r.status().message().find(
+              ": line 2: a tensor's (offset + numel) * itemsize is past "
+              "2^63-1 (offset 9223372036854775000, numel 1000, itemsize 4)") != std::string::npos);
+  }
+  SUBCASE("a contiguous shape of more than 2^63-1 elements") {
+    auto r = Joined(tensor_et(R"J([5, 6, 0, 16, 4, "cpu"])J",
+                              "[281474976710656, 281474976710656, 281474976710656, 1]", nullptr));
+    REQUIRE(!r.ok());
+    CHECK(r.status().message().find(": line 2: a tensor's shape has more than 2^63-1 elements") !=
+          std::string::npos);
+  }
+  SUBCASE("a dimension past 2^48, as the memtl trace reader refuses it") {
+    auto r = Joined(tensor_et(R"J([5, 6, 0, 16, 4, "cpu"])J", "[16]", "[1125899906842624]"));
+    REQUIRE(!r.ok());
+    CHECK(r.status().message().find(": line 2: a tensor's shape or strides hold "
+                                    "1125899906842624, out of range (at most 2^48)") !=
+          std::string::npos);
+  }
+  SUBCASE("an itemsize that does not fit 32 bits") {
+    auto r = Joined(tensor_et(R"J([5, 6, 0, 16, 4294967297, "cpu"])J", "[16]", nullptr));
+    REQUIRE(!r.ok());
+    CHECK(r.status().message().find(": line 2: a tensor's itemsize 4294967297 is out of range") !=
+          std::string::npos);
+  }
+}

@@ -12,6 +12,8 @@
 #include "core/pipeline/analysis.h"
 #include "core/read/format.h"
 #include "core/read/kineto_reader.h"
+#include "core/read/raw_timeline.h"
+#include "tests/unit/gzip_text.h"
 
 using namespace memtl;
 
@@ -306,4 +308,142 @@ TEST_CASE("raw timeline: the pipeline's timeline is its rows") {
         "create             [memory]                    8 B  unknown\n");
   const PeakReport peak = FindPeak(cz.timeline, cz.categories, cz.device);
   CHECK(peak.bytes == 576);
+}
+
+// Issue #34: every sum and product a reader makes of the input's numbers
+// is checked (core/model/checked.h); none wraps into a wrong value.
+TEST_CASE("kineto: times and byte sums that would overflow are refused, never wrapped") {
+  SUBCASE("baseTimeNanoseconds + ts + dur past 2^63-1 ns") {
+    // Each below 2^62 as read; their sum is not.
+    auto r =
+        ReadKinetoString(Doc({Op("cpu_op", "aten::add", "4000000000000000", "2000000000000000"),
+                              Mem("4000000000000001", 64, 10, 64)},
+                             "4000000000000000000"),
+                         "t.json");
+    REQUIRE(!r.ok());
+    CHECK(r.status().message() ==
+          "t.json: \"baseTimeNanoseconds\" 4000000000000000000 plus an event's \"ts\" "
+          "(4000000000000000000 ns) and \"dur\" (2000000000000000000 ns) is past 2^63-1 ns");
+  }
+  SUBCASE("a number of more digits than 64 bits hold is not a number") {
+    // 2 * 10^19 wrapped to 1.55 * 10^18 in the digit loop, and was read so.
+    auto r = ReadKinetoString(Doc({Mem("1", 64, 10, 64), Mem("20000000000000000000", 8, 20, 72)}),
+                              "t.json");
+    REQUIRE(r.ok());
+    CHECK(r.value().trace.allocs.size() == 1);
+    CHECK(r.value().diagnostics.entries().count("trace event without a numeric \"ts\" (skipped)") ==
+          1);
+  }
+  // The document is built as one string of short events: many small
+  // strings would leave the heap grown for the tests after this one.
+  auto many = [](long n, long bytes, const char* last_total) {
+    std::string s = "{\"traceEvents\": [";
+    for (long i = 0; i < n; ++i) {
+      s += i > 0 ? ",\n" : "\n";
+      s += R"({"ph": "i", "name": "[memory]", "pid": 1, "tid": 1, "ts": )" + std::to_string(i + 1) +
+           R"(, "args": {"Bytes": )" + std::to_string(bytes) + R"(, "Addr": )" +
+           std::to_string(4096 * (i + 1)) +
+           (i + 1 == n && last_total != nullptr
+                ? std::string(R"(, "Total Allocated": )") + last_total
+                : std::string()) +
+           "}}";
+    }
+    return s + "\n]}\n";
+  };
+  const long big = (long{1} << 47) - 1;
+  SUBCASE("frees of memory from before the profile that add up past 2^63-1 bytes") {
+    auto r = ReadKinetoString(many(65537, -big, nullptr), "t.json");
+    REQUIRE(!r.ok());
+    CHECK(r.status().message() ==
+          "t.json: the allocated bytes on cpu pass 2^63-1 at t=65537000 ns (the trace's \"Bytes\" "
+          "add up past any memory)");
+  }
+  SUBCASE("allocations that add up past 2^63-1 bytes") {
+    auto r = ReadKinetoString(many(65537, big, nullptr), "t.json");
+    REQUIRE(!r.ok());
+    CHECK(r.status().message().starts_with(
+        "t.json: the allocated bytes on cpu pass 2^63-1 at t=65537000 ns"));
+  }
+  SUBCASE("a \"Total Allocated\" that differs from memtl's by more than 2^63-1 bytes") {
+    // 2^15 + 1 allocations of 2^47 - 1 bytes pass 2^62; the trace's total
+    // is below -(2^62 - 2): their difference is below -2^63.
+    auto r = ReadKinetoString(many(32769, big, "-4611686018427387000"), "t.json");
+    REQUIRE(!r.ok());
+    CHECK(r.status().message().starts_with(
+        "t.json: the allocated bytes on cpu pass 2^63-1 at t=32769000 ns"));
+  }
+}
+
+TEST_CASE("raw timeline: microseconds past 2^63-1 ns are refused, not wrapped") {
+  OpenedInput in = OpenInputFromMemory(
+      "[[1000000000000000, 2, 64, 4], [50000000000000000, 4, -64, 4]]", "t.raw.json");
+  REQUIRE(in.format == InputFormat::kRawTimeline);
+  auto r = ReadRawTimelineInput(std::move(in));
+  REQUIRE(!r.ok());
+  CHECK(r.status().message() ==
+        "t.raw.json: row 2: time 50000000000000000 in microseconds is past 2^63-1 nanoseconds "
+        "(the year 2262)");
+}
+
+// One gzip policy for every format (core/read/line_source.cpp): a Kineto
+// trace whose document ends before its gzip member does was accepted.
+TEST_CASE("kineto: its gzip is checked to the end, as a memtl trace's") {
+  const std::string doc = Doc({Mem("1", 64, 10, 64)});
+  const std::string gz = memtl::test::Gzip(doc);
+  REQUIRE(ReadKinetoString(gz, "t.json.gz").ok());
+  auto no_trailer = ReadKinetoString(gz.substr(0, gz.size() - 8), "t.json.gz");
+  REQUIRE(!no_trailer.ok());
+  CHECK(no_trailer.status().message() ==
+        "t.json.gz: truncated gzip stream (the file ends inside a gzip member)");
+  auto after = ReadKinetoString(gz + "garbage", "t.json.gz");
+  REQUIRE(!after.ok());
+  CHECK(after.status().message() == "t.json.gz: unexpected bytes after the end of the gzip stream");
+  // Concatenated members (cat a.gz b.gz) are one input, for every format.
+  const std::string two = memtl::test::Gzip(doc.substr(0, 20)) + memtl::test::Gzip(doc.substr(20));
+  CHECK(ReadKinetoString(two, "t.json.gz").ok());
+}
+
+TEST_CASE("format: a UTF-8 byte-order mark is skipped, UTF-16 and UTF-32 are named") {
+  const std::string doc = Doc({Mem("1", 64, 10, 64)});
+  auto bom = ReadKinetoString("\xef\xbb\xbf" + doc, "t.json");
+  REQUIRE(bom.ok());
+  CHECK(bom.value().trace.allocs.size() == 1);
+  // The memtl trace reader and the raw timeline's get the text without it.
+  auto trace =
+      OpenMemoryInput("\xef\xbb\xbf{\"format\":\"memtl-trace\",\"version\":1}\n", "t.trace");
+  REQUIRE(trace.ok());
+  CHECK(trace.value().head == "{\"format\":\"memtl-trace\",\"version\":1}\n");
+  auto raw = OpenMemoryInput(memtl::test::Gzip("\xef\xbb\xbf[[1, 2, 64, 4]]"), "t.raw.json.gz");
+  REQUIRE(raw.ok());
+  CHECK(raw.value().format == InputFormat::kRawTimeline);
+  REQUIRE(ReadRawTimelineInput(std::move(raw.value())).ok());
+
+  auto utf16 = [](const std::string& s, bool big_endian, bool bom16) {
+    std::string out = bom16 ? (big_endian ? "\xfe\xff" : "\xff\xfe") : "";
+    for (const char c : s) {
+      out += big_endian ? std::string(1, '\0') + c : std::string(1, c) + '\0';
+    }
+    return out;
+  };
+  const std::string want = "t.json: is UTF-16 (or UTF-32); memtl reads UTF-8";
+  for (const bool be : {false, true}) {
+    for (const bool with_bom : {false, true}) {
+      CAPTURE(be);
+      CAPTURE(with_bom);
+      auto r = ReadKinetoString(utf16(doc, be, with_bom), "t.json");
+      REQUIRE(!r.ok());
+      CHECK(r.status().message().starts_with(want));
+      // Gzip is undone first: the encoding is the decoded text's.
+      auto g = OpenMemoryInput(memtl::test::Gzip(utf16(doc, be, with_bom)), "t.json");
+      REQUIRE(!g.ok());
+      CHECK(g.status().message().starts_with(want));
+    }
+  }
+  std::string utf32le;
+  for (const char c : doc) utf32le += std::string(1, c) + std::string(3, '\0');
+  auto r32 = OpenMemoryInput(utf32le, "t.json");
+  REQUIRE(!r32.ok());
+  CHECK(r32.status().message().starts_with(want));
+  // A binary file is not called UTF-16 for its zero bytes.
+  CHECK(OpenMemoryInput(std::string("\x01\0\x02\0", 4), "t.json").ok());
 }

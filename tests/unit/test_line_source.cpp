@@ -140,3 +140,36 @@ TEST_CASE("line source: each gzip member's CRC-32 and length are checked") {
   Blocks(bad_last, 100, &unterminated, &error);
   CHECK(error == "t.trace: corrupt gzip data (incorrect data check)");
 }
+
+// One gzip policy for every input format (issue #34): each member's fixed
+// header is checked before ISA-L inflates it.
+TEST_CASE("line source: reserved header flags, bytes after the last member, a cut header") {
+  const std::string text = "one\ntwo\n";
+  const std::string gz = Gzip(text);
+  bool unterminated = false;
+  std::string error;
+  std::string joined;
+  for (const auto& blk : Blocks(gz + Gzip("three\n"), 1, &unterminated, &error)) joined += blk;
+  CHECK(error.empty());
+  CHECK(joined == text + "three\n");
+  // FLG bits 5-7 are reserved (RFC 1952): ISA-L inflated such a member.
+  for (const int bit : {0x20, 0x40, 0x80}) {
+    std::string flagged = gz;
+    flagged[3] = static_cast<char>(flagged[3] | bit);
+    Blocks(flagged, 1, &unterminated, &error);
+    CHECK(error == "t.trace: corrupt gzip data (reserved header flags set)");
+    Blocks(gz + flagged, 1, &unterminated, &error);
+    CHECK(error == "t.trace: corrupt gzip data (reserved header flags set)");
+  }
+  // A byte after the member that is no gzip magic (a lone 0x1f was read
+  // as the start of a member, and reported as a truncated one).
+  Blocks(gz + "\x1f", 1, &unterminated, &error);
+  CHECK(error == "t.trace: unexpected bytes after the end of the gzip stream");
+  Blocks(gz + std::string(4, '\0'), 1, &unterminated, &error);
+  CHECK(error == "t.trace: unexpected bytes after the end of the gzip stream");
+  // A second member cut inside its header, or the first cut before its end.
+  Blocks(gz + gz.substr(0, 6), 1, &unterminated, &error);
+  CHECK(error == "t.trace: truncated gzip stream (the file ends inside a gzip member)");
+  Blocks(gz.substr(0, gz.size() - 8), 1, &unterminated, &error);
+  CHECK(error == "t.trace: truncated gzip stream (the file ends inside a gzip member)");
+}
