@@ -30,6 +30,23 @@ bool ValidDeviceName(std::string_view s) {
   return true;
 }
 
+}  // namespace memtl::read
+
+namespace memtl {
+
+bool IsDeviceName(std::string_view name) { return read::ValidDeviceName(name); }
+
+Status CheckDeviceOption(std::string_view device) {
+  if (device.empty() || IsDeviceName(device)) return {};
+  return Status::Error("--device " + Quote(device) +
+                       " is not a device (PyTorch accepts \"type\" or \"type:index\" with a "
+                       "known type such as cpu or cuda)");
+}
+
+}  // namespace memtl
+
+namespace memtl::read {
+
 // Keeps each event array reserved for `factor` times what it holds now
 // (the whole file, at the rate read so far), so that a large trace's
 // arrays are not regrown near the end: a regrowth copies the array into

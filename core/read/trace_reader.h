@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 #include "core/model/progress.h"
 #include "core/model/status.h"
@@ -54,6 +55,16 @@ struct ReadInfo {
 
 Expected<Trace> ReadTraceFile(const std::string& path, const ReadOptions& options = {},
                               ReadInfo* info = nullptr);
+// Whether `name` is a device as PyTorch parses one (c10::Device): "type"
+// or "type:index" with a type PyTorch knows and an index of up to three
+// digits. The rule for every device a trace names (the memtl trace reader
+// refuses any other) and for a --device given with any input.
+bool IsDeviceName(std::string_view name);
+// `--device` checked by that rule: ok when empty or valid, else the
+// one-line refusal (for a raw timeline, which names no device, the value
+// was taken as it came).
+Status CheckDeviceOption(std::string_view device);
+
 Expected<Trace> ReadTraceString(std::string data, const std::string& name,
                                 const ReadOptions& options = {}, ReadInfo* info = nullptr);
 

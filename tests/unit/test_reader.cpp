@@ -461,3 +461,24 @@ TEST_CASE("tensors: the size map's bytes, as PyTorch's SizeMap computes them") {
   CHECK(r.value().tensors[0].bytes() == 20);  // 5 float32
   CHECK(r.value().tensors[1].bytes() == kUnsized);
 }
+
+// Issue #34 (6b): --device is checked by the rule the reader applies to
+// the devices a trace names, whatever the input (a raw timeline names none,
+// and took any text as its device).
+TEST_CASE("reader: --device is a device by the trace reader's rule") {
+  for (const char* ok : {"", "cpu", "cuda:0", "hip:3", "xpu:12", "privateuseone:999"}) {
+    CAPTURE(ok);
+    CHECK(IsDeviceName(ok) == (*ok != '\0'));
+    CHECK(CheckDeviceOption(ok).ok());
+  }
+  for (const char* bad : {"not a device at all", "gpu0", "cuda:", "cuda:01", "cuda:1000", "tpu:0",
+                          "cuda:-1", "CUDA:0"}) {
+    CAPTURE(bad);
+    CHECK(!IsDeviceName(bad));
+    const Status s = CheckDeviceOption(bad);
+    REQUIRE(!s.ok());
+    CHECK(s.message() == "--device \"" + std::string(bad) +
+                             "\" is not a device (PyTorch accepts \"type\" or \"type:index\" with "
+                             "a known type such as cpu or cuda)");
+  }
+}
