@@ -34,6 +34,7 @@
 #include "core/pipeline/analysis.h"
 #include "core/plan/runs.h"
 #include "core/plan/whatif.h"
+#include "core/read/trace_reader.h"
 #include "core/timeline/timeline.h"
 #include "export/atomic_file.h"
 #include "export/export.h"
@@ -529,8 +530,11 @@ int main(int argc, char** argv) {
       case Parsed::Outcome::kError:
         return Fail(parsed.message);
     }
-    // Before any analysis: an output that names an input, or cannot be
-    // written, fails here and leaves nothing behind.
+    // Before any analysis: a --device that names no device (the pipeline
+    // checks it again where a raw timeline takes it as its device's name),
+    // and an output that names an input, or cannot be written, fail here
+    // and leave nothing behind.
+    if (auto s = memtl::CheckDeviceOption(args.device); !s.ok()) return Fail(s.message());
     auto opened = memtl::cli::OpenOutputs(args, memtl::cli::InputsOf(args));
     if (!opened.ok()) return Fail(opened.status().message());
     outputs = std::move(opened.value());

@@ -19,6 +19,7 @@
 #include "core/read/format.h"
 #include "core/read/kineto_reader.h"
 #include "core/read/raw_timeline.h"
+#include "core/read/trace_reader.h"
 #include "passes/pass.h"
 
 namespace memtl {
@@ -309,6 +310,10 @@ Expected<std::unique_ptr<Analysis>> RawTimelineAnalysis(RawTimeline raw, const s
 // every export but for the raw export's action numbers.
 Status CategorizeRaw(Analysis& a, const PipelineOptions& options, Categorized& c) {
   Trace& t = a.trace;
+  // The file names no device: --device names it, by the rule every trace's
+  // devices follow (it was taken as it came).
+  if (Status s = CheckDeviceOption(options.device); !s.ok())
+    return Status::Error(a.name + ": " + s.message());
   if (!options.device.empty()) t.devices[0].name = options.device;
   c.device = 0;
   c.categories.Reset(a.keys.id_slot, a.keys.num_ids, a.graph->value_begin());

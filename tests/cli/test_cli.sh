@@ -85,7 +85,7 @@ check export-no-output 2 "--output is required (see memtl export --help)" -- \
 check unknown-option 2 "(see memtl export --help)" -- \
   "$bin" export "$root/fixtures/dataflow_simple.trace.jsonl.gz" -o "$tmp/u.json" --bogus
 # --opt=value; a value that starts with a dash is given that way.
-check device-named-h 2 'device "-h" is not in the trace' -- \
+check device-named-h 2 '--device "-h" is not a device' -- \
   "$bin" export "$root/fixtures/dataflow_simple.trace.jsonl.gz" --output="$tmp/h.json" --device=-h
 check graph-ok 0 "" -- "$bin" graph "$root/fixtures/dataflow_simple.trace.jsonl.gz"
 if [ ! -s "$tmp/out" ]; then fail=$((fail + 1)); echo "FAIL graph-ok: empty output"; fi
@@ -593,6 +593,14 @@ for c in summary peak; do
 done
 grep -q "aten"$'\xef\xbf\xbd'"::" "$tmp/u.json" && pass=$((pass + 1)) ||
   { fail=$((fail + 1)); echo "FAIL json-utf8: the name is gone"; }
+# --device is a device by PyTorch's rule for every input: a raw timeline,
+# which names none, took any text as its name.
+raw="$root/fixtures/kineto/pytorch-export-memory-timeline.raw.json.gz"
+check raw-device-not-a-device 2 "is not a device" -- \
+  "$bin" export "$raw" --device "not a device at all" -o "$tmp/raw.json"
+[ ! -e "$tmp/raw.json" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL raw-device: output left"; }
+check raw-device-cuda 0 "wrote" -- "$bin" export "$raw" --device cuda:1 -o "$tmp/raw.json"
+check trace-device-not-a-device 2 "is not a device" -- "$bin" peak "$fx" --device "cuda:x"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

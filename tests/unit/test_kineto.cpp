@@ -310,6 +310,25 @@ TEST_CASE("raw timeline: the pipeline's timeline is its rows") {
   CHECK(peak.bytes == 576);
 }
 
+TEST_CASE("raw timeline: --device names its device by the rule every trace's devices follow") {
+  const std::string path = "/tmp/memtl_test_raw_device.raw.json";
+  {
+    std::ofstream f(path);
+    f << "[[2000, 2, 64, 4], [3000, 3, -64, 4]]";
+  }
+  PipelineOptions options;
+  options.device = "hip:1";
+  auto ok = RunPipeline(path, options);
+  REQUIRE(ok.ok());
+  CHECK(ok.value()->analysis->trace.devices[0].name == "hip:1");
+  options.device = "not a device at all";
+  auto bad = RunPipeline(path, options);
+  std::remove(path.c_str());
+  REQUIRE(!bad.ok());
+  CHECK(bad.status().message().find("\"not a device at all\" is not a device") !=
+        std::string::npos);
+}
+
 // Issue #34: every sum and product a reader makes of the input's numbers
 // is checked (core/model/checked.h); none wraps into a wrong value.
 TEST_CASE("kineto: times and byte sums that would overflow are refused, never wrapped") {
