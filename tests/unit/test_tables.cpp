@@ -65,6 +65,17 @@ MemoryUse SelfSum(const std::vector<MemoryRow>& rows) {
   return sum;
 }
 
+// The pipeline on a trace's text.
+std::unique_ptr<Categorized> FromText(const std::string& text, const std::string& name) {
+  auto trace = ReadTraceString(text, name);
+  REQUIRE(trace.ok());
+  auto analysis = Analyze(std::move(trace.value()), name);
+  REQUIRE(analysis.ok());
+  auto categorized = Categorize(std::move(analysis.value()));
+  REQUIRE(categorized.ok());
+  return std::move(categorized.value());
+}
+
 // Step 1 allocates 4 KiB on the CPU (freed in the step) and 1 MiB on
 // cuda:0; step 2 allocates 8 KiB on the CPU and frees the 1 MiB.
 std::unique_ptr<Categorized> TwoDevices() {
@@ -81,13 +92,7 @@ std::unique_ptr<Categorized> TwoDevices() {
       Op(6, -1, "ProfilerStep#2", 6000, 9000, "", "user_scope") +
       Op(7, 6, "aten::zeros", 6100, 6900, zeros) + Alloc(8, 7, 6500, 0x3000, 8192, "cpu") +
       Alloc(9, 6, 7000, 0x2000, -(1 << 20), "cuda:0");
-  auto trace = ReadTraceString(text, "two_devices");
-  REQUIRE(trace.ok());
-  auto analysis = Analyze(std::move(trace.value()), "two_devices");
-  REQUIRE(analysis.ok());
-  auto categorized = Categorize(std::move(analysis.value()));
-  REQUIRE(categorized.ok());
-  return std::move(categorized.value());
+  return FromText(text, "two_devices");
 }
 
 }  // namespace
@@ -554,13 +559,8 @@ TEST_CASE(
     const int parent = kModules + k;
     text += Alloc(i++, parent, parent, 64 * (k + 1), 16);
   }
-  auto trace = ReadTraceString(text, "deep");
-  REQUIRE(trace.ok());
-  auto analysis = Analyze(std::move(trace.value()), "deep");
-  REQUIRE(analysis.ok());
-  auto c = Categorize(std::move(analysis.value()));
-  REQUIRE(c.ok());
-  const MemoryTables t = ComputeTables(InputOf(*c.value()))[0];
+  const auto c = FromText(text, "deep");
+  const MemoryTables t = ComputeTables(InputOf(*c))[0];
   int ops = 0;
   for (const MemoryRow& r : t.by_op) {
     CAPTURE(r.name);
