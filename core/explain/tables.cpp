@@ -175,11 +175,6 @@ PlaceLabels LabelPlaces(const Trace& trace, const Places& places) {
   return out;
 }
 
-// Adds `u` to the self part of the row `name` of `rows`, and to its total
-// when `total`.
-void AddSelf(std::map<std::string, MemoryRow, std::less<>>& rows, std::string_view name,
-             const MemoryUse& u, bool total);
-
 // What the walks accumulate for one device.
 struct DeviceUse {
   std::vector<MemoryUse> by_place;
@@ -215,6 +210,9 @@ void AddTo(std::map<std::string, MemoryRow, std::less<>>& rows, std::string_view
   if (self) it->second.self += u;
 }
 
+// Adds `u` to the self part of the row `name` of `rows`, and to its total
+// when `total` (the totals of names inside ops and call sites come from
+// PlaceLabels' changes).
 void AddSelf(std::map<std::string, MemoryRow, std::less<>>& rows, std::string_view name,
              const MemoryUse& u, bool total) {
   if (total) {
