@@ -206,10 +206,8 @@ std::string DeviceJson(const DeviceReport& d) {
          ",\"us\":" + std::to_string(d.peak.time_us - first) + "}}";
 }
 
-// The data block of the devices `drawn` (indices into report.devices), the
-// `selected`th of them shown first.
-std::string DataJson(const Report& report, const std::vector<size_t>& drawn,
-                     const std::string& source, size_t selected) {
+// The data block of the report's devices, the `selected`th shown first.
+std::string DataJson(const Report& report, const std::string& source, size_t selected) {
   std::string j = "{\"source\":" + JsonString(source) +
                   ",\"selected\":" + std::to_string(selected) + ",\"categories\":[";
   for (int c = 0; c < 8; ++c) j += (c ? "," : "") + JsonString(ExportCategoryName(c));
@@ -224,28 +222,9 @@ std::string DataJson(const Report& report, const std::vector<size_t>& drawn,
          std::to_string(report.steps[i].time_us) + "]";
   }
   j += "],\"devices\":[";
-  for (size_t i = 0; i < drawn.size(); ++i)
-    j += (i ? "," : "") + DeviceJson(report.devices[drawn[i]]);
+  for (size_t i = 0; i < report.devices.size(); ++i)
+    j += (i ? "," : "") + DeviceJson(report.devices[i]);
   return html::ScriptJson(j + "]}");
-}
-
-// The devices the report draws, as indices into report.devices in its
-// order: every one, or where there are more than html::kMaxDrawnDevices,
-// `selected` (the exported device) and the others with the highest peaks.
-// The highest peaks rather than the first devices: they are what a reader
-// of a memory report looks for, and the trace's order of devices says
-// nothing. The rest are named in a note.
-std::vector<size_t> DrawnDevices(const Report& report, size_t selected) {
-  std::vector<size_t> drawn(report.devices.size());
-  for (size_t i = 0; i < drawn.size(); ++i) drawn[i] = i;
-  if (drawn.size() <= html::kMaxDrawnDevices) return drawn;
-  std::stable_sort(drawn.begin(), drawn.end(), [&](size_t a, size_t b) {
-    if ((a == selected) != (b == selected)) return a == selected;
-    return report.devices[a].peak.bytes > report.devices[b].peak.bytes;
-  });
-  drawn.resize(html::kMaxDrawnDevices);
-  std::sort(drawn.begin(), drawn.end());
-  return drawn;
 }
 
 // What would help (core/plan/help.h): the changes that lower the peak, the
@@ -357,25 +336,23 @@ Expected<std::string> HtmlReport(const ExportInput& in, DeviceIndex device) {
   html += report_assets::kReportCss;
   html += "</style>\n</head>\n<body>\n<h1>Memory timeline of <span class=\"device-name\">" +
           Escape(shown) + "</span></h1>\n<p>From <b>" + Escape(source) + "</b>";
-  // The sections, the selector and the data block number the drawn devices
-  // alone, 0 to drawn.size() - 1.
-  const std::vector<size_t> drawn = DrawnDevices(report, selected);
-  const size_t shown_at =
-      static_cast<size_t>(std::find(drawn.begin(), drawn.end(), selected) - drawn.begin());
-  if (drawn.size() > 1) {
+  // The report holds the devices drawn (ReportedDevices: at most
+  // kReportMaxDevices); the sections, the selector and the data block
+  // number them 0 to devices.size() - 1.
+  if (report.devices.size() > 1) {
     html += "; device <select id=\"device\">";
-    for (size_t i = 0; i < drawn.size(); ++i) {
-      html += "<option value=\"" + std::to_string(i) + "\"" + (i == shown_at ? " selected" : "") +
-              ">" + Escape(report.devices[drawn[i]].name) + "</option>";
+    for (size_t i = 0; i < report.devices.size(); ++i) {
+      html += "<option value=\"" + std::to_string(i) + "\"" + (i == selected ? " selected" : "") +
+              ">" + Escape(report.devices[i].name) + "</option>";
     }
     html += "</select> (each has its own chart, peak and tables)";
   }
   html += ".</p>\n";
-  if (drawn.size() < report.devices.size()) {
-    const size_t left = report.devices.size() - drawn.size();
+  if (report.left_out > 0) {
+    const size_t left = report.left_out;
     html += "<p class=\"note not-drawn\">" + std::to_string(left) +
             (left == 1 ? " more device is" : " more devices are") +
-            " not drawn: the report draws " + std::to_string(drawn.size()) +
+            " not drawn: the report draws " + std::to_string(report.devices.size()) +
             " of the trace's devices, the exported one and those with the highest peaks. "
             "<code>memtl summary TRACE</code> lists every device's peak; <code>memtl export "
             "--device DEVICE TRACE OUT.html</code> draws any one of them.</p>\n";
@@ -401,8 +378,8 @@ Expected<std::string> HtmlReport(const ExportInput& in, DeviceIndex device) {
                 ? "<p>No memory events on " + Escape(wanted) + ".</p>\n"
                 : "<p>No memory events.</p>\n";
   }
-  for (size_t i = 0; i < drawn.size(); ++i) {
-    auto section = DeviceSection(in, report.devices[drawn[i]], i, i == shown_at, report.inferred);
+  for (size_t i = 0; i < report.devices.size(); ++i) {
+    auto section = DeviceSection(in, report.devices[i], i, i == selected, report.inferred);
     if (!section.ok()) return section.status();
     html += section.value();
   }
@@ -417,7 +394,7 @@ Expected<std::string> HtmlReport(const ExportInput& in, DeviceIndex device) {
   // The data block is JSON that report.js parses (not run: it needs no
   // hash in the policy); the scripts' texts are the hashed assets.
   html += "<script id=\"memtl-data\" type=\"application/json\">" +
-          DataJson(report, drawn, source, shown_at) + "</script>\n";
+          DataJson(report, source, selected) + "</script>\n";
   if (!report_assets::kDygraphsJs.empty()) html += html::InlineScript(report_assets::kDygraphsJs);
   html += html::InlineScript(report_assets::kReportJs);
   return html + "</body>\n</html>\n";

@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/explain/report.h"
+
 namespace memtl::html {
 
 // `s` safe in an element or an attribute value.
@@ -86,10 +88,8 @@ inline std::string InlineScript(std::string_view js) {
 // anyway could not run a script of its own.
 std::string PolicyMeta(bool chart);
 
-// The devices the report draws at most (html_export.cpp): each costs a
-// section with its PNG and its chart data, so a trace with thousands of
-// devices would make a page of gigabytes that no browser opens.
-inline constexpr size_t kMaxDrawnDevices = 16;
+// The devices the report draws at most: those its Report holds.
+inline constexpr size_t kMaxDrawnDevices = kReportMaxDevices;
 
 // The plot's colours by export index (PyTorch's _CATEGORY_TO_COLORS:
 // darkgreen, goldenrod, black, mediumpurple, red, mediumblue, royalblue,

@@ -133,6 +133,30 @@ std::vector<DeviceIndex> AcceleratorsFirst(const Trace& trace) {
   return order;
 }
 
+std::vector<DeviceIndex> ReportedDevices(const Trace& trace,
+                                         const std::vector<TimelineEvent>& timeline,
+                                         DeviceIndex selected, size_t* left_out) {
+  const std::vector<int64_t> peaks = PeakPerDevice(timeline, trace.devices.size());
+  std::vector<DeviceIndex> with_events;
+  for (const DeviceIndex d : AcceleratorsFirst(trace)) {
+    if (peaks[d] >= 0) with_events.push_back(d);
+  }
+  *left_out = 0;
+  if (with_events.size() <= kReportMaxDevices) return with_events;
+  std::vector<DeviceIndex> kept = with_events;
+  std::stable_sort(kept.begin(), kept.end(), [&](DeviceIndex a, DeviceIndex b) {
+    if ((a == selected) != (b == selected)) return a == selected;
+    return peaks[a] > peaks[b];
+  });
+  kept.resize(kReportMaxDevices);
+  std::vector<DeviceIndex> out;
+  for (const DeviceIndex d : with_events) {
+    if (std::find(kept.begin(), kept.end(), d) != kept.end()) out.push_back(d);
+  }
+  *left_out = with_events.size() - out.size();
+  return out;
+}
+
 Report MakeReport(const ExplainInput& in, size_t top, const PeakReport* known) {
   const Trace& trace = in.trace;
   Report report;
@@ -148,7 +172,8 @@ Report MakeReport(const ExplainInput& in, size_t top, const PeakReport* known) {
   std::stable_sort(starts.begin(), starts.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
 
-  for (const DeviceIndex device : AcceleratorsFirst(trace)) {
+  for (const DeviceIndex device :
+       ReportedDevices(trace, in.timeline, in.device, &report.left_out)) {
     const size_t d = device;
     ChartSeries series = SampleRows(in.timeline, in.categories, device);
     if (series.rows == 0) continue;
@@ -189,7 +214,7 @@ Report ReportFromTimeline(const Trace& trace, const std::vector<TimelineEvent>& 
                           const CategoryDict& categories, const PeakReport* peak,
                           DeviceIndex device) {
   Report report;
-  for (const DeviceIndex d : AcceleratorsFirst(trace)) {
+  for (const DeviceIndex d : ReportedDevices(trace, timeline, device, &report.left_out)) {
     DeviceReport r;
     r.device = d;
     r.series = SampleRows(timeline, categories, r.device);

@@ -91,15 +91,34 @@ struct ProfilerStep {
   int64_t time_us = 0;
 };
 
+// The devices a report holds at most: each costs a chart series, a peak
+// and tables, and on the page a section with its PNG, so a trace of
+// thousands of devices took minutes and gigabytes for a page no browser
+// opens.
+inline constexpr size_t kReportMaxDevices = 16;
+
 struct Report {
-  std::vector<DeviceReport> devices;  // those with memory events, in device order
-  std::vector<ProfilerStep> steps;    // by time
-  bool inferred = false;              // the categories are inferred (ExplainInput::inferred)
+  // Those with memory events, in AcceleratorsFirst order: all of them, or
+  // where there are more than kReportMaxDevices, the selected device and
+  // those with the highest peaks (ReportedDevices).
+  std::vector<DeviceReport> devices;
+  size_t left_out = 0;              // devices with memory events not in `devices`
+  std::vector<ProfilerStep> steps;  // by time
+  bool inferred = false;            // the categories are inferred (ExplainInput::inferred)
 };
 
 // The trace's devices as reports list them: accelerators first, then cpu,
 // each group in the trace's order.
 std::vector<DeviceIndex> AcceleratorsFirst(const Trace& trace);
+
+// The devices with memory events a report holds, in AcceleratorsFirst
+// order (Report::devices says which); `left_out` gets how many it leaves.
+// The highest peaks rather than the first devices: they are what a reader
+// of a memory report looks for, and the trace's order of devices says
+// nothing.
+std::vector<DeviceIndex> ReportedDevices(const Trace& trace,
+                                         const std::vector<TimelineEvent>& timeline,
+                                         DeviceIndex selected, size_t* left_out);
 
 // The whole report, accelerators first, then cpu; `top` largest tensors
 // alive at each device's peak.

@@ -137,7 +137,11 @@ std::vector<Candidate> Candidates(const Trace& trace) {
 
 void AddWhatWouldHelp(const ExplainInput& in, Report& report) {
   if (in.inferred != nullptr) return;  // the changes edit tensors' lifetimes
-  const WhatIfReplay replay(in);
+  // Only the report's devices: a trace of thousands of devices would replay
+  // each one for every candidate.
+  std::vector<DeviceIndex> devices;
+  for (const DeviceReport& d : report.devices) devices.push_back(d.device);
+  const WhatIfReplay replay(in, &devices);
   for (const Candidate& c : Candidates(in.trace)) {
     auto r = replay.Run(c.changes, "", false);
     if (!r.ok()) continue;  // the trace lacks what it changes

@@ -518,7 +518,7 @@ struct WhatIfReplay::Measured {
   std::vector<Device> devices;  // those with memory events
 };
 
-WhatIfReplay::WhatIfReplay(const ExplainInput& in)
+WhatIfReplay::WhatIfReplay(const ExplainInput& in, const std::vector<DeviceIndex>* only)
     : m_(std::make_unique<Measured>(
           Measured{in, CreatorOfValues(in.graph), {}, whatif::LazySubtrees(in.trace), {}})) {
   // Each device's rows run from the first at or after 0 (the rows before
@@ -528,8 +528,14 @@ WhatIfReplay::WhatIfReplay(const ExplainInput& in)
     int64_t first = whatif::kNever, last = -1;
   };
   std::vector<Range> range(in.trace.devices.size());
+  std::vector<uint8_t> wanted(in.trace.devices.size(), only == nullptr ? 1 : 0);
+  if (only != nullptr) {
+    for (const DeviceIndex d : *only) {
+      if (d < wanted.size()) wanted[d] = 1;
+    }
+  }
   for (const TimelineEvent& e : in.timeline) {
-    if (e.device >= range.size()) continue;
+    if (e.device >= range.size() || wanted[e.device] == 0) continue;
     Range& r = range[e.device];
     const int64_t t = MicrosOf(e);
     r.any = true;

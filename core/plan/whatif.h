@@ -113,7 +113,9 @@ struct Selection;
 // `in`, which must outlive it.
 class WhatIfReplay {
  public:
-  explicit WhatIfReplay(const ExplainInput& in);
+  // `only`, when given, limits the replays to those devices (the report's:
+  // each device's sweep streams the whole timeline).
+  explicit WhatIfReplay(const ExplainInput& in, const std::vector<DeviceIndex>* only = nullptr);
   ~WhatIfReplay();
   WhatIfReplay(const WhatIfReplay&) = delete;
   WhatIfReplay& operator=(const WhatIfReplay&) = delete;

@@ -46,7 +46,9 @@ std::unique_ptr<Categorized> CategorizedOf(const std::string& text, const std::s
 // `device`, from a trace named `source`.
 std::string HtmlOf(const Categorized& c, const std::string& source, DeviceIndex device) {
   const Analysis& a = *c.analysis;
-  const ExplainInput ein{a.trace, a.keys, *a.tree, *a.graph, c.categories, c.timeline, c.device};
+  // The report is made for the device exported, as the pipeline makes it
+  // for the device --device resolves to.
+  const ExplainInput ein{a.trace, a.keys, *a.tree, *a.graph, c.categories, c.timeline, device};
   const Report report = MakeReport(ein, 20);
   ExportInput in{a.trace, c.timeline, c.categories, a.diagnostics, source, ""};
   in.report = &report;
