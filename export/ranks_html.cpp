@@ -105,7 +105,7 @@ std::string RanksHtml(const RanksReport& r) {
       "curve for its rank. Click a column to sort the table.</p>\n";
   out += Curves(r);
   out +=
-      "<table class=\"memory\">\n<thead><tr><th>rank</th><th>device</th><th>peak</th>"
+      "<table class=\"memory sortable\">\n<thead><tr><th>rank</th><th>device</th><th>peak</th>"
       "<th>at (ms)</th><th>step</th>";
   for (int c = 0; c < 8; ++c) out += "<th>" + html::Escape(ExportCategoryLabel(c, false)) + "</th>";
   out += "<th>trace</th></tr></thead>\n<tbody>\n";
