@@ -14,6 +14,11 @@ attached to the same profile, and that one run is written three ways:
   ids, shapes, schemas);
 - NAME.trace.jsonl.gz: memtl's own recorder (memtl.save).
 
+The scenarios of TORCH_RAW are recorded without the python tracer
+(with_stack=False) and written with PyTorch's own raw timeline of the same
+profile (NAME.torch.raw.json.gz, torch.profiler._memory_profiler) in place
+of memtl's own trace.
+
 memtl categorizes the Kineto trace joined to the execution trace
 (`memtl export NAME.kineto.json.gz --et NAME.et.json.gz`) and its own
 trace; tests/python/test_et_join.py compares the two.
@@ -71,8 +76,56 @@ def _optimizers_indexing():
     return {}, step
 
 
+def _checkpoint_rng():
+    """torch.utils.checkpoint over Linear-ReLU-Linear inside a
+    record_function: checkpoint saves the random-number generator's state
+    (a block that no tensor of the execution trace owns, and PyTorch's
+    memory profiler leaves unknown) inside the annotation, before the
+    block's first layer reads its parameters, which fit in it (issue #38:
+    the join gave the block the first parameter that fits)."""
+    blk = torch.nn.Sequential(torch.nn.Linear(16, 48), torch.nn.ReLU(), torch.nn.Linear(48, 16))
+    head = torch.nn.Linear(16, 4)
+
+    def step():
+        with torch.profiler.record_function("## forward ##"):
+            x = torch.randn(8, 16, requires_grad=True)
+            h = torch.utils.checkpoint.checkpoint(blk, x, use_reentrant=False)
+            loss = head(h).sum()
+        loss.backward()
+
+    return {}, step
+
+
+def _dataless_null_storage():
+    """Tensors without data (issue #38): a Linear on the meta device run on
+    a meta input, and an empty CPU tensor, beside a CPU Linear's forward
+    and backward. The execution trace gives all of them the null data
+    pointer's storage id (FSDP2's DTensor wrappers share it too), which the
+    join took for one pre-existing storage."""
+    lin = torch.nn.Linear(16, 16)
+    with torch.device("meta"):
+        big = torch.nn.Linear(64, 64)
+    x = torch.randn(4, 16)
+    kept = []  # alive past the profile, as a caller's would be
+
+    def step():
+        y = lin(x)
+        kept.append(big(torch.empty(4, 64, device="meta")))
+        kept.append(torch.empty(0))
+        y.sum().backward()
+        kept.append(y)
+
+    return {}, step
+
+
 # Scenarios of the execution-trace fixtures only.
 SCENARIOS["optimizers_indexing"] = _Scenario("optimizers_indexing", _optimizers_indexing)
+SCENARIOS["checkpoint_rng"] = _Scenario("checkpoint_rng", _checkpoint_rng)
+SCENARIOS["dataless_null_storage"] = _Scenario("dataless_null_storage", _dataless_null_storage)
+# Recorded without the python tracer (with_stack=False), with PyTorch's own
+# raw timeline of the same profile (NAME.torch.raw.json.gz) instead of
+# memtl's own trace: tests/python/test_et_join.py compares row for row.
+TORCH_RAW = ["checkpoint_rng", "dataless_null_storage"]
 
 
 def gzip_to(src, dst):
@@ -108,14 +161,27 @@ def record(name, out):
     memtl.save(prof, os.path.join(out, name + ".trace.jsonl.gz"))
 
 
+def record_with_torch_raw(name, out):
+    from torch.profiler import _memory_profiler
+    with tempfile.TemporaryDirectory() as tmp:
+        prof, et_path, kineto = profile_with_et(name, tmp, with_stack=False)
+        timeline = _memory_profiler.MemoryProfileTimeline(
+            _memory_profiler.MemoryProfile(prof.profiler.kineto_results))
+        raw = os.path.join(tmp, "torch.raw.json")
+        timeline.export_memory_timeline_raw(raw, "cpu")
+        gzip_to(kineto, os.path.join(out, name + ".kineto.json.gz"))
+        gzip_to(et_path, os.path.join(out, name + ".et.json.gz"))
+        gzip_to(raw, os.path.join(out, name + ".torch.raw.json.gz"))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=os.path.join(ROOT, "fixtures", "et"))
     parser.add_argument("names", nargs="*", help="scenarios to record (default: all)")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    for name in args.names or NAMES:
-        record(name, args.out)
+    for name in args.names or NAMES + TORCH_RAW:
+        (record_with_torch_raw if name in TORCH_RAW else record)(name, args.out)
         print(name)
 
 

@@ -57,7 +57,39 @@ void Join::JoinOps(JoinText& out) {
         unjoined_example, unjoined);
 }
 
+void Join::FindDataless() {
+  std::unordered_set<uint64_t> inputs;
+  for (const EtNode& node : et_.nodes) {
+    inputs.clear();
+    auto input = [&](uint32_t index) {
+      const EtTensor& tensor = et_.tensors[index];
+      if (tensor.storage_id == 0) return;
+      inputs.insert(tensor.storage_id);
+      if (et_.strings.Get(tensor.device) == "meta") dataless_.insert(tensor.storage_id);
+    };
+    for (uint32_t i = node.args_begin; i < node.args_begin + node.args_count; ++i) {
+      const EtArg& arg = et_.args[i];
+      if (arg.kind == EtArgKind::kTensor) input(arg.begin);
+      if (arg.kind != EtArgKind::kList) continue;
+      for (uint32_t j = arg.begin; j < arg.begin + arg.count; ++j)
+        if (et_.items[j] != kNone32) input(et_.items[j]);
+    }
+    for (uint32_t i = node.outs_begin; i < node.outs_begin + node.outs_count; ++i) {
+      if (et_.items[i] == kNone32) continue;
+      const EtTensor& tensor = et_.tensors[et_.items[i]];
+      if (tensor.storage_id == 0) continue;
+      // An empty output of a storage none of the inputs has: created
+      // with no bytes, at the null data pointer. (An empty view of an
+      // input keeps the input's storage.)
+      if (et_.strings.Get(tensor.device) == "meta" ||
+          (tensor.numel == 0 && !inputs.contains(tensor.storage_id)))
+        dataless_.insert(tensor.storage_id);
+    }
+  }
+}
+
 void Join::MapStorages(JoinText& out) {
+  FindDataless();
   const size_t n = t_.events.size();
   std::vector<uint32_t> end(n);
   for (uint32_t e = 0; e < n; ++e) end[e] = e + 1;
@@ -106,7 +138,7 @@ void Join::MapStorages(JoinText& out) {
     inputs.clear();
     auto note = [&](uint32_t index, bool output) {
       const EtTensor& tensor = et_.tensors[index];
-      if (tensor.storage_id == 0 || tensor.numel <= 0) return;
+      if (!HasData(tensor)) return;
       if (output && inputs.contains(tensor.storage_id)) return;
       if (!output) inputs.insert(tensor.storage_id);
       std::vector<uint32_t>& at = (output ? creations_ : reads_)[tensor.storage_id];
@@ -170,7 +202,7 @@ void Join::MapStorages(JoinText& out) {
   }
   MapFreedBefore(frees_before);
   for (const EtTensor& tensor : et_.tensors)
-    if (tensor.numel > 0) nonempty_.insert(tensor.storage_id);
+    if (HasData(tensor)) nonempty_.insert(tensor.storage_id);
 }
 
 void Join::MapFreedBefore(const std::vector<uint32_t>& frees) {
@@ -181,7 +213,7 @@ void Join::MapFreedBefore(const std::vector<uint32_t>& frees) {
   };
   std::unordered_map<uint64_t, Need> need;
   for (const EtTensor& tensor : et_.tensors) {
-    if (tensor.storage_id == 0 || tensor.numel <= 0) continue;
+    if (!HasData(tensor)) continue;
     Need& n = need[tensor.storage_id];
     n.bytes = std::max(n.bytes, tensor.extent);
     n.device = tensor.device;
@@ -262,11 +294,18 @@ uint64_t Join::Candidate(uint32_t e, uint32_t op, uint32_t end, bool freed_insid
   uint64_t fits = 0;  // the first fitting storage of the scan, then of the outputs
   auto consider = [&](uint32_t index) {
     const EtTensor& tensor = et_.tensors[index];
-    if (tensor.storage_id == 0 || tensor.numel <= 0 || addr_of_.contains(tensor.storage_id))
-      return false;
+    if (!HasData(tensor) || addr_of_.contains(tensor.storage_id)) return false;
     if (et_.strings.Get(tensor.device) != device) return false;
     const int64_t need = tensor.extent;
     if (need > a.bytes || (need < a.bytes && fits != 0)) return false;
+    // A block larger than the tensor is its storage only if an op of the
+    // profile creates that storage (an output resized smaller, a size the
+    // allocator rounds up). A storage that ops only read was allocated
+    // before the profile, or outside any op: what it shares with a larger
+    // block is its bytes alone, and a block that no tensor owns (the
+    // random-number-generator state torch.utils.checkpoint saves) would
+    // take it, and it would lose its own, pre-existing row.
+    if (need < a.bytes && !creations_.contains(tensor.storage_id)) return false;
     if (!FitsLifetimes(tensor.storage_id, lifetimes)) return false;
     if (need == a.bytes) return true;
     fits = tensor.storage_id;

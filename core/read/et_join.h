@@ -17,7 +17,10 @@
 //   directly inside a joined op and not freed before the op ends is the
 //   storage of one of the op's output tensors, the one whose bytes it
 //   holds exactly (ties: output order), or, on a device whose allocator
-//   rounds sizes up, the first whose bytes it can hold. A storage id is one
+//   rounds sizes up, the first whose bytes it can hold among those an op
+//   of the profile creates (a block that no tensor owns, such as the
+//   generator state torch.utils.checkpoint saves, stays unmapped rather
+//   than take a parameter that merely fits). A storage id is one
 //   data pointer for the whole trace (PyTorch never forgets one), so one
 //   sighting maps it everywhere, and it can be at an address only if the
 //   address is allocated at each of its reads and free where an op creates
@@ -27,7 +30,8 @@
 //   explains the later one (Join::AddressGoesTo). A storage never
 //   allocated in the profile (parameters and inputs made before it) gets
 //   an address of its own; one seen only in empty tensors is the null data
-//   pointer.
+//   pointer, and so is one seen on a meta tensor or created empty: storage
+//   ids are only trusted for tensors with data (Join::FindDataless).
 // - Not recovered: modules' and optimizers' parameters and state (the
 //   python tracer's, which neither file records), so the passes that read
 //   them find nothing; ops that did not join have no arguments.

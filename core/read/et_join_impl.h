@@ -161,8 +161,17 @@ class Join {
   // How many of the positions `at` (in order) are in one of `lifetimes`.
   static size_t Inside(const std::vector<uint32_t>& at, const std::vector<Lifetime>& lifetimes);
 
+  // Fills dataless_ from every node of the execution trace.
+  void FindDataless();
+
+  // Whether the tensor's storage id names a data pointer that holds its
+  // data: a storage id is only trusted for a tensor with data.
+  bool HasData(const EtTensor& tensor) const {
+    return tensor.storage_id != 0 && tensor.numel > 0 && !dataless_.contains(tensor.storage_id);
+  }
+
   uint64_t Pointer(const EtTensor& tensor) const {
-    if (tensor.storage_id == 0) return 0;
+    if (tensor.storage_id == 0 || dataless_.contains(tensor.storage_id)) return 0;
     if (const auto it = addr_of_.find(tensor.storage_id); it != addr_of_.end()) return it->second;
     if (!nonempty_.contains(tensor.storage_id)) return 0;  // the null data pointer
     return kSyntheticStorage | tensor.storage_id;
@@ -192,6 +201,15 @@ class Join {
   std::vector<uint32_t> node_of_op_;
   std::unordered_map<uint64_t, uint64_t> addr_of_;
   std::unordered_set<uint64_t> nonempty_;
+  // The storage ids of the null data pointer. The execution trace numbers
+  // data pointers, and a tensor without data has the null one: an empty
+  // tensor, a meta tensor, a wrapper subclass (FSDP2's DTensor), a storage
+  // resized to 0. All of them share its id, whatever their numel, so the
+  // id is no storage: as one, it would be a phantom pre-existing tensor
+  // that every such tensor's op writes to. Known by a tensor on the meta
+  // device (which has no memory) or an empty one that an op creates (the
+  // allocators give no memory for 0 bytes).
+  std::unordered_set<uint64_t> dataless_;
   // MapStorages' walk in time order: the events by time (ties in index
   // order) and each event's position there.
   std::vector<uint32_t> by_time_;

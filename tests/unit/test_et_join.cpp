@@ -420,3 +420,98 @@ TEST_CASE("et join: a tensor whose sizes overflow is refused, naming its line") 
           std::string::npos);
   }
 }
+
+namespace {
+
+// Issue #38: a block that no tensor of the execution trace owns (the
+// random-number-generator state that torch.utils.checkpoint saves, 5056
+// bytes on the CPU) is allocated at 8192 inside the "## forward ##"
+// annotation (rf 1); aten::add_ (rf 2) in it then reads a 64-byte
+// parameter from before the profile (storage 9), which no op creates.
+const char* const kUnowned = R"({"traceEvents": [
+{"ph": "X", "cat": "user_annotation", "name": "## forward ##", "pid": 1, "tid": 1, "ts": 10, "dur": 40, "args": {"Record function id": 1}},
+{"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 11, "args": {"Bytes": 5056, "Addr": 8192, "Device Type": 0, "Device Id": -1}},
+{"ph": "X", "cat": "cpu_op", "name": "aten::add_", "pid": 1, "tid": 1, "ts": 20, "dur": 5, "args": {"Record function id": 2}},
+{"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 60, "args": {"Bytes": -5056, "Addr": 8192, "Device Type": 0, "Device Id": -1}}
+]}
+)";
+
+std::string UnownedEt() {
+  const char* add =
+      R"J({"values": [[5, 9, 0, 16, 4, "cpu"], [5, 9, 0, 16, 4, "cpu"]], "shapes": [[16], [16]], "types": ["Tensor(float)", "Tensor(float)"], "strides": [[1], [1]]})J";
+  const char* self =
+      R"J({"values": [[5, 9, 0, 16, 4, "cpu"]], "shapes": [[16]], "types": ["Tensor(float)"], "strides": [[1]]})J";
+  return R"J({"schema": "1.1.1-chakra.0.0.4", "nodes": [)J" +
+         Node(2, 1, "## forward ##", kNone, kNone) + ",\n" + Node(3, 2, "aten::add_", add, self) +
+         "]}\n";
+}
+
+}  // namespace
+
+// The parameter fits in the block, and that is all the two share: the
+// block stays unmapped, the parameter keeps an address of its own (a
+// pre-existing tensor, as PyTorch's memory profiler has it).
+TEST_CASE("et join: a block no tensor owns does not take a parameter from before the profile") {
+  const TempFile et(UnownedEt());
+  ReadOptions options;
+  options.et_path = et.path;
+  auto r = ReadKinetoString(kUnowned, "k.json", options);
+  REQUIRE(r.ok());
+  const Trace& t = r.value().trace;
+  REQUIRE(t.tensor_ptrs.size() == 2);
+  CHECK(t.tensor_ptrs[0] != 8192);
+  CHECK(t.tensor_ptrs[0] == t.tensor_ptrs[1]);
+  CHECK(r.value().info.note.find("0 of 1 allocations") != std::string::npos);
+}
+
+namespace {
+
+// Issue #38: tensors without data (FSDP2's DTensor wrappers, meta tensors,
+// empty tensors) all have the null data pointer's storage id (7). aten::empty
+// (rf 1) creates an empty tensor there; aten::add_ (rf 2) reads two wrappers
+// of 16 and 4 elements with it; aten::mul_ (rf 3), a meta tensor with
+// another (11, the only sighting of the null pointer in its trace), and a
+// 64-byte block inside it, with 64 bytes from before the profile beside it.
+const char* const kDataless = R"({"traceEvents": [
+{"ph": "X", "cat": "cpu_op", "name": "aten::empty", "pid": 1, "tid": 1, "ts": 10, "dur": 5, "args": {"Record function id": 1}},
+{"ph": "X", "cat": "cpu_op", "name": "aten::add_", "pid": 1, "tid": 1, "ts": 20, "dur": 5, "args": {"Record function id": 2}},
+{"ph": "X", "cat": "cpu_op", "name": "aten::mul_", "pid": 1, "tid": 1, "ts": 30, "dur": 5, "args": {"Record function id": 3}},
+{"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 31, "args": {"Bytes": 64, "Addr": 4096, "Device Type": 0, "Device Id": -1, "Total Allocated": 128}}
+]}
+)";
+
+std::string DatalessEt() {
+  const char* empty =
+      R"J({"values": [[5, 7, 0, 0, 4, "cpu"]], "shapes": [[0]], "types": ["Tensor(float)"], "strides": [[1]]})J";
+  const char* add =
+      R"J({"values": [[6, 7, 0, 16, 4, "cpu"], [8, 7, 0, 4, 4, "cpu"]], "shapes": [[16], [4]], "types": ["Tensor(float)", "Tensor(float)"], "strides": [[1], [1]]})J";
+  const char* add_self =
+      R"J({"values": [[6, 7, 0, 16, 4, "cpu"]], "shapes": [[16]], "types": ["Tensor(float)"], "strides": [[1]]})J";
+  const char* mul =
+      R"J({"values": [[9, 11, 0, 16, 4, "meta"], [9, 11, 0, 16, 4, "meta"]], "shapes": [[16], [16]], "types": ["Tensor(float)", "Tensor(float)"], "strides": [[1], [1]]})J";
+  const char* mul_self =
+      R"J({"values": [[9, 11, 0, 16, 4, "meta"]], "shapes": [[16]], "types": ["Tensor(float)"], "strides": [[1]]})J";
+  return R"J({"schema": "1.1.1-chakra.0.0.4", "nodes": [)J" +
+         Node(2, 1, "aten::empty", kNone, empty) + ",\n" + Node(3, 2, "aten::add_", add, add_self) +
+         ",\n" + Node(4, 3, "aten::mul_", mul, mul_self) + "]}\n";
+}
+
+}  // namespace
+
+// The null data pointer's id is no storage: as one, it was a phantom
+// pre-existing tensor of 64 bytes that add_ and mul_ wrote to (a version
+// bump of one tensor for every data-less tensor's op), counted in the
+// memory from before the profile. Its tensors have no data pointer, as
+// PyTorch's profiler has them.
+TEST_CASE("et join: storage ids are only trusted for tensors with data") {
+  const TempFile et(DatalessEt());
+  ReadOptions options;
+  options.et_path = et.path;
+  auto r = ReadKinetoString(kDataless, "k.json", options);
+  REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.status().message()));
+  const Trace& t = r.value().trace;
+  REQUIRE(t.tensor_ptrs.size() == 4);
+  for (const uint64_t ptr : t.tensor_ptrs) CHECK(ptr == 0);
+  CHECK(r.value().info.note.find("0 of 1 allocations") != std::string::npos);
+  CHECK(r.value().info.note.find("before the profile are its tensors") == std::string::npos);
+}
