@@ -82,6 +82,9 @@ struct Tensor {
 static_assert(sizeof(Tensor) == 12);
 inline constexpr int64_t kUnsized = -1;
 inline constexpr int64_t kMaxTensorBytes = (int64_t{1} << 46) - 1;  // 64 TiB
+// The most dimensions a tensor's sizes or strides may list (PyTorch's own
+// limit is 64; the readers refuse more than this).
+inline constexpr size_t kMaxDims = 4096;
 
 // The size map's bytes for a strided tensor: the largest size * stride over
 // its dimensions (PyTorch zips sizes with strides, each [1] when empty) times
@@ -89,6 +92,13 @@ inline constexpr int64_t kMaxTensorBytes = (int64_t{1} << 46) - 1;  // 64 TiB
 // comes near; the bound keeps absurd shapes in a bad trace from overflowing).
 int64_t SizeOfObservation(const int64_t* sizes, size_t num_sizes, const int64_t* strides,
                           size_t num_strides, uint32_t element_size);
+
+// Whether those bytes, before the clamp, pass kMaxTensorBytes: a reader
+// refuses such a tensor rather than take a silently wrong size. Exact for
+// dimensions below 2^48 (the readers' bound): the product is made in 128
+// bits.
+bool PastMaxTensorBytes(const int64_t* sizes, size_t num_sizes, const int64_t* strides,
+                        size_t num_strides, uint32_t element_size);
 
 // The ids a producer states for one tensor observation or allocation
 // (PyTorch >= 2.0); invalid where it stated none.

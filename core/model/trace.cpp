@@ -90,22 +90,36 @@ uint32_t ElementSize(std::string_view dtype) {
   return 0;
 }
 
-int64_t SizeOfObservation(const int64_t* sizes, size_t num_sizes, const int64_t* strides,
+namespace {
+
+// The largest size * stride times the element size, in 128 bits:
+// dimensions are below 2^48 (the readers check), so no product overflows.
+__int128 ObservationBytes(const int64_t* sizes, size_t num_sizes, const int64_t* strides,
                           size_t num_strides, uint32_t element_size) {
   const int64_t one = 1;
   const int64_t* s = num_sizes ? sizes : &one;
   const int64_t* st = num_strides ? strides : &one;
   const size_t n = std::min<size_t>(num_sizes ? num_sizes : 1, num_strides ? num_strides : 1);
-  // In 128 bits: dimensions are below 2^48 (the reader checks), so neither
-  // product can overflow before the clamp.
   __int128 extent = 0;
   for (size_t i = 0; i < n; ++i) {
     const __int128 v = static_cast<__int128>(s[i]) * st[i];
     if (i == 0 || v > extent) extent = v;
   }
-  const __int128 bytes = extent * element_size;
+  return extent * element_size;
+}
+
+}  // namespace
+
+int64_t SizeOfObservation(const int64_t* sizes, size_t num_sizes, const int64_t* strides,
+                          size_t num_strides, uint32_t element_size) {
+  const __int128 bytes = ObservationBytes(sizes, num_sizes, strides, num_strides, element_size);
   if (bytes <= 0) return 0;
   return bytes > kMaxTensorBytes ? kMaxTensorBytes : static_cast<int64_t>(bytes);
+}
+
+bool PastMaxTensorBytes(const int64_t* sizes, size_t num_sizes, const int64_t* strides,
+                        size_t num_strides, uint32_t element_size) {
+  return ObservationBytes(sizes, num_sizes, strides, num_strides, element_size) > kMaxTensorBytes;
 }
 
 uint32_t StringTable::Intern(std::string_view s) {

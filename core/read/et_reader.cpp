@@ -16,6 +16,7 @@
 #include "core/read/format.h"
 #include "core/read/json_cursor.h"
 #include "core/read/kineto_stream.h"
+#include "core/read/trace_reader.h"
 
 namespace memtl::read {
 
@@ -167,8 +168,11 @@ class NodeBuilder {
   }
 
   // A tensor's numbers are checked as the memtl trace reader checks its
-  // own: dimensions within kMaxDimension, and every product and sum made
-  // of them within 64 bits, else the trace is refused (BadValue).
+  // own, since the join writes them into a memtl trace: dimensions within
+  // kMaxDimension, no negative size, at most kMaxDims of them, at most
+  // kMaxTensorBytes, a device PyTorch names (or none), and every product
+  // and sum made of them within 64 bits, else the trace is refused
+  // (BadValue) naming the problem, not the join.
   uint32_t Tensor(const Value& v, const Value& shape, const Value& stride) {
     EtTensor t;
     t.tensor_id = static_cast<uint64_t>(v.items[0].i);
@@ -187,6 +191,8 @@ class NodeBuilder {
                      ", itemsize " + std::to_string(t.itemsize) + ")");
     }
     t.extent = *extent;
+    if (!v.items[5].s.empty() && !IsDeviceName(v.items[5].s))
+      throw BadValue("a tensor's device " + Quote(v.items[5].s) + " is not a device");
     t.device = et_->strings.Intern(v.items[5].s);
     t.dims_begin = static_cast<uint32_t>(et_->dims.size());
     const auto dim = [](const Value& d) {
@@ -195,8 +201,11 @@ class NodeBuilder {
                        ", out of range (at most 2^48)");
       return d.i;
     };
-    for (const Value& d : shape.items)
-      if (d.is_int) et_->dims.push_back(dim(d));
+    for (const Value& d : shape.items) {
+      if (!d.is_int) continue;
+      if (d.i < 0) throw BadValue("a tensor's shape holds a negative size, " + std::to_string(d.i));
+      et_->dims.push_back(dim(d));
+    }
     t.num_sizes = static_cast<uint32_t>(et_->dims.size()) - t.dims_begin;
     if (stride.kind == Kind::kArray && stride.items.size() == t.num_sizes) {
       for (const Value& d : stride.items) et_->dims.push_back(d.is_int ? dim(d) : 0);
@@ -212,9 +221,15 @@ class NodeBuilder {
         // outermost dimension is never one.
         if (!next && k > 0) throw BadValue("a tensor's shape has more than 2^63-1 elements");
         step = next.value_or(0);
+        if (k > 0 && step > kMaxDimension)
+          throw BadValue("a tensor's contiguous strides pass 2^48 (its shape's products)");
       }
     }
     t.num_strides = static_cast<uint32_t>(et_->dims.size()) - t.dims_begin - t.num_sizes;
+    if (t.num_sizes > kMaxDims) throw BadValue("a tensor has more than 4096 dimensions");
+    const int64_t* dims = et_->dims.data() + t.dims_begin;
+    if (PastMaxTensorBytes(dims, t.num_sizes, dims + t.num_sizes, t.num_strides, t.itemsize))
+      throw BadValue("a tensor of more than 2^46-1 bytes (its shape, strides and itemsize)");
     et_->tensors.push_back(t);
     return static_cast<uint32_t>(et_->tensors.size() - 1);
   }

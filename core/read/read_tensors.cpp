@@ -123,19 +123,11 @@ uint32_t Builder::InternShape() {
 }
 
 // Whether the tensor just read (sizes_, strides_) is larger than
-// kMaxTensorBytes, which SizeOfObservation would clamp it to: a silently
-// wrong size. The same product in 128 bits, where it cannot overflow
-// (dimensions are below 2^48, Dims checks).
+// kMaxTensorBytes, which SizeOfObservation would clamp it to (dimensions
+// are below 2^48: Dims checks).
 bool Builder::TensorTooLarge(uint32_t element_size) const {
-  const size_t n =
-      std::min<size_t>(std::max<size_t>(sizes_.size(), 1), std::max<size_t>(strides_.size(), 1));
-  __int128 extent = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const __int128 v = static_cast<__int128>(sizes_.empty() ? 1 : sizes_[i]) *
-                       (strides_.empty() ? 1 : strides_[i]);
-    if (i == 0 || v > extent) extent = v;
-  }
-  return extent * element_size > kMaxTensorBytes;
+  return PastMaxTensorBytes(sizes_.data(), sizes_.size(), strides_.data(), strides_.size(),
+                            element_size);
 }
 
 void Builder::Dims(JsonCursor& c, const char* key, std::vector<int64_t>* out) {
@@ -151,7 +143,7 @@ void Builder::Dims(JsonCursor& c, const char* key, std::vector<int64_t>* out) {
     if (v < 0 && std::string_view(key) == "sizes") Fail("negative tensor size in \"sizes\"");
     if (v > (int64_t{1} << 48) || v < -(int64_t{1} << 48))
       Fail(std::string("\"") + key + "\" is out of range");
-    if (out->size() >= 4096) Fail(std::string("too many dimensions in \"") + key + "\"");
+    if (out->size() >= kMaxDims) Fail(std::string("too many dimensions in \"") + key + "\"");
     out->push_back(v);
   }
 }

@@ -419,6 +419,35 @@ TEST_CASE("et join: a tensor whose sizes overflow is refused, naming its line") 
     CHECK(r.status().message().find(": line 2: a tensor's itemsize 4294967297 is out of range") !=
           std::string::npos);
   }
+  // What the memtl trace reader refuses in its own tensors, the execution
+  // trace's reader refuses too (the join wrote them into the trace it makes,
+  // which then failed as "the join ... made a bad trace": found by
+  // fuzz_et; its inputs are in tests/fuzz/regressions/et-join-*.json).
+  SUBCASE("a negative size") {
+    auto r = Joined(tensor_et(R"J([5, 6, 0, 16, 4, "cpu"])J", "[-16]", "[1]"));
+    REQUIRE(!r.ok());
+    CHECK(r.status().message().find(": line 2: a tensor's shape holds a negative size, -16") !=
+          std::string::npos);
+  }
+  SUBCASE("more than 2^46-1 bytes") {
+    auto r = Joined(tensor_et(R"J([5, 6, 0, 16, 4, "cpu"])J", "[35184372088832]", "[1]"));
+    REQUIRE(!r.ok());
+    CHECK(r.status().message().find(": line 2: a tensor of more than 2^46-1 bytes") !=
+          std::string::npos);
+  }
+  SUBCASE("contiguous strides past 2^48") {
+    auto r = Joined(tensor_et(R"J([5, 6, 0, 16, 1, "cpu"])J", "[2, 281474976710656, 16]", nullptr));
+    REQUIRE(!r.ok());
+    CHECK(r.status().message().find(": line 2: a tensor's contiguous strides pass 2^48") !=
+          std::string::npos);
+  }
+  SUBCASE("a device that is none") {
+    auto r = Joined(tensor_et(R"J([5, 6, 0, 16, 4, "GenericList[]"])J", "[16]", "[1]"));
+    REQUIRE(!r.ok());
+    CHECK(r.status().message().find(
+              ": line 2: a tensor's device \"GenericList[]\" is not a device") !=
+          std::string::npos);
+  }
 }
 
 namespace {
