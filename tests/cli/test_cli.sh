@@ -557,6 +557,13 @@ ln -s "$tmp/made-by-link.json" "$tmp/dangling.json"
 check dangling-link 0 "wrote" -- "$bin" export "$fx" -o "$tmp/dangling.json"
 [ -L "$tmp/dangling.json" ] && [ -s "$tmp/made-by-link.json" ] && pass=$((pass + 1)) ||
   { fail=$((fail + 1)); echo "FAIL dangling-link: the link was replaced"; }
+# /dev/stdout with standard output closed leads to a link to nothing in
+# /proc: refused before any work, and /dev/stdout stays a link (as root it
+# was replaced by a regular file).
+if [ -L /dev/stdout ]; then
+  check dev-stdout-closed 2 "/dev/stdout: cannot write" -- \
+    bash -c '"$0" peak "$1" -o /dev/stdout >&-; rc=$?; test -L /dev/stdout && exit $rc' "$bin" "$fx"
+fi
 # A named pipe is written in place, and stays a pipe.
 mkfifo "$tmp/fifo.json"
 cat "$tmp/fifo.json" >"$tmp/from-fifo" &
