@@ -61,8 +61,9 @@ std::vector<std::string> InputsOf(const Args& args) {
   for (const std::string* p : {&args.trace, &args.trace_b, &args.et, &args.et_b}) {
     if (!p->empty()) inputs.push_back(*p);
   }
-  if (args.command == "ranks") {
-    // A pattern that names nothing fails later, with its own message.
+  if (args.command == "ranks" && !args.outputs.empty()) {
+    // Only an output needs them here (RunRanks finds them again). A
+    // pattern that names nothing fails later, with its own message.
     auto paths = RankTraces(args.traces);
     if (paths.ok()) inputs.insert(inputs.end(), paths.value().begin(), paths.value().end());
   }

@@ -18,7 +18,8 @@ namespace memtl::cli {
 bool SameFile(const std::string& out, const std::string& input);
 
 // Every file the command reads: TRACE ("-" for standard input), B, --et,
-// --et-b and the traces of `ranks` (the files its patterns name).
+// --et-b and the traces of `ranks` (the files its patterns name, looked up
+// only when there is an -o to check them against).
 std::vector<std::string> InputsOf(const Args& args);
 
 // The outputs of one run, opened (AtomicFile) in the order of -o; "-" of a

@@ -9,8 +9,6 @@
 #include <string>
 #include <string_view>
 
-#include "core/explain/report.h"
-
 namespace memtl::html {
 
 // `s` safe in an element or an attribute value.
@@ -87,9 +85,6 @@ inline std::string InlineScript(std::string_view js) {
 // export/embed_assets.cmake), so that markup from a trace that escaped
 // anyway could not run a script of its own.
 std::string PolicyMeta(bool chart);
-
-// The devices the report draws at most: those its Report holds.
-inline constexpr size_t kMaxDrawnDevices = kReportMaxDevices;
 
 // The plot's colours by export index (PyTorch's _CATEGORY_TO_COLORS:
 // darkgreen, goldenrod, black, mediumpurple, red, mediumblue, royalblue,

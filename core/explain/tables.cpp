@@ -197,17 +197,23 @@ struct DeviceUse {
 
 MemoryUse Negated(const MemoryUse& u) { return {-u.allocated, -u.freed, -u.count, -u.at_peak}; }
 
-// Adds `u` to the row `name` of `rows`, to its self part when `self`.
-void AddTo(std::map<std::string, MemoryRow, std::less<>>& rows, std::string_view name,
-           const MemoryUse& u, bool self) {
+// The row `name` of `rows`, added empty when missing.
+MemoryRow& RowOf(std::map<std::string, MemoryRow, std::less<>>& rows, std::string_view name) {
   auto it = rows.find(name);
   if (it == rows.end()) {
     MemoryRow row;
     row.name = name;
     it = rows.emplace(std::string(name), std::move(row)).first;
   }
-  it->second.total += u;
-  if (self) it->second.self += u;
+  return it->second;
+}
+
+// Adds `u` to the row `name` of `rows`, to its self part when `self`.
+void AddTo(std::map<std::string, MemoryRow, std::less<>>& rows, std::string_view name,
+           const MemoryUse& u, bool self) {
+  MemoryRow& row = RowOf(rows, name);
+  row.total += u;
+  if (self) row.self += u;
 }
 
 // Adds `u` to the self part of the row `name` of `rows`, and to its total
@@ -215,12 +221,9 @@ void AddTo(std::map<std::string, MemoryRow, std::less<>>& rows, std::string_view
 // PlaceLabels' changes).
 void AddSelf(std::map<std::string, MemoryRow, std::less<>>& rows, std::string_view name,
              const MemoryUse& u, bool total) {
-  if (total) {
-    AddTo(rows, name, u, true);
-    return;
-  }
-  AddTo(rows, name, MemoryUse{}, false);
-  rows.find(name)->second.self += u;
+  MemoryRow& row = RowOf(rows, name);
+  row.self += u;
+  if (total) row.total += u;
 }
 
 std::vector<MemoryRow> Sorted(std::map<std::string, MemoryRow, std::less<>>& rows) {

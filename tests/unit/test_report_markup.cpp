@@ -260,9 +260,9 @@ TEST_CASE("report markup: the diff, ranks and whatif pages run only their hashed
 TEST_CASE("report markup: a trace with many devices draws the highest peaks and says so") {
   using namespace memtl::test;
   const std::string empty = R"(null,{"int":6},null,null,{"bool":false},null)";
-  // kMaxDrawnDevices + 5 devices, device d peaking at (d + 1) KiB; cuda:0,
+  // kReportMaxDevices + 5 devices, device d peaking at (d + 1) KiB; cuda:0,
   // the lowest, is the one exported.
-  const size_t n = html::kMaxDrawnDevices + 5;
+  const size_t n = kReportMaxDevices + 5;
   std::string text = Header() + Op(0, -1, "ProfilerStep#1", 1000, 900000, "", "user_scope");
   int i = 1;
   for (size_t d = 0; d < n; ++d) {
@@ -279,12 +279,12 @@ TEST_CASE("report markup: a trace with many devices draws the highest peaks and 
   const std::string html = HtmlOf(*c, "many.trace", first);
 
   const nlohmann::json data = DataBlock(html);
-  REQUIRE(data["devices"].size() == html::kMaxDrawnDevices);
+  REQUIRE(data["devices"].size() == kReportMaxDevices);
   std::set<std::string> drawn;
   for (const auto& dev : data["devices"]) drawn.insert(dev["name"].get<std::string>());
   // The exported device, and the others with the highest peaks.
   CHECK(drawn.count("cuda:0") == 1);
-  for (size_t d = n - (html::kMaxDrawnDevices - 1); d < n; ++d)
+  for (size_t d = n - (kReportMaxDevices - 1); d < n; ++d)
     CHECK(drawn.count("cuda:" + std::to_string(d)) == 1);
   CHECK(data["devices"][data["selected"].get<size_t>()]["name"] == "cuda:0");
   size_t sections = 0, options = 0;
@@ -294,8 +294,8 @@ TEST_CASE("report markup: a trace with many devices draws the highest peaks and 
   for (size_t at = html.find("<option "); at != std::string::npos;
        at = html.find("<option ", at + 1))
     ++options;
-  CHECK(sections == html::kMaxDrawnDevices);
-  CHECK(options == html::kMaxDrawnDevices);
+  CHECK(sections == kReportMaxDevices);
+  CHECK(options == kReportMaxDevices);
   CHECK(html.find("5 more devices are not drawn") != std::string::npos);
   CheckPolicy(html);
 }
