@@ -1,7 +1,7 @@
 """memtl against PyTorch's own memory profiler on CUDA training steps.
 
 CI has no GPU, so this is not part of CTest: it runs by hand on a machine
-with one (README.md, "On a GPU"). Each workload below is profiled on
+with one (docs/contributing.md, "On a GPU"). Each workload below is profiled on
 the GPU with CPU and CUDA activities, saved with memtl.save, analyzed by the
 memtl command, and compared with torch.profiler._memory_profiler on the
 same profile (tests/python/torch_oracle.py): the data-flow graph, the

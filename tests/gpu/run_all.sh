@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU checks in one run (README.md, "On a GPU"), for a machine with a
+# The GPU checks in one run (docs/contributing.md, "On a GPU"), for a machine with a
 # CUDA GPU and torch: cuda_oracle.py (memtl against PyTorch's own memory
 # profiler on every CUDA workload), then, on fresh recordings of the same
 # runs as Kineto and execution traces (record_inputs.py), the Kineto path's
