@@ -138,6 +138,8 @@ for t in "${targets[@]}"; do
     status=1
     failed=$((failed + 1))
     grep -E "ERROR:|SUMMARY:|runtime error:|Test unit written|^artifact_prefix" "$log" | head -8 | sed 's/^/  /'
+    # What a target printed before it trapped (a refusal it treats as a bug).
+    grep -B3 -m1 "deadly signal" "$log" | grep -v -E "deadly signal|^#[0-9]" | head -3 | sed 's/^/  before: /' || true
     for c in "${crashes[@]}"; do echo "  reproducer: $c"; done
     echo "  log: $log"
   else

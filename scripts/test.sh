@@ -2,12 +2,18 @@
 # Builds memtl and runs every test under CTest: unit, golden, CLI, bad-input
 # corpus, the Python tests under Debian's torch 1.13 (/usr/bin/python3) and
 # under torch 2.13 (.venv, made by scripts/venv.sh) with PyTorch's own
-# memory profiler as the oracle, and `pip install .` into a fresh
-# environment.
+# memory profiler as the oracle, and the report in a browser.
 #   scripts/test.sh              Release build in build/
+#   scripts/test.sh --all        also the binary wheel, built and installed into
+#                                a fresh environment (tests label "wheel": a
+#                                second full build; CI runs it)
 #   scripts/test.sh --sanitize   AddressSanitizer + UndefinedBehaviorSanitizer build in build-asan/
 set -euo pipefail
 cd "$(dirname "$0")/.."
+case "${1:-}" in
+  "" | --all | --sanitize) ;;
+  *) echo "usage: $0 [--all|--sanitize]" >&2; exit 2 ;;
+esac
 scripts/deps.sh test
 venv_python=$(scripts/venv.sh)
 if [ "${1:-}" = "--sanitize" ]; then
@@ -23,5 +29,7 @@ if [ "${1:-}" = "--sanitize" ]; then
 else
   scripts/build.sh -DMEMTL_TEST_PYTHON="$venv_python"
   cd build
-  ctest --output-on-failure --no-tests=error -j2
+  skip=(-LE wheel)
+  [ "${1:-}" = "--all" ] && skip=()
+  ctest --output-on-failure --no-tests=error -j2 "${skip[@]}"
 fi

@@ -68,12 +68,18 @@ def _installed_binary() -> Optional[str]:
     mine = os.path.realpath(str(dist.locate_file("memtl/__init__.py")))
     if mine != os.path.realpath(__file__):
         return None
+    # The binary wheel (scripts/wheel.sh) keeps the command itself in
+    # memtl.scripts/, beside the libraries auditwheel copied, and puts a
+    # Python script that runs it in bin/: run the command directly.
+    found = None
     for f in dist.files or ():
-        if f.name == "memtl" and f.parent.name in ("bin", "Scripts"):
+        if f.name == "memtl" and f.parent.name in ("memtl.scripts", "bin", "Scripts"):
             candidate = os.path.abspath(str(dist.locate_file(f)))
             if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-                return candidate
-    return None
+                if f.parent.name == "memtl.scripts":
+                    return candidate
+                found = candidate
+    return found
 
 
 def binary() -> str:
