@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the binary wheel, which installs and runs with no compiler, CMake or
-# -dev package: dist/memtl-VERSION-py3-none-manylinux_2_NN_x86_64.whl.
+# -dev package: dist/memtl-VERSION-py3-none-manylinux_2_35_x86_64.whl.
 #   scripts/wheel.sh [DIST]     (DIST defaults to dist/)
 # The command needs no Python, so one wheel serves every Python 3 (py3-none).
 # zlib and libpng are linked from their archives (MEMTL_STATIC_ARCHIVES);

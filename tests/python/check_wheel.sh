@@ -22,6 +22,9 @@ fail() {
 bash "$source/scripts/wheel.sh" "$work/dist"
 wheels=("$work"/dist/memtl-*-py3-none-manylinux_*_x86_64.whl)
 [ "${#wheels[@]}" -eq 1 ] && [ -f "${wheels[0]}" ] || fail "scripts/wheel.sh made ${wheels[*]}"
+# glibc 2.35 (Ubuntu 22.04) at most (cli/glibc_arc4random.cpp).
+glibc_minor=$(sed -n 's/.*-manylinux_2_\([0-9]*\)_x86_64\.whl$/\1/p' <<<"${wheels[0]}")
+[ "${glibc_minor:-99}" -le 35 ] || fail "the wheel needs glibc 2.$glibc_minor: ${wheels[0]}"
 
 python3 -m venv "$work/venv"
 venv="$work/venv"
