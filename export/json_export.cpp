@@ -258,7 +258,7 @@ Status WriteExport(const ExportInput& in, AtomicFile& file, DeviceIndex device,
   switch (format) {
     case ExportFormat::kHtml: {
       auto html = HtmlReport(in, device);
-      if (!html.ok()) return Status::Error(file.path() + ": " + html.status().message());
+      if (!html.ok()) return html.status().Prefixed(file.path() + ": ");
       if (Status s = file.Write(html.value()); !s.ok()) return s;
       return file.Finish();
     }

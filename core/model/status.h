@@ -1,7 +1,11 @@
 // Status and Expected<T>: how stages at the edges (files, parsing) report
 // failure. A status carries one line that says where and what, e.g.
-// "run.trace.gz: line 812: expected an integer for \"ptr\"".
+// "run.trace.gz: line 812: expected an integer for \"ptr\"", for people,
+// and a code, for the code that decides what to do with it: callers branch
+// on the code, never on the message.
 #pragma once
+
+#include <cstdint>
 
 #include <new>
 #include <optional>
@@ -12,16 +16,36 @@
 
 namespace memtl {
 
+enum class StatusCode : uint8_t {
+  kOk,
+  kBadInput,       // the input is not what it should be: most errors
+  kTruncated,      // the input ends early (a cut gzip member): --partial reads what came before
+  kNotThisFormat,  // refused at its start: another format, which the caller may name
+  kOutOfMemory,    // the input needs more memory than there is (OutOfMemoryIsAnError)
+  kInternal,       // memtl's own bug: one stage made what the next refuses
+};
+
 class [[nodiscard]] Status {
  public:
   Status() = default;
-  static Status Error(std::string message) { return Status(std::move(message)); }
-  bool ok() const { return !message_.has_value(); }
-  const std::string& message() const { return *message_; }
+  static Status Error(std::string message) {
+    return Status(StatusCode::kBadInput, std::move(message));
+  }
+  static Status Error(StatusCode code, std::string message) {
+    return Status(code, std::move(message));
+  }
+  bool ok() const { return code_ == StatusCode::kOk; }
+  StatusCode code() const { return code_; }
+  const std::string& message() const { return message_; }
+  // The same error, its message with `prefix` (a file's name, say) before it.
+  Status Prefixed(const std::string& prefix) const { return Status(code_, prefix + message_); }
+  // The same error, its message with `suffix` (advice) after it.
+  Status Suffixed(const std::string& suffix) const { return Status(code_, message_ + suffix); }
 
  private:
-  explicit Status(std::string m) : message_(std::move(m)) {}
-  std::optional<std::string> message_;
+  Status(StatusCode code, std::string m) : code_(code), message_(std::move(m)) {}
+  StatusCode code_ = StatusCode::kOk;
+  std::string message_;
 };
 
 template <typename T>
@@ -48,7 +72,7 @@ auto OutOfMemoryIsAnError(const std::string& name, Read&& read) -> decltype(read
   } catch (const std::bad_alloc&) {
   } catch (const std::length_error&) {
   }
-  return Status::Error(name + ": out of memory");
+  return Status::Error(StatusCode::kOutOfMemory, name + ": out of memory");
 }
 
 }  // namespace memtl

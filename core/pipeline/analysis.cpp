@@ -160,11 +160,11 @@ Status IdentityAndSizes(Analysis& a, TensorRecords records, bool threaded, bool 
   // What the timeline needs of the addresses (the liveness of untracked
   // allocations, by pointer) is kept.
   auto untracked_live = UntrackedAllocationsLive(*a.tree, a.keys, records);
-  if (!untracked_live.ok()) return Status::Error(name + ": " + untracked_live.status().message());
+  if (!untracked_live.ok()) return untracked_live.status().Prefixed(name + ": ");
   a.untracked_live = std::move(untracked_live.value());
   if (infer) {  // pairs allocations with frees by address
     auto inferred = InferCategories(*a.tree, records);
-    if (!inferred.ok()) return Status::Error(name + ": " + inferred.status().message());
+    if (!inferred.ok()) return inferred.status().Prefixed(name + ": ");
     a.inferred = std::move(inferred.value());
     a.timer.Mark("inference");
   }
@@ -190,8 +190,7 @@ Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string&
   a->trace = std::move(trace);
   a->schemas = SchemaRegistry::Builtin(a->trace.strings);
   for (const auto& [op, schemas] : a->trace.schemas) {
-    if (auto s = a->schemas.Override(op, schemas); !s.ok())
-      return Status::Error(name + ": " + s.message());
+    if (auto s = a->schemas.Override(op, schemas); !s.ok()) return s.Prefixed(name + ": ");
   }
   if (a->trace.ops_ending_before_start > 0) {
     a->diagnostics.Add("op whose end precedes its start", "the analysis uses start times only",
@@ -233,7 +232,7 @@ Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string&
     for (KeySlot k : reused) retry->allocation_ids.push_back(a->keys[k].allocation.value());
     std::sort(retry->allocation_ids.begin(), retry->allocation_ids.end());
   }
-  if (!graph.ok()) return Status::Error(name + ": " + graph.status().message());
+  if (!graph.ok()) return graph.status().Prefixed(name + ": ");
   a->graph = std::make_unique<DataFlowGraph>(std::move(graph.value()));
   a->timer.Mark("graph");
   return a;
@@ -293,7 +292,7 @@ Expected<std::unique_ptr<Analysis>> RawTimelineAnalysis(RawTimeline raw, const s
   a->tree = std::make_unique<OpTree>(t);
   a->sizes = std::make_unique<SizeMap>(*a->tree, kt, TensorRecords());
   auto graph = DataFlowGraph::Build(*a->tree, kt);
-  if (!graph.ok()) return Status::Error(name + ": " + graph.status().message());
+  if (!graph.ok()) return graph.status().Prefixed(name + ": ");
   a->graph = std::make_unique<DataFlowGraph>(std::move(graph.value()));
   if (raw.times_were_us) {
     a->diagnostics.Add("raw timeline in microseconds (written by an older PyTorch)",
@@ -312,8 +311,7 @@ Status CategorizeRaw(Analysis& a, const PipelineOptions& options, Categorized& c
   Trace& t = a.trace;
   // The file names no device: --device names it, by the rule every trace's
   // devices follow (it was taken as it came).
-  if (Status s = CheckDeviceOption(options.device); !s.ok())
-    return Status::Error(a.name + ": " + s.message());
+  if (Status s = CheckDeviceOption(options.device); !s.ok()) return s.Prefixed(a.name + ": ");
   if (!options.device.empty()) t.devices[0].name = options.device;
   c.device = 0;
   c.categories.Reset(a.keys.id_slot, a.keys.num_ids, a.graph->value_begin());
@@ -351,7 +349,7 @@ Status CategorizeRaw(Analysis& a, const PipelineOptions& options, Categorized& c
     c.timeline.push_back(event(r, as));
   }
   if (Status s = CheckTimelineSums(t, a.keys, c.timeline, c.categories, a.diagnostics); !s.ok())
-    return Status::Error(a.name + ": " + s.message());
+    return s.Prefixed(a.name + ": ");
   if (options.explain_peak) {
     c.peak = FindPeak(c.timeline, c.categories, c.device);
     c.peak->device = t.devices[0].name;
@@ -430,15 +428,15 @@ Expected<std::unique_ptr<Categorized>> Categorize(std::unique_ptr<Analysis> anal
   c->inferred = !a.inferred.empty();
   auto timeline = BuildTimeline(*a.tree, a.keys, *a.graph, *a.sizes, a.untracked_live,
                                 c->categories, a.diagnostics, a.inferred.category);
-  if (!timeline.ok()) return Status::Error(a.name + ": " + timeline.status().message());
+  if (!timeline.ok()) return timeline.status().Prefixed(a.name + ": ");
   c->timeline = std::move(timeline.value());
   // Live bytes past 2^63-1 would give negative totals: an error, not a number.
   if (Status s = CheckTimelineSums(a.trace, a.keys, c->timeline, c->categories, a.diagnostics);
       !s.ok())
-    return Status::Error(a.name + ": " + s.message());
+    return s.Prefixed(a.name + ": ");
   auto device =
       ResolveDevice(a.trace, options.device, PeakPerDevice(c->timeline, a.trace.devices.size()));
-  if (!device.ok()) return Status::Error(a.name + ": " + device.status().message());
+  if (!device.ok()) return device.status().Prefixed(a.name + ": ");
   c->device = device.value();
   a.timer.Mark("timeline");
   const InferredCategories* inferred = c->inferred ? &a.inferred : nullptr;
@@ -480,16 +478,6 @@ Expected<std::unique_ptr<Categorized>> RunPipeline(const std::string& path,
 }
 
 namespace {
-
-// Whether the memtl reader refused a file at its start, where it may be no
-// memtl trace at all: the message then also says what memtl reads.
-bool RefusedAtStart(const std::string& message) {
-  for (const char* what : {": line 1: not valid JSON", ": empty file",
-                           "the first line must be the header object", "not a memtl trace"}) {
-    if (message.find(what) != std::string::npos) return true;
-  }
-  return false;
-}
 
 // One read and analysis of a file; AnalyzeTimed's `splits` and `retry`.
 Expected<std::unique_ptr<Analysis>> AnalyzeFileOnce(const std::string& path,
@@ -537,8 +525,10 @@ Expected<std::unique_ptr<Analysis>> AnalyzeFileOnce(const std::string& path,
     default: {
       auto t = ReadTraceInput(std::move(input.value()), options, &info);
       if (!t.ok()) {
-        if (RefusedAtStart(t.status().message()))
-          return Status::Error(t.status().message() + "; " + FormatAdvice(format));
+        // Refused at its start, it may be no memtl trace at all: the
+        // message then also says what memtl reads.
+        if (t.status().code() == StatusCode::kNotThisFormat)
+          return t.status().Suffixed("; " + FormatAdvice(format));
         return t.status();
       }
       trace = std::move(t.value());
@@ -572,9 +562,9 @@ Expected<std::unique_ptr<Analysis>> AnalyzeFile(const std::string& path,
   // command reads as /dev/stdin, or a FIFO does not).
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
-    return Status::Error(a.status().message() +
-                         "; memtl splits them on a second read, which a pipe cannot give: "
-                         "pass the trace as a file");
+    return a.status().Suffixed(
+        "; memtl splits them on a second read, which a pipe cannot give: "
+        "pass the trace as a file");
   }
   if (options.progress != nullptr) options.progress->Set("reading again");
   return AnalyzeFileOnce(path, options, splits, nullptr);

@@ -465,8 +465,9 @@ Expected<KinetoRead> JoinExecutionTrace(KinetoRead kineto, const ReadOptions& op
   auto trace = ReadTraceString(std::move(joined.value().text), options.et_path + " (joined)",
                                et_options, &info);
   if (!trace.ok())  // a bug of the join's, not of the files
-    return Status::Error("the join of the execution trace made a bad trace: " +
-                         trace.status().message());
+    return Status::Error(
+        StatusCode::kInternal,
+        "the join of the execution trace made a bad trace: " + trace.status().message());
   KinetoRead r;
   r.trace = std::move(trace.value());
   // The Kineto reader's events, in its order (TraceHeader says why).

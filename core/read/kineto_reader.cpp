@@ -451,8 +451,7 @@ Expected<KinetoRead> Read(OpenedInput in, const ReadOptions& options) {
           break;
         case read::KinetoStream::Part::kCut: {
           const Status& input = src.status();
-          const bool truncated =
-              input.ok() || input.message().find("truncated") != std::string::npos;
+          const bool truncated = input.ok() || input.code() == StatusCode::kTruncated;
           if (!input.ok() && !(options.partial && truncated)) return input;
           if (!options.partial) {
             const uint64_t n = stream.events();

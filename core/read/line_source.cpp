@@ -163,9 +163,9 @@ bool LineSource::Decode(std::string* out, size_t max) {
   inflate_state& st = inflater_->state;
   const size_t old = out->size();
   out->resize(old + max);
-  const auto fail = [&](const std::string& what) {
+  const auto fail = [&](const std::string& what, StatusCode code = StatusCode::kBadInput) {
     out->resize(old);
-    status_ = Status::Error(name_ + ": " + what);
+    status_ = Status::Error(code, name_ + ": " + what);
     return false;
   };
   for (;;) {
@@ -173,7 +173,8 @@ bool LineSource::Decode(std::string* out, size_t max) {
       if (!ReadRaw()) {
         out->resize(old);
         if (!status_.ok()) return false;
-        if (!inflater_->member_done) status_ = Status::Error(name_ + ": " + kTruncated);
+        if (!inflater_->member_done)
+          status_ = Status::Error(StatusCode::kTruncated, name_ + ": " + kTruncated);
         return false;
       }
     }
@@ -192,7 +193,7 @@ bool LineSource::Decode(std::string* out, size_t max) {
       const size_t n = raw_.size() - raw_pos_;
       if (n < 2 || h[0] != 0x1f || h[1] != 0x8b)
         return fail("unexpected bytes after the end of the gzip stream");
-      if (n < kHeader) return fail(kTruncated);
+      if (n < kHeader) return fail(kTruncated, StatusCode::kTruncated);
       // FLG's bits 5-7 are reserved: RFC 1952 has a reader refuse a member
       // that sets one (ISA-L ignores them).
       if ((h[3] & 0xe0) != 0) return fail("corrupt gzip data (reserved header flags set)");

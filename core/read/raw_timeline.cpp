@@ -83,7 +83,7 @@ Expected<RawTimeline> Read(OpenedInput in, const ReadOptions& options, ReadInfo*
           break;
         case read::KinetoStream::Part::kCut: {
           const Status& s = src.status();
-          const bool truncated = s.ok() || s.message().find("truncated") != std::string::npos;
+          const bool truncated = s.ok() || s.code() == StatusCode::kTruncated;
           if (!s.ok() && !(options.partial && truncated)) return s;
           if (!options.partial) {
             return Status::Error(name + ": the timeline is cut off after " +

@@ -93,7 +93,7 @@ void Builder::Header(JsonCursor& c) {
   if (NextKind(c) != JsonCursor::Kind::kObject) {
     c.SkipValue();  // a syntax error is reported as such
     c.ExpectEnd();
-    Fail("the first line must be the header object");
+    FailNotATrace("the first line must be the header object");
   }
   c.BeginObject();
   std::string_view key;
@@ -103,7 +103,8 @@ void Builder::Header(JsonCursor& c) {
   while (c.NextKey(&key)) {
     if (Is(key, "format")) {
       format_ok = c.Peek() == JsonCursor::Kind::kString && c.ReadString(&scratch_) == "memtl-trace";
-      if (!format_ok) Fail("not a memtl trace (the header's \"format\" must be \"memtl-trace\")");
+      if (!format_ok)
+        FailNotATrace("not a memtl trace (the header's \"format\" must be \"memtl-trace\")");
     } else if (Is(key, "version")) {
       version = Int(c, "version");
       has_version = true;
@@ -133,7 +134,8 @@ void Builder::Header(JsonCursor& c) {
       c.SkipValue();
     }
   }
-  if (!format_ok) Fail("not a memtl trace (the header's \"format\" must be \"memtl-trace\")");
+  if (!format_ok)
+    FailNotATrace("not a memtl trace (the header's \"format\" must be \"memtl-trace\")");
   if (!has_version) Fail("missing field \"version\"");
   if (version < 1) Fail("invalid format version " + std::to_string(version));
   if (version > kTraceFormatVersion) {

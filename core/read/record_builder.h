@@ -31,9 +31,15 @@ namespace memtl::read {
 // Semantic errors inside a record; converted to a Status at the boundary.
 struct RecordError : std::runtime_error {
   using std::runtime_error::runtime_error;
+  bool not_a_trace = false;  // the header says the file is no memtl trace
 };
 
 [[noreturn]] inline void Fail(const std::string& what) { throw RecordError(what); }
+[[noreturn]] inline void FailNotATrace(const std::string& what) {
+  RecordError e(what);
+  e.not_a_trace = true;
+  throw e;
+}
 
 // Device strings as PyTorch parses them (c10::Device): "type" or
 // "type:index", with a type PyTorch knows.

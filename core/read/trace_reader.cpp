@@ -117,10 +117,13 @@ Status ParseInOrder(std::string_view text, InOrder& r) {
             "the last record is cut off (the trace was truncated; use --partial to analyze up to "
             "the last complete record)");
       }
-      return Status::Error(where() + "not valid JSON (column " + std::to_string(e.column) + ": " +
-                           e.what + ")");
+      // A first line that is no JSON: some other file.
+      return Status::Error(
+          r.saw_header ? StatusCode::kBadInput : StatusCode::kNotThisFormat,
+          where() + "not valid JSON (column " + std::to_string(e.column) + ": " + e.what + ")");
     } catch (const RecordError& e) {
-      return Status::Error(where() + e.what());
+      return Status::Error(e.not_a_trace ? StatusCode::kNotThisFormat : StatusCode::kBadInput,
+                           where() + e.what());
     }
   }
   return Status();
@@ -250,7 +253,7 @@ Expected<Trace> ReadBlocks(LineSource& src, std::string head, const ReadOptions&
   }
   const Status& input = threaded ? queue.status() : src.status();
   if (!stopped && !input.ok()) {
-    if (options.partial && saw_header && input.message().find("truncated") != std::string::npos) {
+    if (options.partial && saw_header && input.code() == StatusCode::kTruncated) {
       local.stopped_early = true;
       local.stopped_at_line = line_no + 1;
     } else {
@@ -258,7 +261,8 @@ Expected<Trace> ReadBlocks(LineSource& src, std::string head, const ReadOptions&
     }
   }
   if (!saw_header)
-    return Status::Error(QuotePath(src.name()) + ": empty file (no memtl trace header)");
+    return Status::Error(StatusCode::kNotThisFormat,
+                         QuotePath(src.name()) + ": empty file (no memtl trace header)");
   builder.FinishImpls();
   trace.Finish();
   if (!trace.header.model.empty() && read::NameModelParams(trace) == 0 && local.note.empty()) {
@@ -288,8 +292,8 @@ Expected<Trace> ReadFrom(LineSource& src, std::string head, const ReadOptions& o
   } catch (const std::length_error&) {
   }
   // The trace built so far is gone, so building the message can allocate.
-  return Status::Error(QuotePath(src.name()) + ": line " + std::to_string(line_no) +
-                       ": out of memory");
+  return Status::Error(StatusCode::kOutOfMemory, QuotePath(src.name()) + ": line " +
+                                                     std::to_string(line_no) + ": out of memory");
 }
 
 }  // namespace

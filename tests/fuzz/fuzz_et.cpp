@@ -8,8 +8,8 @@
 // is no Kineto trace, the execution-trace reader runs alone.
 //
 // The join builds a memtl trace and reads it back: a refusal of that trace
-// is the join's bug, not the files' (JoinExecutionTrace), so it stops the
-// run as a crash would.
+// is the join's bug, not the files' (JoinExecutionTrace, StatusCode::kInternal),
+// so it stops the run as a crash would.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -38,9 +38,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static memtl_fuzz::MemFile kineto_file("kineto");
   memtl::ReadOptions options;
   options.et_path = et_file.Set(et);  // read by the join, as memtl reads --et
-  const std::string error = memtl_fuzz::RunFilePipeline(kineto_file.Set(kineto), options);
-  if (error.find("the join of the execution trace made a bad trace") != std::string::npos) {
-    std::fprintf(stderr, "%s\n", error.c_str());  // what the reader refused, for the report
+  const memtl::Status status = memtl_fuzz::RunFilePipeline(kineto_file.Set(kineto), options);
+  if (status.code() == memtl::StatusCode::kInternal) {
+    std::fprintf(stderr, "%s\n", status.message().c_str());  // what was refused, for the report
     __builtin_trap();
   }
   return 0;

@@ -51,20 +51,20 @@ class MemFile {
   std::string path_;
 };
 
-// The pipeline on the file at `path`; the error of the analysis, empty when
+// The pipeline on the file at `path`; the error of the analysis, ok when
 // it ran. A trace with no counted defect must not give a negative total in
 // any row of any device, nor a negative peak (as fuzz_structured checks).
-inline std::string RunFilePipeline(const std::string& path, memtl::ReadOptions read) {
+inline memtl::Status RunFilePipeline(const std::string& path, memtl::ReadOptions read) {
   read.threaded = false;  // one thread: a fuzzer's run is small, and its stack one stack
   auto analysis = memtl::AnalyzeFile(path, read);
-  if (!analysis.ok()) return analysis.status().message();
+  if (!analysis.ok()) return analysis.status();
   (void)memtl::FormatDataFlow(analysis.value()->trace, analysis.value()->keys,
                               *analysis.value()->graph);
   memtl::PipelineOptions options;
   options.explain_peak = 5;
   options.report = true;
   auto c = memtl::Categorize(std::move(analysis.value()), options);
-  if (!c.ok()) return c.status().message();
+  if (!c.ok()) return c.status();
   RunOutputs(*c.value());
   return {};
 }

@@ -128,6 +128,35 @@ TEST_CASE("reader: truncated input") {
   CHECK(info.stopped_at_line == 4);
 }
 
+TEST_CASE("reader: errors carry the code callers branch on, not only a message") {
+  auto code_of = [](const std::string& text) {
+    auto r = ReadTraceString(text, "t.trace");
+    return r.ok() ? StatusCode::kOk : r.status().code();
+  };
+  const std::string gz = Gzip(kSmall);
+  CHECK(code_of(gz.substr(0, gz.size() - 10)) == StatusCode::kTruncated);
+  CHECK(code_of(gz.substr(0, 5)) == StatusCode::kTruncated);  // inside the member's header
+  // Refused at the start: another format, which the pipeline then names.
+  CHECK(code_of("") == StatusCode::kNotThisFormat);
+  CHECK(code_of("not json\n") == StatusCode::kNotThisFormat);
+  CHECK(code_of("[1, 2]\n") == StatusCode::kNotThisFormat);
+  CHECK(code_of("{\"format\": \"other\"}\n") == StatusCode::kNotThisFormat);
+  // A memtl trace with a bad record is a bad input, not another format.
+  CHECK(code_of(Header() + "not json\n") == StatusCode::kBadInput);
+  CHECK(code_of(kSmall.substr(0, kSmall.size() - 10)) == StatusCode::kBadInput);
+  // A truncated gzip member read with --partial stops at the last whole record.
+  ReadOptions partial;
+  partial.partial = true;
+  CHECK(ReadTraceString(gz.substr(0, gz.size() - 10), "t.trace", partial).ok());
+  // Prefixed and Suffixed keep the code.
+  const Status s = Status::Error(StatusCode::kInternal, "b");
+  CHECK(s.Prefixed("a: ").code() == StatusCode::kInternal);
+  CHECK(s.Prefixed("a: ").message() == "a: b");
+  CHECK(s.Suffixed("; c").message() == "b; c");
+  CHECK(Status::Error("x").code() == StatusCode::kBadInput);
+  CHECK(Status().ok());
+}
+
 TEST_CASE("reader: tensors and lists among an op's arguments, op after op") {
   const std::string text =
       Header() +
