@@ -23,7 +23,7 @@
 
 #include "cli/app.h"
 #include "cli/output_path.h"
-#include "cli/progress.h"
+#include "cli/progress_line.h"
 #include "cli/rank_traces.h"
 #include "cli/whatif_args.h"
 #include "core/explain/events.h"
@@ -61,7 +61,7 @@ constexpr int kStdoutGoneStatus = 141;
 
 // Messages go through stdio, not iostreams (CLI11 itself prints only help).
 // Each is one line: `line` is kept so by OneLine whatever it quotes.
-// The progress line (cli/progress.h), while a command reads and analyzes.
+// The progress line (cli/progress_line.h), while a command reads and analyzes.
 memtl::Progress progress;
 std::unique_ptr<memtl::ProgressLine> progress_line;
 

@@ -33,7 +33,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
-#include "core/identity/key_table.h"
+#include "core/identity/key_table_builder.h"
 #include "core/identity/record_walk.h"
 #include "core/identity/steps.h"
 #include "core/model/large_array.h"

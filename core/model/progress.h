@@ -1,5 +1,5 @@
 // How far a long run is, for the progress line the command shows on a
-// terminal (cli/progress.h): stages write it, a reporter thread reads it.
+// terminal (cli/progress_line.h): stages write it, a reporter thread reads it.
 // Relaxed atomics: a line a tenth of a second stale is fine, and the
 // writers (one store per block of trace read) pay nothing measurable.
 #pragma once

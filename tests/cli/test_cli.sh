@@ -258,7 +258,7 @@ if (ulimit -v 1048576 && "$bin" --version) >/dev/null 2>&1; then
     bash -c 'ulimit -s 64 && exec "$0" export "$1" -o "$2.json" -o "$2.raw.json.gz" -o "$2.json.gz" -o "$2.html"' \
     "$bin" "$(ls -S "$root"/fixtures/*.trace.jsonl.gz | head -1)" "$tmp/stack"
 fi
-# The progress line (cli/progress.h): on a terminal (script(1) gives one),
+# The progress line (cli/progress_line.h): on a terminal (script(1) gives one),
 # a run longer than a second says what it is doing, and the line is erased
 # before the result line; with stderr not a terminal, only the result line.
 if command -v script >/dev/null; then

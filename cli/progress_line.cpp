@@ -1,4 +1,4 @@
-#include "cli/progress.h"
+#include "cli/progress_line.h"
 
 #include <cstdio>
 #include <system_error>

@@ -1,5 +1,5 @@
 // The dense key index (see key_table.h).
-#include "core/identity/key_table.h"
+#include "core/identity/key_table_builder.h"
 
 #include <algorithm>
 
