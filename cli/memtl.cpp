@@ -34,7 +34,7 @@
 #include "core/pipeline/analysis.h"
 #include "core/plan/runs.h"
 #include "core/plan/whatif.h"
-#include "core/read/trace_reader.h"
+#include "core/read/memtl/trace_reader.h"
 #include "core/timeline/timeline.h"
 #include "export/atomic_file.h"
 #include "export/export.h"

@@ -5,7 +5,7 @@
 // Identity reads the Trace and writes nothing into it: its result is the
 // key table. (torch 1.13's python-tracer tensors, known by their storage
 // address only, were given an op input's metadata by the reader:
-// core/read/partial_tensors.h.)
+// core/read/memtl/partial_tensors.h.)
 //
 // Steps, in order (each one reads only what the previous ones wrote):
 //   1. flatten every tensor observation and allocation in record order;

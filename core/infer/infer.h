@@ -1,5 +1,5 @@
 // Categories inferred for a trace that records no tensors (a Kineto trace
-// read alone, core/read/kineto_reader.h): every allocation there is
+// read alone, core/read/kineto/kineto_reader.h): every allocation there is
 // untracked, so the passes, which reason over tensors, leave every byte
 // unknown. This stage reads the evidence such a trace has instead (the op
 // each allocation and free happens in, the scopes around them: autograd's

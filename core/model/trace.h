@@ -4,7 +4,7 @@
 // live in flat arrays indexed by uint32, with side tables per event kind, so
 // that a trace of millions of events costs tens of bytes per event and no
 // pointer chasing. Readers fill it (a torch 1.13 trace's python-tracer
-// tensors included: core/read/partial_tensors.h); later stages read it and
+// tensors included: core/read/memtl/partial_tensors.h); later stages read it and
 // return their own results beside it (identity's is the key table,
 // core/model/key_table.h). Only the pipeline, its owner, changes it after
 // reading: it hands the storage pointers to identity, their one reader, and

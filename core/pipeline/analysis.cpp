@@ -16,10 +16,10 @@
 #include "core/model/large_array.h"
 #include "core/model/quote.h"
 #include "core/plan/help.h"
-#include "core/read/format.h"
-#include "core/read/kineto_reader.h"
-#include "core/read/raw_timeline.h"
-#include "core/read/trace_reader.h"
+#include "core/read/common/format.h"
+#include "core/read/kineto/kineto_reader.h"
+#include "core/read/memtl/trace_reader.h"
+#include "core/read/raw/raw_timeline.h"
 #include "passes/pass.h"
 
 namespace memtl {
@@ -487,7 +487,7 @@ Expected<std::unique_ptr<Analysis>> AnalyzeFileOnce(const std::string& path,
   PhaseTimer timer;
   timer.Start();
   ReadInfo info;
-  // The format decides the reader (core/read/format.h); a Kineto trace
+  // The format decides the reader (core/read/common/format.h); a Kineto trace
   // comes with the reader's diagnostics (its totals checked).
   auto input = OpenInput(path);
   if (!input.ok()) return input.status();

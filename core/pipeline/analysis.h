@@ -22,9 +22,9 @@
 #include "core/identity/identity.h"
 #include "core/infer/infer.h"
 #include "core/model/diagnostics.h"
-#include "core/read/kineto_reader.h"
-#include "core/read/raw_timeline.h"
-#include "core/read/trace_reader.h"
+#include "core/read/kineto/kineto_reader.h"
+#include "core/read/memtl/trace_reader.h"
+#include "core/read/raw/raw_timeline.h"
 #include "core/schema/schema.h"
 #include "core/timeline/timeline.h"
 

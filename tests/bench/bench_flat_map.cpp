@@ -40,7 +40,7 @@
 #include <vector>
 
 #include "core/model/flat_map.h"
-#include "core/read/trace_reader.h"
+#include "core/read/memtl/trace_reader.h"
 #include "tests/bench/old_flat_map.h"
 
 namespace {

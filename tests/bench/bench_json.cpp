@@ -9,7 +9,7 @@
 // use AVX2 (without it, its header-only part compiles to the portable
 // "fallback" kernel); the figures barely move either way.
 //   g++ -O2 -march=haswell -std=c++20 -DSIMDJSON_THREADS_ENABLED=1 -I.
-//       tests/bench/bench_json.cpp core/read/json_cursor.cpp -lsimdjson
+//       tests/bench/bench_json.cpp core/read/common/json_cursor.cpp -lsimdjson
 //       -o build/bench_json && build/bench_json TRACE.jsonl
 #include <simdjson.h>
 
@@ -19,7 +19,7 @@
 #include <sstream>
 #include <string>
 
-#include "core/read/json_cursor.h"
+#include "core/read/common/json_cursor.h"
 
 namespace {
 

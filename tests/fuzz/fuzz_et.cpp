@@ -16,8 +16,8 @@
 #include <string>
 #include <string_view>
 
-#include "core/read/et_reader.h"
-#include "core/read/format.h"
+#include "core/read/common/format.h"
+#include "core/read/et/et_reader.h"
 #include "tests/fuzz/fuzz_file_pipeline.h"
 #include "tests/fuzz/json_mutator.h"
 

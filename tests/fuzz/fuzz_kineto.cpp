@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/read/format.h"
+#include "core/read/common/format.h"
 #include "tests/fuzz/fuzz_file_pipeline.h"
 #include "tests/fuzz/json_mutator.h"
 

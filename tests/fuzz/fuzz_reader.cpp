@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/read/trace_reader.h"
+#include "core/read/memtl/trace_reader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size > (1u << 20)) return 0;

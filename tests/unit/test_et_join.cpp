@@ -1,4 +1,4 @@
-// The execution-trace join (core/read/et_join.h): ops joined by record
+// The execution-trace join (core/read/et/et_join.h): ops joined by record
 // function id, a storage id mapped to the address that allocated it, and
 // bad execution traces (not JSON, no nodes, a join that covers nothing).
 #include <doctest/doctest.h>
@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "core/read/et_join.h"
-#include "core/read/et_reader.h"
-#include "core/read/kineto_reader.h"
+#include "core/read/et/et_join.h"
+#include "core/read/et/et_reader.h"
+#include "core/read/kineto/kineto_reader.h"
 
 using namespace memtl;
 

@@ -14,7 +14,7 @@
 #include "core/explain/explain.h"
 #include "core/explain/summary.h"
 #include "core/pipeline/analysis.h"
-#include "core/read/trace_reader.h"
+#include "core/read/memtl/trace_reader.h"
 #include "tests/unit/trace_text.h"
 
 using namespace memtl;

@@ -8,7 +8,7 @@
 #include "core/graph/op_tree.h"
 #include "core/identity/identity.h"
 #include "core/model/flat_map.h"
-#include "core/read/trace_reader.h"
+#include "core/read/memtl/trace_reader.h"
 #include "trace_text.h"
 
 using namespace memtl;

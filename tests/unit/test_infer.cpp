@@ -12,7 +12,7 @@
 #include "core/explain/summary.h"
 #include "core/explain/tables.h"
 #include "core/pipeline/analysis.h"
-#include "core/read/kineto_reader.h"
+#include "core/read/kineto/kineto_reader.h"
 
 using namespace memtl;
 

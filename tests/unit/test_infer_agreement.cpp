@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "core/pipeline/analysis.h"
-#include "core/read/format.h"
-#include "core/read/kineto_reader.h"
+#include "core/read/common/format.h"
+#include "core/read/kineto/kineto_reader.h"
 
 using namespace memtl;
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "core/read/json_cursor.h"
+#include "core/read/common/json_cursor.h"
 
 using namespace memtl;
 

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "core/pipeline/analysis.h"
-#include "core/read/format.h"
-#include "core/read/kineto_reader.h"
-#include "core/read/raw_timeline.h"
+#include "core/read/common/format.h"
+#include "core/read/kineto/kineto_reader.h"
+#include "core/read/raw/raw_timeline.h"
 #include "tests/unit/gzip_text.h"
 
 using namespace memtl;
@@ -404,7 +404,7 @@ TEST_CASE("raw timeline: microseconds past 2^63-1 ns are refused, not wrapped") 
         "(the year 2262)");
 }
 
-// One gzip policy for every format (core/read/line_source.cpp): a Kineto
+// One gzip policy for every format (core/read/common/line_source.cpp): a Kineto
 // trace whose document ends before its gzip member does was accepted.
 TEST_CASE("kineto: its gzip is checked to the end, as a memtl trace's") {
   const std::string doc = Doc({Mem("1", 64, 10, 64)});

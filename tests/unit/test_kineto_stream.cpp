@@ -1,4 +1,4 @@
-// The Kineto stream (core/read/kineto_stream.h) reads bytes, not lines: a
+// The Kineto stream (core/read/common/kineto_stream.h) reads bytes, not lines: a
 // trace saved on one line, longer than the line limit, is cut into the same
 // elements as the pretty-printed trace, across read blocks (strings with
 // escapes and brackets included), and only an element longer than the
@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "core/read/format.h"
-#include "core/read/kineto_reader.h"
-#include "core/read/kineto_stream.h"
+#include "core/read/common/format.h"
+#include "core/read/common/kineto_stream.h"
+#include "core/read/kineto/kineto_reader.h"
 
 using namespace memtl;
 

@@ -14,7 +14,7 @@
 
 #include "core/identity/identity.h"
 #include "core/pipeline/analysis.h"
-#include "core/read/trace_reader.h"
+#include "core/read/memtl/trace_reader.h"
 #include "core/schema/schema.h"
 #include "core/timeline/timeline.h"
 #include "trace_text.h"

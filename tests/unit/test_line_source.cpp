@@ -1,11 +1,11 @@
-// The line source (core/read/line_source.h): whole lines in blocks, errors
+// The line source (core/read/common/line_source.h): whole lines in blocks, errors
 // after the lines before them, each gzip member checked.
 #include <doctest/doctest.h>
 
 #include <string>
 #include <vector>
 
-#include "core/read/line_source.h"
+#include "core/read/common/line_source.h"
 #include "tests/unit/gzip_text.h"
 
 using namespace memtl;

@@ -16,7 +16,7 @@
 #include "core/explain/names.h"
 #include "core/explain/tables.h"
 #include "core/pipeline/analysis.h"
-#include "core/read/trace_reader.h"
+#include "core/read/memtl/trace_reader.h"
 #include "tests/unit/gzip_text.h"
 
 using namespace memtl;

@@ -1,4 +1,4 @@
-// The reader's parse workers (core/read/parse_pool.h): whatever the number
+// The reader's parse workers (core/read/memtl/parse_pool.h): whatever the number
 // of workers and the size of the blocks, the trace, the error and its line
 // are those of reading every line in order on one thread.
 #include <doctest/doctest.h>
@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/read/trace_reader.h"
+#include "core/read/memtl/trace_reader.h"
 #include "tests/unit/gzip_text.h"
 #include "trace_text.h"
 

@@ -2,7 +2,7 @@
 #include <doctest/doctest.h>
 
 #include "core/model/large_array.h"
-#include "core/read/trace_reader.h"
+#include "core/read/memtl/trace_reader.h"
 #include "tests/unit/gzip_text.h"
 #include "trace_text.h"
 

@@ -20,7 +20,7 @@
 
 #include "core/explain/report.h"
 #include "core/pipeline/analysis.h"
-#include "core/read/trace_reader.h"
+#include "core/read/memtl/trace_reader.h"
 #include "export/export.h"
 #include "export/html_util.h"
 #include "tests/unit/trace_text.h"

@@ -19,7 +19,7 @@
 #include "core/explain/summary.h"
 #include "core/explain/tables.h"
 #include "core/pipeline/analysis.h"
-#include "core/read/trace_reader.h"
+#include "core/read/memtl/trace_reader.h"
 #include "export/export.h"
 #include "tests/unit/trace_text.h"
 

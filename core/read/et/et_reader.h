@@ -1,0 +1,81 @@
+// Reads an execution trace, as torch.profiler.ExecutionTraceObserver writes
+// it (one JSON object with "nodes"; schema 1.0.x with flat "inputs",
+// "input_shapes", "input_types" and node-level "rf_id", "parent", or 1.1.x
+// with "inputs": {"values", "shapes", "types", "strides"}, "ctrl_deps" and
+// "attrs"), into compact records: per node its record-function id, name,
+// schema, its inputs as memtl's argument kinds, and the tensors of its
+// outputs. The nodes array is streamed element by element (KinetoStream);
+// nothing of the document is held beyond the node being parsed.
+//
+// A tensor value is [tensor_id, storage_id, offset, numel, itemsize,
+// device]. PyTorch numbers TensorImpl addresses and storage data pointers
+// by first sight and never forgets them, so a tensor id is an address in
+// disguise (reused when PyTorch reuses the TensorImpl), and a storage id
+// names one data pointer for the whole trace: the join (et_join.h) maps it
+// back to the address in the Kineto trace's [memory] events.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/model/status.h"
+#include "core/model/trace.h"
+#include "core/read/common/read_options.h"
+
+namespace memtl::read {
+
+struct EtTensor {
+  uint64_t tensor_id = 0;
+  uint64_t storage_id = 0;  // 0: a tensor without storage
+  int64_t offset = 0;
+  int64_t numel = 0;
+  // (offset + numel) * itemsize: the bytes of storage the tensor reaches
+  // to, computed by the reader, which refuses a tensor where it overflows.
+  int64_t extent = 0;
+  uint32_t itemsize = 0;
+  uint32_t device = 0;      // string id in ExecutionTrace::strings
+  uint32_t dims_begin = 0;  // into ExecutionTrace::dims: sizes, then strides
+  uint32_t num_sizes = 0;
+  uint32_t num_strides = 0;
+};
+
+enum class EtArgKind : uint8_t { kNone, kTensor, kList, kBool, kInt, kFloat, kString };
+
+struct EtArg {
+  EtArgKind kind = EtArgKind::kNone;
+  // kTensor: the tensor's index; kList: its elements in items[begin,
+  // begin + count) (a tensor index, or kNone32 for an element that is not;
+  // an empty list may be of any element type).
+  uint32_t begin = 0;
+  uint32_t count = 0;
+  int64_t i = 0;     // kBool, kInt
+  double f = 0;      // kFloat
+  uint32_t str = 0;  // kString: string id
+};
+
+struct EtNode {
+  uint64_t id = 0;
+  uint64_t rf = 0;                          // record-function id (0: none, as for the root nodes)
+  uint32_t name = 0;                        // string id
+  uint32_t schema = 0;                      // string id ("" when the trace gives none)
+  uint32_t args_begin = 0, args_count = 0;  // into ExecutionTrace::args
+  uint32_t outs_begin = 0, outs_count = 0;  // output tensors, into items
+};
+
+struct ExecutionTrace {
+  std::string schema;  // the trace's "schema" (format version)
+  std::vector<EtNode> nodes;
+  std::vector<EtArg> args;
+  std::vector<uint32_t> items;
+  std::vector<EtTensor> tensors;
+  std::vector<int64_t> dims;
+  StringTable strings;
+};
+
+Expected<ExecutionTrace> ReadExecutionTrace(const std::string& path,
+                                            const ReadOptions& options = {});
+// Tests: an execution trace held in memory.
+Expected<ExecutionTrace> ReadExecutionTraceString(std::string data, const std::string& name);
+
+}  // namespace memtl::read
