@@ -419,6 +419,22 @@ TEST_CASE("et join: a tensor whose sizes overflow is refused, naming its line") 
     CHECK(r.status().message().find(": line 2: a tensor's itemsize 4294967297 is out of range") !=
           std::string::npos);
   }
+  SUBCASE("an itemsize that is no dtype's") {
+    // The join writes a dtype of the itemsize: with 3 bytes checked and 4
+    // written, 2^44 elements passed here and were refused in the joined trace.
+    // (0, an undefined tensor's, is checked as the float32 the join writes.)
+    for (const char* itemsize : {"3", "12", "32"}) {
+      CAPTURE(itemsize);
+      auto r =
+          Joined(tensor_et((std::string("[5, 6, 0, 16, ") + itemsize + R"J(, "cpu"])J").c_str(),
+                           "[17592186044416]", nullptr));
+      REQUIRE(!r.ok());
+      CHECK(r.status().code() == StatusCode::kBadInput);
+      CHECK(r.status().message().find(std::string(": line 2: a tensor's itemsize ") + itemsize +
+                                      " is no dtype's (1, 2, 4, 8 or 16 bytes)") !=
+            std::string::npos);
+    }
+  }
   // What the memtl trace reader refuses in its own tensors, the execution
   // trace's reader refuses too (the join wrote them into the trace it makes,
   // which then failed as "the join ... made a bad trace": found by

@@ -16,29 +16,12 @@
 
 namespace memtl::et_join_detail {
 
+using read::DtypeOfItemsize;
 using read::EtArg;
 using read::EtArgKind;
 using read::EtNode;
 using read::EtTensor;
 using read::ExecutionTrace;
-
-// The dtype name of a tensor from its element size: memtl keeps only the
-// bytes a tensor takes (the execution trace's dtype names are C++ type
-// names, "float", "long int", "c10::Half").
-inline std::string_view DtypeOfItemsize(uint32_t itemsize) {
-  switch (itemsize) {
-    case 1:
-      return "uint8";
-    case 2:
-      return "float16";
-    case 8:
-      return "int64";
-    case 16:
-      return "complex128";
-    default:
-      return "float32";
-  }
-}
 
 struct AddrKey {
   uint64_t addr;

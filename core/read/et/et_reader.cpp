@@ -182,6 +182,11 @@ class NodeBuilder {
     if (v.items[4].i < 0 || v.items[4].i > UINT32_MAX)
       throw BadValue("a tensor's itemsize " + std::to_string(v.items[4].i) + " is out of range");
     t.itemsize = static_cast<uint32_t>(v.items[4].i);
+    // The join writes a dtype of that size (0: an undefined tensor's), and
+    // the size checked below is the one the memtl trace reader checks.
+    if (t.itemsize > 16 || (t.itemsize & (t.itemsize - 1)) != 0)
+      throw BadValue("a tensor's itemsize " + std::to_string(t.itemsize) +
+                     " is no dtype's (1, 2, 4, 8 or 16 bytes)");
     const std::optional<int64_t> end = CheckedAdd(t.offset, t.numel);
     const std::optional<int64_t> extent =
         end ? CheckedMul<int64_t>(*end, t.itemsize) : std::nullopt;
@@ -228,7 +233,8 @@ class NodeBuilder {
     t.num_strides = static_cast<uint32_t>(et_->dims.size()) - t.dims_begin - t.num_sizes;
     if (t.num_sizes > kMaxDims) throw BadValue("a tensor has more than 4096 dimensions");
     const int64_t* dims = et_->dims.data() + t.dims_begin;
-    if (PastMaxTensorBytes(dims, t.num_sizes, dims + t.num_sizes, t.num_strides, t.itemsize))
+    if (PastMaxTensorBytes(dims, t.num_sizes, dims + t.num_sizes, t.num_strides,
+                           ElementSize(DtypeOfItemsize(t.itemsize))))
       throw BadValue("a tensor of more than 2^46-1 bytes (its shape, strides and itemsize)");
     et_->tensors.push_back(t);
     return static_cast<uint32_t>(et_->tensors.size() - 1);

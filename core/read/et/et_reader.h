@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/model/status.h"
@@ -39,6 +40,25 @@ struct EtTensor {
   uint32_t num_sizes = 0;
   uint32_t num_strides = 0;
 };
+
+// The dtype name a tensor of `itemsize` bytes per element takes in the
+// joined trace: memtl keeps only the bytes a tensor takes (the execution
+// trace's dtype names are C++ type names, "float", "long int", "c10::Half").
+// An undefined tensor's 0 is float32's, as the reader checks it.
+inline std::string_view DtypeOfItemsize(uint32_t itemsize) {
+  switch (itemsize) {
+    case 1:
+      return "uint8";
+    case 2:
+      return "float16";
+    case 8:
+      return "int64";
+    case 16:
+      return "complex128";
+    default:
+      return "float32";
+  }
+}
 
 enum class EtArgKind : uint8_t { kNone, kTensor, kList, kBool, kInt, kFloat, kString };
 
