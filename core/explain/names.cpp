@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <numeric>
+#include <string>
+#include <string_view>
 
 namespace memtl {
 
@@ -45,6 +47,7 @@ class Namer {
           const KeySlot k = in_.keys.SlotOfTensor(param.tensor);
           if (!k.valid()) continue;
           if (path.empty()) path = ModulePath(t, e);
+          if (param.qualname != kNone32) NoteModelModule(t.strings.Get(param.qualname), path);
           TensorName base;
           base.module = path;
           if (param.qualname != kNone32) {
@@ -72,9 +75,12 @@ class Namer {
           const KeySlot k = in_.keys.SlotOfTensor(param.tensor);
           if (!k.valid()) continue;
           TensorName base;
-          base.text = param.qualname != kNone32
-                          ? t.strings.Get(param.qualname)
-                          : std::string(kOptimizerParam) + std::to_string(p - opt.params_begin);
+          if (param.qualname != kNone32) {
+            base.text = t.strings.Get(param.qualname);
+            base.module = ModuleOfModelName(base.text);
+          } else {
+            base.text = std::string(kOptimizerParam) + std::to_string(p - opt.params_begin);
+          }
           index = AddParam(k, std::move(base));
         }
         SetRole(param.grad, {index, Role::kGrad, kNone32});
@@ -221,6 +227,27 @@ class Namer {
   }
 
  private:
+  // The model's name of the module that owns a parameter named `qualname`
+  // ("blocks.0.self_attn" of "blocks.0.self_attn.in_proj_weight"), and the
+  // tracer's path of the module call that reported it first.
+  void NoteModelModule(std::string_view qualname, const std::string& path) {
+    const size_t dot = qualname.rfind('.');
+    if (dot != std::string_view::npos) model_modules_.try_emplace(qualname.substr(0, dot), path);
+  }
+  // A parameter no module call reports, as a module uses a submodule's
+  // weights without calling it (nn.MultiheadAttention's out_proj): the
+  // tracer's path of the nearest module, by the model's names, that a call
+  // reported a parameter of ("blocks.0.self_attn" for
+  // "blocks.0.self_attn.out_proj.weight"); empty when none did.
+  std::string ModuleOfModelName(std::string_view qualname) const {
+    for (size_t dot = qualname.rfind('.'); dot != std::string_view::npos;
+         dot = qualname.rfind('.')) {
+      qualname = qualname.substr(0, dot);
+      if (const auto it = model_modules_.find(qualname); it != model_modules_.end())
+        return it->second;
+    }
+    return {};
+  }
   uint32_t FindParam(uint32_t tensor) const {
     const KeySlot k = in_.keys.SlotOfTensor(tensor);
     if (!k.valid()) return kNone32;
@@ -252,6 +279,8 @@ class Namer {
   const bool tracer_state_;
   Params params_;
   absl::flat_hash_map<uint32_t, Role> roles_;  // key slot -> role
+  // The model's module names -> the tracer's paths (NoteModelModule).
+  absl::flat_hash_map<std::string_view, std::string> model_modules_;
 };
 
 }  // namespace

@@ -9,7 +9,11 @@
 // Where they come from, first found wins:
 // 1. The python tracer: each nn.Module call reports its parameters (name,
 //    tensor, gradient) and each optimizer step its parameters, gradients
-//    and state (torch 2.x; torch 1.13 reports module parameters only).
+//    and state (torch 2.x; torch 1.13 reports module parameters only). A
+//    parameter only the optimizer reports, with the model's name, belongs
+//    to the nearest module by that name that a call reported (a module may
+//    use a submodule's weights without calling it: nn.MultiheadAttention's
+//    out_proj).
 // 2. Data flow in the optimizer step, where the tracer reports no gradient
 //    or state (torch 1.13, or a step it did not see): the ops of one step
 //    that join tensors of one size (the update `param.add_(grad)`, the
