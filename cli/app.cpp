@@ -8,7 +8,58 @@
 
 namespace memtl::cli {
 
+std::string_view NameOf(Command command) {
+  for (const CommandName& c : kCommands) {
+    if (c.command == command) return c.name;
+  }
+  return "export";
+}
+
+std::string_view NameOf(Format format) {
+  for (const FormatName& f : kFormats) {
+    if (f.format == format) return f.name;
+  }
+  return "text";
+}
+
+std::vector<Format> FormatsOf(Command command) {
+  switch (command) {
+    case Command::kExport:
+      return {Format::kJson, Format::kJsonGz, Format::kRaw, Format::kHtml};
+    case Command::kEvents:
+      return {Format::kText, Format::kTsv, Format::kJson};
+    case Command::kPeak:
+    case Command::kExplain:
+    case Command::kSummary:
+    case Command::kFit:
+      return {Format::kText, Format::kJson};
+    case Command::kDiff:
+    case Command::kRanks:
+    case Command::kWhatIf:
+      return {Format::kText, Format::kJson, Format::kHtml};
+    case Command::kCategories:
+    case Command::kGraph:
+      return {Format::kText};
+  }
+  return {Format::kText};
+}
+
 namespace {
+
+// --format, with the names of the formats `command` writes.
+void AddFormatOption(CLI::App* cmd, Args& args, Command command, const std::string& help) {
+  std::vector<std::string> names;
+  for (const Format f : FormatsOf(command)) names.emplace_back(NameOf(f));
+  cmd->add_option_function<std::string>(
+         "--format",
+         [&args](const std::string& name) {
+           for (const FormatName& f : kFormats) {
+             if (f.name == name) args.format = f.format;
+           }
+         },
+         help)
+      ->check(CLI::IsMember(names));
+}
 
 // The options every command takes.
 void AddReadOptions(CLI::App* cmd, Args& args) {
@@ -19,15 +70,20 @@ void AddReadOptions(CLI::App* cmd, Args& args) {
   cmd->add_flag("--strict", args.strict,
                 "treat trace inconsistencies (double frees, free sizes that differ from the "
                 "allocation, ops with no end) as errors");
-  cmd->add_flag("--timings", args.timings,
-                "print each stage's wall time, peak memory, page faults and the memory still "
-                "resident after it on stderr");
   cmd->add_option("--threads", args.threads,
                   "1: read and write on the calling thread only; 2: inflate and write on a "
                   "second thread, and parse traces of 64 MiB or more on parse workers (one "
                   "per core, 2 to 4); the output bytes are the same")
       ->check(CLI::Range(1, 2))
       ->default_val(2);
+}
+
+// The commands that time their stages (export, graph): read, analysis,
+// categorization and the outputs.
+void AddTimingsOption(CLI::App* cmd, Args& args) {
+  cmd->add_flag("--timings", args.timings,
+                "print each stage's wall time, peak memory, page faults and the memory still "
+                "resident after it on stderr");
 }
 
 // The commands of one trace: an execution trace may go with it.
@@ -65,6 +121,7 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
       "([times_us, sizes by category])");
   AddReadOptions(exp, args);
   AddEtOption(exp, args);
+  AddTimingsOption(exp, args);
   exp->add_option("-o,--output", args.outputs,
                   "output file, its format chosen by its suffix; - writes standard output in "
                   "the --format given; repeat to write several from one analysis")
@@ -74,12 +131,11 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
   exp->add_option(
       "--device", args.device,
       "device to export (default: the accelerator whose memory peaks highest, else cpu)");
-  exp->add_option("--format", args.format,
+  AddFormatOption(exp, args, Command::kExport,
                   "the format of -o -: json ([times_us, sizes]), json.gz, raw (raw events, "
-                  "gzip) or html")
-      ->check(CLI::IsMember({"json", "json.gz", "raw", "html"}));
+                  "gzip) or html");
   exp->add_flag("-q,--quiet", args.quiet, "no result line on stderr");
-  exp->callback([&args] { args.command = "export"; });
+  exp->callback([&args] { args.command = Command::kExport; });
 
   CLI::App* events = app->add_subcommand(
       "events",
@@ -87,22 +143,20 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
       "device, the op that made the change, its modules and phase, and a model's state by name");
   AddReadOptions(events, args);
   AddEtOption(events, args);
-  events
-      ->add_option("--format", args.format,
-                   "text (for people, the default), tsv (with a header line) or json (JSON Lines)")
-      ->check(CLI::IsMember({"text", "tsv", "json"}));
+  AddFormatOption(events, args, Command::kEvents,
+                  "text (for people, the default), tsv (with a header line) or json (JSON Lines)");
   AddPrintedOutputOption(
       events, args,
       "in the --format given, else by its suffix: .json or .jsonl (JSON Lines), .tsv, any "
       "other text");
-  events->callback([&args] { args.command = "events"; });
+  events->callback([&args] { args.command = Command::kEvents; });
 
   CLI::App* cat = app->add_subcommand(
       "categories", "print the timeline: action, tensor(version), bytes, category");
   AddReadOptions(cat, args);
   AddEtOption(cat, args);
   AddPrintedOutputOption(cat, args, "as text");
-  cat->callback([&args] { args.command = "categories"; });
+  cat->callback([&args] { args.command = Command::kCategories; });
 
   CLI::App* peak = app->add_subcommand(
       "peak",
@@ -114,11 +168,11 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
                    "device (default: the accelerator whose memory peaks highest, else cpu)");
   peak->add_option("--top", args.top, "how many of the largest live tensors to list")
       ->default_val(20);
-  peak->add_option("--format", args.format, "text (for people, the default) or json (for programs)")
-      ->check(CLI::IsMember({"text", "json"}));
+  AddFormatOption(peak, args, Command::kPeak,
+                  "text (for people, the default) or json (for programs)");
   AddPrintedOutputOption(peak, args,
                          "in the --format given, else by its suffix: .json, any other text");
-  peak->callback([&args] { args.command = "peak"; });
+  peak->callback([&args] { args.command = Command::kPeak; });
 
   CLI::App* explain = app->add_subcommand(
       "explain",
@@ -129,11 +183,11 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
   AddEtOption(explain, args);
   explain->add_option("TENSOR", args.tensor, "the tensor: T12 (every version) or T12:v1")
       ->required();
-  explain->add_option("--format", args.format, "text (the default) or json (an object per version)")
-      ->check(CLI::IsMember({"text", "json"}));
+  AddFormatOption(explain, args, Command::kExplain,
+                  "text (the default) or json (an object per version)");
   AddPrintedOutputOption(explain, args,
                          "in the --format given, else by its suffix: .json, any other text");
-  explain->callback([&args] { args.command = "explain"; });
+  explain->callback([&args] { args.command = Command::kExplain; });
 
   CLI::App* summary = app->add_subcommand(
       "summary",
@@ -142,8 +196,7 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
       "fails the run (status 3) when a category or the total goes over");
   AddReadOptions(summary, args);
   AddEtOption(summary, args);
-  summary->add_option("--format", args.format, "text (the default) or json")
-      ->check(CLI::IsMember({"text", "json"}));
+  AddFormatOption(summary, args, Command::kSummary, "text (the default) or json");
   summary->add_option("--top", args.summary_top, "how many ops and modules to list")
       ->default_val(10);
   summary->add_option("--budget", args.budgets,
@@ -151,7 +204,7 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
                       "with status 3 when a device goes over");
   AddPrintedOutputOption(summary, args,
                          "in the --format given, else by its suffix: .json, any other text");
-  summary->callback([&args] { args.command = "summary"; });
+  summary->callback([&args] { args.command = Command::kSummary; });
 
   CLI::App* diff = app->add_subcommand(
       "diff",
@@ -164,15 +217,14 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
                    "an execution trace of the run of a Kineto trace B, joined to it as --et is "
                    "to TRACE")
       ->option_text("FILE");
-  diff->add_option("--format", args.format,
-                   "text (the default), json, or html (one self-contained page: bars of both "
-                   "peaks by category, sortable tables)")
-      ->check(CLI::IsMember({"text", "json", "html"}));
+  AddFormatOption(diff, args, Command::kDiff,
+                  "text (the default), json, or html (one self-contained page: bars of both "
+                  "peaks by category, sortable tables)");
   diff->add_option("-o,--output", args.outputs,
                    "write to this file instead of standard output (atomically), in the "
                    "--format given, else by its suffix: .html, .json, any other text")
       ->expected(1);
-  diff->callback([&args] { args.command = "diff"; });
+  diff->callback([&args] { args.command = Command::kDiff; });
 
   CLI::App* ranks = app->add_subcommand(
       "ranks",
@@ -184,8 +236,8 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
                    "the ranks' traces: files, directories (every trace in them) or quoted glob "
                    "patterns")
       ->required();
-  ranks->add_option("--format", args.format, "text (the default) or json")
-      ->check(CLI::IsMember({"text", "json"}));
+  AddFormatOption(ranks, args, Command::kRanks,
+                  "text (the default), json, or html (a curve per rank and the table)");
   ranks
       ->add_option("-o,--output", args.outputs,
                    "write to this file instead of standard output (atomically), in the --format "
@@ -195,7 +247,7 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
   ranks->add_option("-j,--jobs", args.jobs, "traces analyzed at once (default: one per core)")
       ->check(CLI::Range(1, 4096));
   ranks->add_flag("-q,--quiet", args.quiet, "no progress or result line on stderr");
-  ranks->callback([&args] { args.command = "ranks"; });
+  ranks->callback([&args] { args.command = Command::kRanks; });
 
   CLI::App* fit = app->add_subcommand(
       "fit",
@@ -216,9 +268,8 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
                   "the largest scale whose predicted peak fits SIZE (bytes, or with KB, MB, GB, "
                   "KiB, MiB, GiB)")
       ->option_text("SIZE");
-  fit->add_option("--format", args.format, "text (the default) or json")
-      ->check(CLI::IsMember({"text", "json"}));
-  fit->callback([&args] { args.command = "fit"; });
+  AddFormatOption(fit, args, Command::kFit, "text (the default) or json");
+  fit->callback([&args] { args.command = Command::kFit; });
 
   CLI::App* whatif = app->add_subcommand(
       "whatif",
@@ -255,11 +306,10 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
                    "KIND=DTYPE, KIND params, grads or optimizer, DTYPE bf16, fp16, fp32, fp64 "
                    "or fp8: those bytes at that element size (repeatable)")
       ->option_text("KIND=DTYPE");
-  whatif->add_option("--format", args.format, "text (the default), json or html")
-      ->check(CLI::IsMember({"text", "json", "html"}));
+  AddFormatOption(whatif, args, Command::kWhatIf, "text (the default), json or html");
   AddPrintedOutputOption(whatif, args,
                          "in the --format given, else by its suffix: .html, .json, any other text");
-  whatif->callback([&args] { args.command = "whatif"; });
+  whatif->callback([&args] { args.command = Command::kWhatIf; });
 
   CLI::App* graph = app->add_subcommand(
       "graph",
@@ -267,8 +317,9 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
       "memory-profiler tests");
   AddReadOptions(graph, args);
   AddEtOption(graph, args);
+  AddTimingsOption(graph, args);
   AddPrintedOutputOption(graph, args, "as text");
-  graph->callback([&args] { args.command = "graph"; });
+  graph->callback([&args] { args.command = Command::kGraph; });
   return app;
 }
 
@@ -277,10 +328,11 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
 Parsed ParseCommandLine(int argc, char** argv, Args& args) {
   if (argc > 1 && argv[1][0] != '-') {
     const std::string first = argv[1];
-    if (std::find(kCommands.begin(), kCommands.end(), first) == kCommands.end()) {
+    if (std::none_of(kCommands.begin(), kCommands.end(),
+                     [&](const CommandName& c) { return c.name == first; })) {
       std::string names;
-      for (const std::string_view c : kCommands)
-        names += (names.empty() ? "" : ", ") + std::string(c);
+      for (const CommandName& c : kCommands)
+        names += (names.empty() ? "" : ", ") + std::string(c.name);
       return {Parsed::Outcome::kError, 2,
               "unknown command " + Quote(first) + " (commands: " + names + "; see memtl --help)"};
     }
@@ -296,8 +348,8 @@ Parsed ParseCommandLine(int argc, char** argv, Args& args) {
     return {Parsed::Outcome::kPrinted, app->exit(e), {}};
   } catch (const CLI::ParseError& e) {
     if (argc == 1) return {Parsed::Outcome::kUsage, 2, app->help()};
-    const std::string where =
-        args.command.empty() && argv[1][0] != '-' ? std::string(" ") + argv[1] : std::string();
+    // The command's own help, where the first word names it.
+    const std::string where = argv[1][0] != '-' ? std::string(" ") + argv[1] : std::string();
     return {Parsed::Outcome::kError, 2, std::string(e.what()) + " (see memtl" + where + " --help)"};
   }
   return {};

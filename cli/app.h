@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -13,16 +14,73 @@
 
 namespace memtl::cli {
 
-inline constexpr std::array<std::string_view, 11> kCommands = {
-    "export", "peak",   "explain", "summary",    "diff", "ranks",
-    "fit",    "whatif", "events",  "categories", "graph"};
+enum class Command : uint8_t {
+  kExport,
+  kPeak,
+  kExplain,
+  kSummary,
+  kDiff,
+  kRanks,
+  kFit,
+  kWhatIf,
+  kEvents,
+  kCategories,
+  kGraph,
+};
+
+struct CommandName {
+  Command command;
+  std::string_view name;
+};
+inline constexpr std::array<CommandName, 11> kCommands = {{
+    {Command::kExport, "export"},
+    {Command::kPeak, "peak"},
+    {Command::kExplain, "explain"},
+    {Command::kSummary, "summary"},
+    {Command::kDiff, "diff"},
+    {Command::kRanks, "ranks"},
+    {Command::kFit, "fit"},
+    {Command::kWhatIf, "whatif"},
+    {Command::kEvents, "events"},
+    {Command::kCategories, "categories"},
+    {Command::kGraph, "graph"},
+}};
+std::string_view NameOf(Command command);
+
+// What a command writes: --format's names, or -o's suffix (FormatOfSuffix).
+enum class Format : uint8_t {
+  kUnset,   // neither given: the command's default (text; export: -o's suffix)
+  kText,    // for people
+  kTsv,     // events: a header line, then tab-separated rows
+  kJson,    // an object (events: JSON Lines; export: [times_us, sizes])
+  kJsonGz,  // export: the same, gzip
+  kRaw,     // export: the raw events, gzip
+  kHtml,    // one self-contained page
+};
+
+struct FormatName {
+  Format format;
+  std::string_view name;
+};
+inline constexpr std::array<FormatName, 6> kFormats = {{
+    {Format::kText, "text"},
+    {Format::kTsv, "tsv"},
+    {Format::kJson, "json"},
+    {Format::kJsonGz, "json.gz"},
+    {Format::kRaw, "raw"},
+    {Format::kHtml, "html"},
+}};
+std::string_view NameOf(Format format);
+// The formats `command` writes: --format's names, and what -o's suffix may
+// choose (output_path.cpp).
+std::vector<Format> FormatsOf(Command command);
 
 struct Args {
-  std::string command;
+  Command command = Command::kExport;  // set by the command line's first word
   std::string trace;
   std::vector<std::string> outputs;
   std::string device;
-  std::string format;                    // peak: text or json; export: the format of -o -
+  Format format = Format::kUnset;        // --format, or -o's suffix (output_path.h)
   size_t top = 20;                       // peak: how many tensors
   size_t summary_top = 10;               // summary: how many ops and modules (a field of its own:
                                          // CLI11 sets every command's default, the last one wins)

@@ -42,6 +42,8 @@
 namespace {
 
 using memtl::cli::Args;
+using memtl::cli::Command;
+using memtl::cli::Format;
 using memtl::cli::ParseCommandLine;
 using memtl::cli::Parsed;
 
@@ -105,8 +107,8 @@ memtl::Expected<std::unique_ptr<memtl::Analysis>> Load(const Args& args) {
   options.progress = &progress;
   options.et_path = args.et;
   // Only these two print shapes; every other command reads without them.
-  options.keep_shapes =
-      args.command == "events" || args.command == "explain" || args.command == "whatif";
+  options.keep_shapes = args.command == Command::kEvents || args.command == Command::kExplain ||
+                        args.command == Command::kWhatIf;
   progress_line = std::make_unique<memtl::ProgressLine>(
       &progress, args.trace == "-" ? "standard input" : memtl::QuotePath(args.trace), !args.quiet);
   auto analysis = memtl::AnalyzeFile(path, options);
@@ -243,8 +245,8 @@ int RunPeak(const Args& args) {
   auto c = Categorize(args, memtl::Retain::kExport, args.top);
   if (!c.ok()) return Fail(c.status().message());
   const memtl::PeakReport& report = *c.value()->peak;
-  if (int rc =
-          Output(args, args.format == "json" ? memtl::PeakJson(report) : memtl::FormatPeak(report));
+  if (int rc = Output(
+          args, args.format == Format::kJson ? memtl::PeakJson(report) : memtl::FormatPeak(report));
       rc != 0) {
     return rc;
   }
@@ -265,9 +267,10 @@ int RunEvents(const Args& args) {
   auto c = Categorize(args, memtl::Retain::kAll);
   if (!c.ok()) return Fail(c.status().message());
   const memtl::Analysis& a = *c.value()->analysis;
-  const memtl::EventsFormat format = args.format == "tsv"    ? memtl::EventsFormat::kTsv
-                                     : args.format == "json" ? memtl::EventsFormat::kJsonLines
-                                                             : memtl::EventsFormat::kText;
+  const memtl::EventsFormat format = args.format == Format::kTsv ? memtl::EventsFormat::kTsv
+                                     : args.format == Format::kJson
+                                         ? memtl::EventsFormat::kJsonLines
+                                         : memtl::EventsFormat::kText;
   const memtl::ExplainInput in = ExplainInputOf(*c.value());
   if (int rc = Output(args, memtl::FormatEvents(in, format)); rc != 0) return rc;
   PrintNotes(a.diagnostics);
@@ -291,8 +294,9 @@ int RunExplain(const Args& args) {
                 ": the trace records no tensors (a Kineto trace); its categories are inferred "
                 "per allocation: name one as A12 (memtl peak lists the largest)");
   }
-  auto text = alloc ? memtl::ExplainAllocation(in, *alloc, args.format == "json")
-                    : memtl::ExplainTensor({in, *a.sizes, &a.schemas}, *ref, args.format == "json");
+  auto text =
+      alloc ? memtl::ExplainAllocation(in, *alloc, args.format == Format::kJson)
+            : memtl::ExplainTensor({in, *a.sizes, &a.schemas}, *ref, args.format == Format::kJson);
   if (!text.ok()) return Fail(memtl::QuotePath(args.trace) + ": " + text.status().message());
   if (int rc = Output(args, text.value()); rc != 0) return rc;
   PrintNotes(a.diagnostics);
@@ -318,8 +322,8 @@ int RunSummary(const Args& args) {
   }
   auto s = SummaryOf(args, args.summary_top);
   if (!s.ok()) return Fail(s.status().message());
-  const std::string text =
-      args.format == "json" ? memtl::SummaryJson(s.value()) : memtl::FormatSummary(s.value());
+  const std::string text = args.format == Format::kJson ? memtl::SummaryJson(s.value())
+                                                        : memtl::FormatSummary(s.value());
   if (int rc = Output(args, text); rc != 0) return rc;
   const std::vector<std::string> over = memtl::CheckBudgets(s.value(), budgets);
   for (const std::string& line : over)
@@ -337,9 +341,9 @@ int RunDiff(const Args& args) {
   second.et = args.et_b;
   auto b = SummaryOf(second, kDiffTop);
   if (!b.ok()) return Fail(b.status().message());
-  const std::string text = args.format == "json"   ? memtl::DiffJson(a.value(), b.value())
-                           : args.format == "html" ? memtl::DiffHtml(a.value(), b.value())
-                                                   : memtl::FormatDiff(a.value(), b.value());
+  const std::string text = args.format == Format::kJson   ? memtl::DiffJson(a.value(), b.value())
+                           : args.format == Format::kHtml ? memtl::DiffHtml(a.value(), b.value())
+                                                          : memtl::FormatDiff(a.value(), b.value());
   return Output(
       args, text,
       " (diff of " + memtl::QuotePath(args.trace) + " and " + memtl::QuotePath(args.trace_b) + ")");
@@ -348,7 +352,7 @@ int RunDiff(const Args& args) {
 int RunRanks(const Args& args) {
   auto paths = memtl::cli::RankTraces(args.traces);
   if (!paths.ok()) return Fail(paths.status().message());
-  const std::string& format = args.format;
+  const Format format = args.format;
   const int jobs = args.jobs > 0
                        ? args.jobs
                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -357,9 +361,9 @@ int RunRanks(const Args& args) {
   progress_line->Stop();
   auto report = memtl::CompareRanks(std::move(rows));
   if (!report.ok()) return Fail(report.status().message());
-  const std::string text = format == "json"   ? memtl::RanksJson(report.value())
-                           : format == "html" ? memtl::RanksHtml(report.value())
-                                              : memtl::FormatRanks(report.value());
+  const std::string text = format == Format::kJson   ? memtl::RanksJson(report.value())
+                           : format == Format::kHtml ? memtl::RanksHtml(report.value())
+                                                     : memtl::FormatRanks(report.value());
   int failed = 0;
   for (const memtl::RankRow& row : report.value().rows) failed += row.error.empty() ? 0 : 1;
   if (int rc = Output(args, text, " (" + std::to_string(report.value().rows.size()) + " ranks)");
@@ -388,22 +392,22 @@ int RunFit(const Args& args) {
   }
   auto fit = memtl::FitTraces(args.traces, by, args.scales);
   if (!fit.ok()) return Fail(fit.status().message());
-  return Emit(args.format == "json" ? memtl::FitJson(fit.value(), q)
-                                    : memtl::FormatFit(fit.value(), q));
+  return Emit(args.format == Format::kJson ? memtl::FitJson(fit.value(), q)
+                                           : memtl::FormatFit(fit.value(), q));
 }
 
 int RunWhatIf(const Args& args) {
   auto changes = memtl::cli::WhatIfChangesOf(args);
   if (!changes.ok()) return Fail(changes.status().message());
-  const std::string& format = args.format;
+  const Format format = args.format;
   auto c = Categorize(args, memtl::Retain::kAll);
   if (!c.ok()) return Fail(c.status().message());
   auto r = memtl::WhatIf(ExplainInputOf(*c.value()), changes.value(), args.trace);
   if (!r.ok()) return Fail(r.status().message());
   PrintNotes(c.value()->analysis->diagnostics);
-  const std::string text = format == "json"   ? memtl::WhatIfJson(r.value())
-                           : format == "html" ? memtl::WhatIfHtml(r.value())
-                                              : memtl::FormatWhatIf(r.value());
+  const std::string text = format == Format::kJson   ? memtl::WhatIfJson(r.value())
+                           : format == Format::kHtml ? memtl::WhatIfHtml(r.value())
+                                                     : memtl::FormatWhatIf(r.value());
   return Output(args, text, " (whatif of " + memtl::QuotePath(args.trace) + ")");
 }
 
@@ -450,10 +454,10 @@ std::string ResultLine(const Args& args, const memtl::Trace& trace, const memtl:
 }
 
 // The export format of -o -, from --format (checked by the command line).
-memtl::Expected<memtl::ExportFormat> StdoutExportFormat(const std::string& format) {
-  if (format == "json") return memtl::ExportFormat::kSizesJson;
-  if (format == "json.gz") return memtl::ExportFormat::kSizesJsonGz;
-  if (format == "raw") return memtl::ExportFormat::kRawJsonGz;
+memtl::Expected<memtl::ExportFormat> StdoutExportFormat(Format format) {
+  for (const memtl::ExportSuffix& s : memtl::kExportSuffixes) {
+    if (s.name == NameOf(format)) return s.format;
+  }
   return memtl::ExportFormat::kHtml;
 }
 
@@ -461,7 +465,11 @@ int RunExport(const Args& args) {
   // The HTML report shows who holds the memory at the peak.
   bool html = false;
   for (const std::string& o : args.outputs)
-    html |= o.ends_with(".html") || (o == "-" && args.format == "html");
+    if (o == "-") {
+      html |= args.format == Format::kHtml;
+    } else if (auto f = memtl::FormatForPath(o); f.ok()) {
+      html |= f.value() == memtl::ExportFormat::kHtml;
+    }
   auto c = Categorize(args, memtl::Retain::kExport,
                       html ? std::optional<size_t>(kReportPeakTensors) : std::nullopt, html);
   if (!c.ok()) return Fail(c.status().message());
@@ -500,6 +508,46 @@ int RunExport(const Args& args) {
   return 0;
 }
 
+// `memtl --formats`: {"export": [[suffix, --format name], ...]}, the first
+// suffix a path ends with deciding.
+std::string FormatsJson() {
+  std::string s = "{\"export\": [";
+  for (const memtl::ExportSuffix& e : memtl::kExportSuffixes) {
+    if (s.back() != '[') s += ", ";
+    s += "[\"" + std::string(e.suffix) + "\", \"" + std::string(e.name) + "\"]";
+  }
+  return s + "]}\n";
+}
+
+// The command the first word named.
+int Run(const Args& args) {
+  switch (args.command) {
+    case Command::kExport:
+      return RunExport(args);
+    case Command::kPeak:
+      return RunPeak(args);
+    case Command::kExplain:
+      return RunExplain(args);
+    case Command::kSummary:
+      return RunSummary(args);
+    case Command::kDiff:
+      return RunDiff(args);
+    case Command::kRanks:
+      return RunRanks(args);
+    case Command::kFit:
+      return RunFit(args);
+    case Command::kWhatIf:
+      return RunWhatIf(args);
+    case Command::kEvents:
+      return RunEvents(args);
+    case Command::kCategories:
+      return RunCategories(args);
+    case Command::kGraph:
+      return RunGraph(args);
+  }
+  return RunExport(args);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -516,6 +564,9 @@ int main(int argc, char** argv) {
   mallopt(M_MMAP_THRESHOLD, 64 << 10);
 #endif
   memtl::InstallCleanupOnSignals();  // Ctrl-C leaves no temporary output behind
+  // For the Python package (python/memtl/__init__.py): the export's suffix
+  // table, in order, so that it refuses a path before it records.
+  if (argc == 2 && std::string_view(argv[1]) == "--formats") return Emit(FormatsJson());
   try {
     Args args;
     const Parsed parsed = ParseCommandLine(argc, argv, args);
@@ -538,17 +589,7 @@ int main(int argc, char** argv) {
     auto opened = memtl::cli::OpenOutputs(args, memtl::cli::InputsOf(args));
     if (!opened.ok()) return Fail(opened.status().message());
     outputs = std::move(opened.value());
-    const int rc = args.command == "graph"        ? RunGraph(args)
-                   : args.command == "categories" ? RunCategories(args)
-                   : args.command == "peak"       ? RunPeak(args)
-                   : args.command == "explain"    ? RunExplain(args)
-                   : args.command == "summary"    ? RunSummary(args)
-                   : args.command == "diff"       ? RunDiff(args)
-                   : args.command == "ranks"      ? RunRanks(args)
-                   : args.command == "fit"        ? RunFit(args)
-                   : args.command == "whatif"     ? RunWhatIf(args)
-                   : args.command == "events"     ? RunEvents(args)
-                                                  : RunExport(args);
+    const int rc = Run(args);
     if (progress_line) progress_line->Stop();
     return rc;
   } catch (const std::bad_alloc&) {

@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "cli/rank_traces.h"
 #include "core/model/quote.h"
 #include "export/export.h"
@@ -16,18 +18,23 @@ namespace {
 // `args.format` set from the suffix). Writing text into x.html would hand
 // the user a broken page, so such a suffix is refused, with what writes it.
 std::string PrintedFormatError(Args& args, const std::string& out) {
-  if (!args.format.empty()) return {};
-  const std::string& cmd = args.command;
-  if (cmd == "diff" || cmd == "ranks" || cmd == "whatif") {
-    args.format = out.ends_with(".html") ? "html" : out.ends_with(".json") ? "json" : "text";
+  if (args.format != Format::kUnset) return {};
+  const std::vector<Format> formats = FormatsOf(args.command);
+  auto writes_format = [&](Format f) {
+    return std::find(formats.begin(), formats.end(), f) != formats.end();
+  };
+  if (writes_format(Format::kHtml)) {  // a page, JSON, or text for any other suffix
+    args.format = out.ends_with(".html")   ? Format::kHtml
+                  : out.ends_with(".json") ? Format::kJson
+                                           : Format::kText;
     return {};
   }
-  const bool json = cmd == "peak" || cmd == "explain" || cmd == "summary" || cmd == "events";
-  const bool tsv = cmd == "events";
+  const bool json = writes_format(Format::kJson);
+  const bool tsv = writes_format(Format::kTsv);
   const std::string writes = tsv ? "text, TSV or JSON Lines" : json ? "text or JSON" : "text";
   auto refuse = [&](const std::string& what, const std::string& instead) {
-    return QuotePath(out) + ": memtl " + cmd + " writes " + writes + ", not " + what + "; " +
-           instead;
+    return QuotePath(out) + ": memtl " + std::string(NameOf(args.command)) + " writes " + writes +
+           ", not " + what + "; " + instead;
   };
   if (out.ends_with(".html") || out.ends_with(".htm")) {
     return refuse("HTML", "memtl export TRACE -o " + QuotePath(out) +
@@ -38,10 +45,10 @@ std::string PrintedFormatError(Args& args, const std::string& out) {
   if (out.ends_with(".json") || out.ends_with(".jsonl")) {
     if (!json)
       return refuse("JSON", "memtl events --format json writes the timeline as JSON Lines");
-    args.format = "json";
+    args.format = Format::kJson;
   } else if (out.ends_with(".tsv")) {
     if (!tsv) return refuse("TSV", "memtl events --format tsv writes the timeline as TSV");
-    args.format = "tsv";
+    args.format = Format::kTsv;
   }
   return {};
 }
@@ -61,7 +68,7 @@ std::vector<std::string> InputsOf(const Args& args) {
   for (const std::string* p : {&args.trace, &args.trace_b, &args.et, &args.et_b}) {
     if (!p->empty()) inputs.push_back(*p);
   }
-  if (args.command == "ranks" && !args.outputs.empty()) {
+  if (args.command == Command::kRanks && !args.outputs.empty()) {
     // Only an output needs them here (RunRanks finds them again). A
     // pattern that names nothing fails later, with its own message.
     auto paths = RankTraces(args.traces);
@@ -72,7 +79,7 @@ std::vector<std::string> InputsOf(const Args& args) {
 
 Expected<OpenedOutputs> OpenOutputs(Args& args, const std::vector<std::string>& inputs) {
   OpenedOutputs opened;
-  const bool exporting = args.command == "export";
+  const bool exporting = args.command == Command::kExport;
   for (size_t i = 0; i < args.outputs.size(); ++i) {
     const std::string& o = args.outputs[i];
     for (size_t j = 0; j < i; ++j) {
@@ -90,7 +97,7 @@ Expected<OpenedOutputs> OpenOutputs(Args& args, const std::vector<std::string>& 
   for (const std::string& o : args.outputs) {
     bool gzip = false;
     if (exporting) {
-      if (o == "-" && args.format.empty())
+      if (o == "-" && args.format == Format::kUnset)
         return Status::Error(
             "-o - writes standard output: give its --format (json, json.gz, raw, html)");
       if (o != "-") {
@@ -98,7 +105,7 @@ Expected<OpenedOutputs> OpenOutputs(Args& args, const std::vector<std::string>& 
         if (!format.ok()) return format.status();
         gzip = ExportGzipped(format.value());
       } else {
-        gzip = args.format == "json.gz" || args.format == "raw";
+        gzip = args.format == Format::kJsonGz || args.format == Format::kRaw;
       }
     } else if (o != "-") {
       if (std::string e = PrintedFormatError(args, o); !e.empty()) return Status::Error(e);

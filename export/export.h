@@ -12,6 +12,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/categories/category.h"
@@ -29,6 +30,21 @@
 namespace memtl {
 
 enum class ExportFormat { kHtml, kRawJsonGz, kSizesJsonGz, kSizesJson };
+
+// The export's one suffix table, PyTorch's rule (export_memory_timeline):
+// the first suffix a path ends with decides. `memtl --formats` prints it
+// for the Python package, which refuses a path before it records.
+struct ExportSuffix {
+  std::string_view suffix;
+  ExportFormat format;
+  std::string_view name;  // --format's name for it
+};
+inline constexpr std::array<ExportSuffix, 4> kExportSuffixes = {{
+    {".html", ExportFormat::kHtml, "html"},
+    {"raw.json.gz", ExportFormat::kRawJsonGz, "raw"},
+    {".gz", ExportFormat::kSizesJsonGz, "json.gz"},
+    {".json", ExportFormat::kSizesJson, "json"},
+}};
 
 // The format for `path`, or an error naming the path.
 Expected<ExportFormat> FormatForPath(const std::string& path);

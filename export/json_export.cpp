@@ -26,10 +26,9 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
 }  // namespace
 
 Expected<ExportFormat> FormatForPath(const std::string& path) {
-  if (EndsWith(path, ".html")) return ExportFormat::kHtml;
-  if (EndsWith(path, ".gz"))
-    return EndsWith(path, "raw.json.gz") ? ExportFormat::kRawJsonGz : ExportFormat::kSizesJsonGz;
-  if (EndsWith(path, ".json")) return ExportFormat::kSizesJson;
+  for (const ExportSuffix& s : kExportSuffixes) {
+    if (EndsWith(path, std::string(s.suffix))) return s.format;
+  }
   return Status::Error(path +
                        ": unknown output format (use .html, .json, .json.gz or .raw.json.gz)");
 }

@@ -17,6 +17,7 @@ Supported: PyTorch 1.13 and 2.x (tested on 1.13.1 and 2.13.0). Importing
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -41,16 +42,26 @@ class ExportError(RuntimeError):
     one-line diagnostic."""
 
 
+_EXPORT_SUFFIXES = {}  # memtl command -> its export suffix table
+
+
 def _export_format(path: str) -> Optional[str]:
     """The export written for ``path``, chosen by suffix as PyTorch chooses
     (``.html``; ``raw.json.gz``; any other ``.gz``; ``.json``), or None for a
-    suffix neither PyTorch nor memtl gives a meaning to."""
-    if path.endswith(".html"):
-        return "html"
-    if path.endswith(".gz"):
-        return "raw" if path.endswith("raw.json.gz") else "json.gz"
-    if path.endswith(".json"):
-        return "json"
+    suffix neither PyTorch nor memtl gives a meaning to. The table is the
+    command's own (``memtl --formats``), read once."""
+    program = binary()
+    table = _EXPORT_SUFFIXES.get(program)
+    if table is None:
+        r = subprocess.run([program, "--formats"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+        if r.returncode != 0:
+            raise ExportError("%s --formats failed (status %d): %s"
+                              % (program, r.returncode, r.stderr.strip() or "no message"))
+        table = _EXPORT_SUFFIXES[program] = [tuple(e) for e in json.loads(r.stdout)["export"]]
+    for suffix, name in table:
+        if path.endswith(suffix):
+            return name
     return None
 
 

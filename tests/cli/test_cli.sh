@@ -104,6 +104,22 @@ gzip -dc "$fx" | "$bin" export - -o - --format json >"$tmp/stdout.json" 2>"$tmp/
 cmp -s "$tmp/stdout.json" "$tmp/t.json" && grep -q "wrote standard output" "$tmp/err" && pass=$((pass + 1)) ||
   { fail=$((fail + 1)); echo "FAIL stdin/stdout: $(cat "$tmp/err")"; }
 check stdout-needs-format 2 "-o - writes standard output: give its --format" -- "$bin" export "$fx" -o -
+# The export's one suffix table, which the Python package reads: each
+# suffix's --format writes what that suffix writes.
+formats=$("$bin" --formats)
+if python3 -c 'import json, sys; t = json.loads(sys.argv[1])["export"]; assert [s for s, _ in t] == [".html", "raw.json.gz", ".gz", ".json"], t' "$formats"; then
+  pass=$((pass + 1))
+else
+  fail=$((fail + 1)); echo "FAIL formats: $formats"
+fi
+for pair in raw:t.raw.json.gz json.gz:t.json.gz; do
+  "$bin" export "$fx" -o - --format "${pair%%:*}" -q >"$tmp/fmt.out" 2>/dev/null
+  if cmp -s <(gzip -dc "$tmp/fmt.out") <(gzip -dc "$tmp/${pair#*:}"); then
+    pass=$((pass + 1))
+  else
+    fail=$((fail + 1)); echo "FAIL format ${pair%%:*}: -o - differs from -o ${pair#*:}"
+  fi
+done
 check stdout-bad-format 2 "--format" -- "$bin" export "$fx" -o - --format png
 check export-several-bad-suffix 2 "unknown output format" -- "$bin" export "$fx" -o "$tmp/b.json" -o "$tmp/b.txt"
 [ ! -e "$tmp/b.json" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: wrote b.json before refusing b.txt"; }
