@@ -8,7 +8,6 @@
 // PARAMETER by tensor id. Runs after inputs, which give the forward pass its
 // starting points. Known to miss parameters of models whose inputs were not
 // found (inference, or no optimizer step in the window).
-#include "core/timeline/timeline.h"
 #include "passes/pass.h"
 
 namespace memtl {

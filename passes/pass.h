@@ -52,6 +52,13 @@ std::vector<PassStep> RunAllPassesTraced(const PassInput& in, CategoryDict& cate
 
 // ---- Queries shared by several passes (passes/queries.cpp) ----
 
+// Every (key, version) the graph mentions (inputs, intermediates as v0,
+// outputs) plus keys categorized by id, sorted (PyTorch's _category_snapshot
+// keys).
+// Keys are slots of the key table, so slot order is PyTorch's key order.
+std::vector<std::pair<KeySlot, Version>> AllTensorVersions(const DataFlowGraph& graph,
+                                                           const CategoryDict& cats);
+
 // (parameter, gradient) pairs that PyTorch's _extract_parameters_and_gradients
 // yields for one event, as key slots (invalid: none): AccumulateGrad's new or
 // accumulated gradient, and the python tracer's module and optimizer

@@ -1,7 +1,28 @@
 // Queries over the op tree and data-flow graph shared by several passes.
 #include "passes/pass.h"
 
+#include <algorithm>
+
 namespace memtl {
+
+std::vector<std::pair<KeySlot, Version>> AllTensorVersions(const DataFlowGraph& graph,
+                                                           const CategoryDict& cats) {
+  // Versions of a key are contiguous from v0: every key starts at v0 and
+  // each bump is an edge from v to v+1. So the set is, per key the graph
+  // mentions, 0..its latest version, plus v0 of keys set by id.
+  std::vector<std::pair<KeySlot, Version>> all;
+  if (graph.value_begin().empty()) return all;
+  const auto num_keys = static_cast<uint32_t>(graph.value_begin().size() - 1);
+  all.reserve(graph.num_values());
+  for (const KeySlot k : KeyTable::SlotRange(num_keys)) {
+    // In PyTorch's snapshot: the graph mentions the key, or a pass
+    // categorized it by id (the timeline's InSnapshot, the same rule).
+    if (!graph.last_version(k).valid() && !cats.set_by_id(k)) continue;
+    const Version last = std::max(graph.last_version(k), Version(0));
+    for (Version v(0); v <= last; v = v.next()) all.emplace_back(k, v);
+  }
+  return all;
+}
 
 void ForEachParameterAndGradientSlow(const PassInput& in, uint32_t event,
                                      const std::function<void(KeySlot, KeySlot)>& fn) {

@@ -61,7 +61,7 @@
 #include <string>
 
 #include "core/infer/evidence.h"
-#include "core/read/kineto/kineto_reader.h"
+#include "core/model/records.h"
 
 namespace memtl {
 

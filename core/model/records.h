@@ -141,6 +141,12 @@ struct AllocInfo {
 };
 static_assert(sizeof(AllocInfo) == 8);
 inline constexpr int64_t kMaxAllocBytes = (int64_t{1} << 47) - 1;  // 128 TiB
+// The address of the first allocation a reader adds for memory from
+// before the profile (the Kineto reader: one per device, at consecutive
+// addresses), above any real address and below the synthetic ones of
+// traces without "Addr"; the execution-trace join and the inference
+// (core/infer/) find them by it.
+inline constexpr uint64_t kPreProfileAddress = (uint64_t{1} << 63) - (uint64_t{1} << 32);
 
 struct StateEntry {
   uint32_t name = 0;  // string id

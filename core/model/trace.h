@@ -65,6 +65,11 @@ class StringTable {
   std::string invalid_utf8_example_;
 };
 
+// The version of the trace format (docs/trace-format.md) that the model
+// holds: the memtl reader refuses a later one; the Kineto reader and the
+// pipeline's raw-timeline analysis give their traces this one.
+inline constexpr int kTraceFormatVersion = 1;
+
 struct TraceHeader {
   int version = 0;
   std::string producer;

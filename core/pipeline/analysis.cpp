@@ -17,6 +17,7 @@
 #include "core/model/quote.h"
 #include "core/plan/help.h"
 #include "core/read/common/format.h"
+#include "core/read/et/et_join.h"
 #include "core/read/kineto/kineto_reader.h"
 #include "core/read/memtl/trace_reader.h"
 #include "core/read/raw/raw_timeline.h"
@@ -499,7 +500,9 @@ Expected<std::unique_ptr<Analysis>> AnalyzeFileOnce(const std::string& path,
   const bool infer = format == InputFormat::kKineto && options.et_path.empty();
   switch (format) {
     case InputFormat::kKineto: {
-      auto k = ReadKinetoInput(std::move(input.value()), options);
+      // With --et, joined to the execution trace (core/read/et/et_join.h).
+      auto k = options.et_path.empty() ? ReadKinetoInput(std::move(input.value()), options)
+                                       : ReadKinetoJoinedInput(std::move(input.value()), options);
       if (!k.ok()) return k.status();
       info = k.value().info;
       read_diagnostics = std::move(k.value().diagnostics);

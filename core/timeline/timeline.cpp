@@ -27,31 +27,11 @@ std::string_view ActionName(Action a) {
 namespace {
 
 // Whether PyTorch's category snapshot has the key: the graph mentions it, or
-// a pass categorized it by id.
+// a pass categorized it by id (the keys of passes/queries.cpp's
+// AllTensorVersions, the same rule).
 bool InSnapshot(const DataFlowGraph& graph, const CategoryDict& cats, KeySlot key) {
   return graph.last_version(key).valid() || cats.set_by_id(key);
 }
-
-}  // namespace
-
-std::vector<std::pair<KeySlot, Version>> AllTensorVersions(const DataFlowGraph& graph,
-                                                           const CategoryDict& cats) {
-  // Versions of a key are contiguous from v0: every key starts at v0 and
-  // each bump is an edge from v to v+1. So the set is, per key the graph
-  // mentions, 0..its latest version, plus v0 of keys set by id.
-  std::vector<std::pair<KeySlot, Version>> all;
-  if (graph.value_begin().empty()) return all;
-  const auto num_keys = static_cast<uint32_t>(graph.value_begin().size() - 1);
-  all.reserve(graph.num_values());
-  for (const KeySlot k : KeyTable::SlotRange(num_keys)) {
-    if (!InSnapshot(graph, cats, k)) continue;
-    const Version last = std::max(graph.last_version(k), Version(0));
-    for (Version v(0); v <= last; v = v.next()) all.emplace_back(k, v);
-  }
-  return all;
-}
-
-namespace {
 
 bool TimelineBefore(const TimelineEvent& a, const TimelineEvent& b) {
   return a.time != b.time ? a.time < b.time : a.action < b.action;
@@ -154,7 +134,7 @@ Expected<std::vector<TimelineEvent>> BuildTimeline(const OpTree& tree, const Key
     te.bytes = sizes[key];
     out.push_back(te);
   };
-  // Keys in the snapshot (AllTensorVersions) with no allocation existed
+  // Keys in the snapshot (InSnapshot) with no allocation existed
   // before the trace began.
   for (const KeySlot k : keys.slots()) {
     if (InSnapshot(graph, cats, k) && alloc_time[k] == kNever)

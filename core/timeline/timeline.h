@@ -53,13 +53,6 @@ struct TimelineEvent {
 };
 static_assert(sizeof(TimelineEvent) == 24);
 
-// Every (key, version) the graph mentions (inputs, intermediates as v0,
-// outputs) plus keys categorized by id, sorted (PyTorch's _category_snapshot
-// keys).
-// Keys are slots of the key table, so slot order is PyTorch's key order.
-std::vector<std::pair<KeySlot, Version>> AllTensorVersions(const DataFlowGraph& graph,
-                                                           const CategoryDict& cats);
-
 // `untracked_live` is UntrackedAllocationsLive's result for this trace (one
 // bit per allocation record), computed before the addresses went; a vector
 // of another size is an error (an internal one: the pipeline always passes

@@ -66,7 +66,7 @@ Expected<KinetoRead> Joined(const std::string& et_text, const std::string& kinet
   const TempFile et(et_text);
   ReadOptions options;
   options.et_path = et.path;
-  return ReadKinetoString(kineto, "k.json", options);
+  return ReadKinetoJoinedString(kineto, "k.json", options);
 }
 
 }  // namespace
@@ -138,7 +138,7 @@ TEST_CASE("et join: bad execution traces") {
   SUBCASE("a missing file") {
     ReadOptions options;
     options.et_path = "/nonexistent/et.json";
-    auto r = ReadKinetoString(kKineto, "k.json", options);
+    auto r = ReadKinetoJoinedString(kKineto, "k.json", options);
     REQUIRE(!r.ok());
   }
 }
@@ -199,7 +199,7 @@ TEST_CASE("et join: a storage maps only to an address live at its reads, free at
   const TempFile et(LifetimesEt());
   ReadOptions options;
   options.et_path = et.path;
-  auto r = ReadKinetoString(kLifetimes, "k.json", options);
+  auto r = ReadKinetoJoinedString(kLifetimes, "k.json", options);
   REQUIRE(r.ok());
   const Trace& t = r.value().trace;
   // add_ #1: the buffer, the scalar; add_ #2: the buffer, another scalar;
@@ -252,7 +252,7 @@ TEST_CASE("et join: memory from before the profile is not counted again for its 
   ReadOptions options;
   options.et_path = et.path;
   auto allocs = [&](int before) {
-    auto r = ReadKinetoString(PreProfileKineto(before), "k.json", options);
+    auto r = ReadKinetoJoinedString(PreProfileKineto(before), "k.json", options);
     REQUIRE(r.ok());
     std::vector<int64_t> bytes;
     for (const AllocInfo& a : r.value().trace.allocs) bytes.push_back(a.bytes);
@@ -317,7 +317,7 @@ TEST_CASE("et join: arguments as PyTorch's profiler records them, schemas the ta
   const TempFile et(SchemasEt());
   ReadOptions options;
   options.et_path = et.path;
-  auto r = ReadKinetoString(kSchemas, "k.json", options);
+  auto r = ReadKinetoJoinedString(kSchemas, "k.json", options);
   REQUIRE(r.ok());
   const Trace& t = r.value().trace;
   REQUIRE(t.ops.size() == 2);
@@ -367,7 +367,7 @@ TEST_CASE("et join: a storage from before the profile ends where its block is fr
   const TempFile et(FreedBeforeEt());
   ReadOptions options;
   options.et_path = et.path;
-  auto r = ReadKinetoString(kFreedBefore, "k.json", options);
+  auto r = ReadKinetoJoinedString(kFreedBefore, "k.json", options);
   REQUIRE(r.ok());
   const Trace& t = r.value().trace;
   REQUIRE(t.tensor_ptrs.size() == 2);
@@ -500,7 +500,7 @@ TEST_CASE("et join: a block no tensor owns does not take a parameter from before
   const TempFile et(UnownedEt());
   ReadOptions options;
   options.et_path = et.path;
-  auto r = ReadKinetoString(kUnowned, "k.json", options);
+  auto r = ReadKinetoJoinedString(kUnowned, "k.json", options);
   REQUIRE(r.ok());
   const Trace& t = r.value().trace;
   REQUIRE(t.tensor_ptrs.size() == 2);
@@ -552,7 +552,7 @@ TEST_CASE("et join: storage ids are only trusted for tensors with data") {
   const TempFile et(DatalessEt());
   ReadOptions options;
   options.et_path = et.path;
-  auto r = ReadKinetoString(kDataless, "k.json", options);
+  auto r = ReadKinetoJoinedString(kDataless, "k.json", options);
   REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.status().message()));
   const Trace& t = r.value().trace;
   REQUIRE(t.tensor_ptrs.size() == 4);

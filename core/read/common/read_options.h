@@ -33,7 +33,8 @@ struct ReadOptions {
   // memtl's own traces carry them (a Kineto trace names no tensor).
   bool keep_shapes = false;
   // An execution trace of the same run to join to a Kineto trace
-  // (core/read/et/et_join.h); empty: none. Only a Kineto trace takes one.
+  // (core/read/et/et_join.h, ReadKinetoJoinedInput); empty: none. Only a
+  // Kineto trace takes one.
   std::string et_path;
 };
 

@@ -487,4 +487,25 @@ Expected<KinetoRead> JoinExecutionTrace(KinetoRead kineto, const ReadOptions& op
   return r;
 }
 
+namespace {
+
+Expected<KinetoRead> JoinGuarded(Expected<KinetoRead> kineto, const std::string& name,
+                                 const ReadOptions& options) {
+  if (!kineto.ok()) return kineto;
+  return OutOfMemoryIsAnError(
+      name, [&] { return JoinExecutionTrace(std::move(kineto.value()), options); });
+}
+
+}  // namespace
+
+Expected<KinetoRead> ReadKinetoJoinedInput(OpenedInput input, const ReadOptions& options) {
+  const std::string name = QuotePath(input.src->name());
+  return JoinGuarded(ReadKinetoInput(std::move(input), options), name, options);
+}
+
+Expected<KinetoRead> ReadKinetoJoinedString(std::string data, const std::string& name,
+                                            const ReadOptions& options) {
+  return JoinGuarded(ReadKinetoString(std::move(data), name, options), QuotePath(name), options);
+}
+
 }  // namespace memtl

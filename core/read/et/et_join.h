@@ -52,6 +52,15 @@ namespace memtl {
 // records' rf ids and end times kept); reads options.et_path.
 Expected<KinetoRead> JoinExecutionTrace(KinetoRead kineto, const ReadOptions& options);
 
+// memtl's --et: the Kineto trace `input` (detected as kKineto) read with
+// ReadKinetoInput, then joined to options.et_path's execution trace (which
+// must not be empty). Memory that runs out in the join is "NAME: out of
+// memory", NAME the Kineto trace's, as in its read.
+Expected<KinetoRead> ReadKinetoJoinedInput(OpenedInput input, const ReadOptions& options);
+// Tests: the Kineto trace held in memory.
+Expected<KinetoRead> ReadKinetoJoinedString(std::string data, const std::string& name,
+                                            const ReadOptions& options);
+
 // The join's work, for tests: the memtl trace text built from `kineto` and
 // `et`, with the coverage note and diagnostics.
 struct JoinText {

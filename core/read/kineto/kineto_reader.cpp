@@ -18,9 +18,7 @@
 #include "core/model/flat_map.h"
 #include "core/model/quote.h"
 #include "core/read/common/kineto_stream.h"
-#include "core/read/et/et_join.h"
 #include "core/read/kineto/kineto_parse.h"
-#include "core/read/memtl/trace_reader.h"  // kTraceFormatVersion
 
 namespace memtl {
 
@@ -472,9 +470,7 @@ Expected<KinetoRead> Read(OpenedInput in, const ReadOptions& options) {
     return Status::Error(name + ": line " + std::to_string(stream.line()) + ": " + e.what());
   }
   r.info.lines = stream.line();
-  auto built = Build(parser, std::move(r), name);
-  if (!built.ok() || options.et_path.empty()) return built;
-  return JoinExecutionTrace(std::move(built.value()), options);
+  return Build(parser, std::move(r), name);
 }
 
 Expected<KinetoRead> ReadGuarded(OpenedInput in, const ReadOptions& options) {

@@ -57,13 +57,11 @@ struct KinetoRead {
   std::vector<int64_t> op_end;
 };
 
-// The address of the first allocation the reader adds for memory from
-// before the profile (one per device, at consecutive addresses), above any
-// real address and below the synthetic ones of traces without "Addr"; the
-// execution-trace join and the inference (core/infer/) find them by it.
-inline constexpr uint64_t kPreProfileAddress = (uint64_t{1} << 63) - (uint64_t{1} << 32);
-
-// `input` must have been detected as kKineto (OpenInput).
+// `input` must have been detected as kKineto (OpenInput). The Kineto trace
+// alone: with ReadOptions::et_path it keeps what the join needs (op_rf,
+// op_end), and the execution-trace reader joins the two
+// (ReadKinetoJoinedInput, core/read/et/et_join.h), which sits above this
+// one and calls it.
 Expected<KinetoRead> ReadKinetoInput(OpenedInput input, const ReadOptions& options = {});
 // Tests: a Kineto trace held in memory.
 Expected<KinetoRead> ReadKinetoString(std::string data, const std::string& name,

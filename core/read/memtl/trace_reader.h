@@ -36,6 +36,4 @@ Expected<Trace> ReadTraceString(std::string data, const std::string& name,
 Expected<Trace> ReadTraceInput(OpenedInput input, const ReadOptions& options,
                                ReadInfo* info = nullptr);
 
-inline constexpr int kTraceFormatVersion = 1;
-
 }  // namespace memtl
