@@ -103,18 +103,9 @@ void AddPrintedOutputOption(CLI::App* cmd, Args& args, const char* formats) {
       ->expected(1);
 }
 
-// Builds the command line; `args` receives the values.
-std::unique_ptr<CLI::App> MakeApp(Args& args) {
-  auto app = std::make_unique<CLI::App>(
-      "memtl: the memory timeline of a profiled PyTorch run, every byte categorized "
-      "(parameter, optimizer state, input, activation, gradient, autograd detail, temporary, "
-      "unknown)",
-      "memtl");
-  app->set_version_flag("-V,--version", "memtl " MEMTL_VERSION, "print memtl's version");
-  app->require_subcommand(1);
-  app->fallthrough(false);
-
-  CLI::App* exp = app->add_subcommand(
+// `memtl export`.
+void AddExportCommand(CLI::App& app, Args& args) {
+  CLI::App* exp = app.add_subcommand(
       "export",
       "write the memory timeline as PyTorch's export_memory_timeline does, chosen by each "
       "output's suffix: .html (report with plot), .raw.json.gz (raw events), .json.gz / .json "
@@ -136,8 +127,11 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
                   "gzip) or html");
   exp->add_flag("-q,--quiet", args.quiet, "no result line on stderr");
   exp->callback([&args] { args.command = Command::kExport; });
+}
 
-  CLI::App* events = app->add_subcommand(
+// `memtl events`.
+void AddEventsCommand(CLI::App& app, Args& args) {
+  CLI::App* events = app.add_subcommand(
       "events",
       "print the timeline with context: time, action, tensor(version), bytes, category, "
       "device, the op that made the change, its modules and phase, and a model's state by name");
@@ -150,15 +144,21 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
       "in the --format given, else by its suffix: .json or .jsonl (JSON Lines), .tsv, any "
       "other text");
   events->callback([&args] { args.command = Command::kEvents; });
+}
 
-  CLI::App* cat = app->add_subcommand(
+// `memtl categories`.
+void AddCategoriesCommand(CLI::App& app, Args& args) {
+  CLI::App* cat = app.add_subcommand(
       "categories", "print the timeline: action, tensor(version), bytes, category");
   AddReadOptions(cat, args);
   AddEtOption(cat, args);
   AddPrintedOutputOption(cat, args, "as text");
   cat->callback([&args] { args.command = Command::kCategories; });
+}
 
-  CLI::App* peak = app->add_subcommand(
+// `memtl peak`.
+void AddPeakCommand(CLI::App& app, Args& args) {
+  CLI::App* peak = app.add_subcommand(
       "peak",
       "explain the peak: the exported device's largest total, by category, and the largest "
       "tensors alive then with the op that created each, its modules and phase");
@@ -173,8 +173,11 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
   AddPrintedOutputOption(peak, args,
                          "in the --format given, else by its suffix: .json, any other text");
   peak->callback([&args] { args.command = Command::kPeak; });
+}
 
-  CLI::App* explain = app->add_subcommand(
+// `memtl explain`.
+void AddExplainCommand(CLI::App& app, Args& args) {
+  CLI::App* explain = app.add_subcommand(
       "explain",
       "why a tensor has its category: the passes and rules that decided it, the op that created "
       "it with its modules, phase and call site, what that op read, which ops read it, its size "
@@ -188,8 +191,11 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
   AddPrintedOutputOption(explain, args,
                          "in the --format given, else by its suffix: .json, any other text");
   explain->callback([&args] { args.command = Command::kExplain; });
+}
 
-  CLI::App* summary = app->add_subcommand(
+// `memtl summary`.
+void AddSummaryCommand(CLI::App& app, Args& args) {
+  CLI::App* summary = app.add_subcommand(
       "summary",
       "a few numbers per device for CI and comparisons: the peak, each category at the peak and "
       "its largest over the run, the ops and modules holding the most at the peak; --budget "
@@ -205,8 +211,11 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
   AddPrintedOutputOption(summary, args,
                          "in the --format given, else by its suffix: .json, any other text");
   summary->callback([&args] { args.command = Command::kSummary; });
+}
 
-  CLI::App* diff = app->add_subcommand(
+// `memtl diff`.
+void AddDiffCommand(CLI::App& app, Args& args) {
+  CLI::App* diff = app.add_subcommand(
       "diff",
       "compare two runs or ranks: per device, the peak and each category's largest, and the ops "
       "and modules whose bytes at the peak differ most");
@@ -225,8 +234,11 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
                    "--format given, else by its suffix: .html, .json, any other text")
       ->expected(1);
   diff->callback([&args] { args.command = Command::kDiff; });
+}
 
-  CLI::App* ranks = app->add_subcommand(
+// `memtl ranks`.
+void AddRanksCommand(CLI::App& app, Args& args) {
+  CLI::App* ranks = app.add_subcommand(
       "ranks",
       "compare the ranks of one distributed run: per rank its peak and when, the categories at "
       "the peak and the ProfilerStep it falls in; the skew (largest peak over the median) and "
@@ -248,8 +260,11 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
       ->check(CLI::Range(1, 4096));
   ranks->add_flag("-q,--quiet", args.quiet, "no progress or result line on stderr");
   ranks->callback([&args] { args.command = Command::kRanks; });
+}
 
-  CLI::App* fit = app->add_subcommand(
+// `memtl fit`.
+void AddFitCommand(CLI::App& app, Args& args) {
+  CLI::App* fit = app.add_subcommand(
       "fit",
       "fit each device's peak against the runs' batch size (linear) or sequence length (linear "
       "plus quadratic), from traces of one model at several scales: the peak at --at, the "
@@ -270,8 +285,11 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
       ->option_text("SIZE");
   AddFormatOption(fit, args, Command::kFit, "text (the default) or json");
   fit->callback([&args] { args.command = Command::kFit; });
+}
 
-  CLI::App* whatif = app->add_subcommand(
+// `memtl whatif`.
+void AddWhatIfCommand(CLI::App& app, Args& args) {
+  CLI::App* whatif = app.add_subcommand(
       "whatif",
       "replay the run with changes (sharding, checkpointing, set-to-none, another optimizer or "
       "dtype) and print each device's peak before and after, by category");
@@ -310,8 +328,11 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
   AddPrintedOutputOption(whatif, args,
                          "in the --format given, else by its suffix: .html, .json, any other text");
   whatif->callback([&args] { args.command = Command::kWhatIf; });
+}
 
-  CLI::App* graph = app->add_subcommand(
+// `memtl graph`.
+void AddGraphCommand(CLI::App& app, Args& args) {
+  CLI::App* graph = app.add_subcommand(
       "graph",
       "print the versioned data-flow graph over top-level ops, in the layout of PyTorch's "
       "memory-profiler tests");
@@ -320,6 +341,29 @@ std::unique_ptr<CLI::App> MakeApp(Args& args) {
   AddTimingsOption(graph, args);
   AddPrintedOutputOption(graph, args, "as text");
   graph->callback([&args] { args.command = Command::kGraph; });
+}
+
+// Builds the command line; `args` receives the values.
+std::unique_ptr<CLI::App> MakeApp(Args& args) {
+  auto app = std::make_unique<CLI::App>(
+      "memtl: the memory timeline of a profiled PyTorch run, every byte categorized "
+      "(parameter, optimizer state, input, activation, gradient, autograd detail, temporary, "
+      "unknown)",
+      "memtl");
+  app->set_version_flag("-V,--version", "memtl " MEMTL_VERSION, "print memtl's version");
+  app->require_subcommand(1);
+  app->fallthrough(false);
+  AddExportCommand(*app, args);
+  AddEventsCommand(*app, args);
+  AddCategoriesCommand(*app, args);
+  AddPeakCommand(*app, args);
+  AddExplainCommand(*app, args);
+  AddSummaryCommand(*app, args);
+  AddDiffCommand(*app, args);
+  AddRanksCommand(*app, args);
+  AddFitCommand(*app, args);
+  AddWhatIfCommand(*app, args);
+  AddGraphCommand(*app, args);
   return app;
 }
 
