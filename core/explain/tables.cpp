@@ -183,7 +183,7 @@ struct DeviceUse {
   std::map<uint32_t, int64_t> before_profile;
   int64_t no_identity = 0;  // untracked bytes alive at the peak
   // The model's state alive at the peak, by the module that owns it
-  // (owner ids: ComputeTables' `owners`): the module table counts it there,
+  // (indexes into Owners::modules): the module table counts it there,
   // not where it was made. `moved` is what leaves each place's module row
   // for it; `owned_before` is what of it comes from before the profile.
   std::map<uint32_t, int64_t> owned, owned_before;
@@ -260,36 +260,49 @@ void AddToModule(std::map<std::string, MemoryRow, std::less<>>& rows, const std:
     AddTo(rows, prefixes[i], u, i + 1 == prefixes.size());
 }
 
-}  // namespace
+// Per key, the module that owns it as a model's parameter, gradient or
+// state (names.h), as an index into `modules`; kNone32: none.
+struct Owners {
+  PerKey<uint32_t> of_key;
+  std::vector<std::string> modules;
+};
 
-std::vector<MemoryTables> ComputeTables(const ExplainInput& in) {
-  const Trace& trace = in.trace;
-  const size_t num_devices = trace.devices.size();
-  const uint32_t num_keys = in.keys.size();
-  Places places;
-  std::vector<DeviceUse> use(num_devices);
-
-  // The walk: a stack of the events around the current one, each with its
-  // place once an allocation below it asked (most ops allocate nothing).
-  PerKey<uint32_t> alloc_place(num_keys, kNone32), free_place(num_keys, kNone32);
-  PerKey<uint32_t> param_place(num_keys, kNone32);
-  // Per key, the module that owns it as a model's parameter, gradient or
-  // state (names.h), as an id into `owners`; kNone32: none.
-  PerKey<uint32_t> owner(num_keys, kNone32);
-  std::vector<std::string> owners;
-  if (in.inferred == nullptr) {
-    std::map<std::string, uint32_t, std::less<>> owner_ids;
-    for (auto& [key, name] : NameModelState(in, nullptr)) {
-      if (name.module.empty()) continue;
-      const auto [it, added] =
-          owner_ids.try_emplace(name.module, static_cast<uint32_t>(owners.size()));
-      if (added) owners.push_back(name.module);
-      owner[KeySlot(key)] = it->second;
-    }
+Owners OwnersOf(const ExplainInput& in) {
+  Owners owners{PerKey<uint32_t>(in.keys.size(), kNone32), {}};
+  if (in.inferred != nullptr) return owners;
+  std::map<std::string, uint32_t, std::less<>> ids;
+  for (auto& [key, name] : NameModelState(in, nullptr)) {
+    if (name.module.empty()) continue;
+    const auto [it, added] =
+        ids.try_emplace(name.module, static_cast<uint32_t>(owners.modules.size()));
+    if (added) owners.modules.push_back(name.module);
+    owners.of_key[KeySlot(key)] = it->second;
   }
+  return owners;
+}
+
+// Where each tensor was allocated and freed, and where each parameter's
+// module was called, as places of the op tree's walk.
+struct PlaceWalk {
+  Places places;
+  PerKey<uint32_t> alloc_place, free_place, param_place;
   // A trace without tensors: per allocation record, its place, so that the
   // inference's pairing can put what is alive at the peak there.
-  std::vector<uint32_t> place_of_alloc(in.inferred != nullptr ? trace.allocs.size() : 0, kNone32);
+  std::vector<uint32_t> place_of_alloc;
+};
+
+// The walk: a stack of the events around the current one, each with its
+// place once an allocation below it asked (most ops allocate nothing).
+// Untracked allocations are counted into `use` where they happen.
+PlaceWalk WalkPlaces(const ExplainInput& in, std::vector<DeviceUse>& use) {
+  const Trace& trace = in.trace;
+  const uint32_t num_keys = in.keys.size();
+  PlaceWalk w{{},
+              PerKey<uint32_t>(num_keys, kNone32),
+              PerKey<uint32_t>(num_keys, kNone32),
+              PerKey<uint32_t>(num_keys, kNone32),
+              std::vector<uint32_t>(in.inferred != nullptr ? trace.allocs.size() : 0, kNone32)};
+  Places& places = w.places;
   struct Frame {
     uint32_t event;
     uint32_t place;  // kNone32 until resolved
@@ -347,17 +360,17 @@ std::vector<MemoryTables> ComputeTables(const ExplainInput& in) {
       const ModuleInfo& m = trace.modules[module];
       for (uint32_t p = m.params_begin; p < m.params_begin + m.params_count; ++p) {
         const KeySlot key = in.keys.SlotOfTensor(trace.params[p].tensor);
-        if (key.valid() && param_place[key] == kNone32) param_place[key] = place;
+        if (key.valid() && w.param_place[key] == kNone32) w.param_place[key] = place;
       }
       continue;
     }
     const AllocInfo& a = trace.allocs[ev.payload];
     const uint32_t place = place_of_top();
     if (const KeySlot key = in.keys.SlotOfAlloc(ev.payload); key.valid()) {
-      (a.bytes > 0 ? alloc_place : free_place)[key] = place;
+      (a.bytes > 0 ? w.alloc_place : w.free_place)[key] = place;
       continue;
     }
-    if (!place_of_alloc.empty()) place_of_alloc[ev.payload] = place;
+    if (!w.place_of_alloc.empty()) w.place_of_alloc[ev.payload] = place;
     // As the timeline counts untracked allocations (BuildTimeline): more
     // than 0 bytes allocates (a re-allocation of a live address too).
     MemoryUse& u = use[a.device].At(place, places.size());
@@ -368,18 +381,20 @@ std::vector<MemoryTables> ComputeTables(const ExplainInput& in) {
       u.freed -= a.bytes;
     }
   }
+  return w;
+}
 
-  // The timeline: tensors' allocations and frees, and the bytes alive up to
-  // the end of each device's peak row (the rows the exports write).
-  std::vector<PeakReport> peaks(num_devices);
-  for (size_t d = 0; d < num_devices; ++d)
-    peaks[d] = FindPeak(in.timeline, in.categories, static_cast<DeviceIndex>(d));
+// The timeline: tensors' allocations and frees, and the bytes alive up to
+// the end of each device's peak row (the rows the exports write).
+void CountTimeline(const ExplainInput& in, const PlaceWalk& w, const Owners& owners,
+                   const std::vector<PeakReport>& peaks, std::vector<DeviceUse>& use) {
+  const size_t num_places = w.places.size();
   struct Rows {
     size_t row = 0;
     int64_t last = 0;
     bool started = false;
   };
-  std::vector<Rows> rows(num_devices);
+  std::vector<Rows> rows(use.size());
   for (const TimelineEvent& e : in.timeline) {
     Rows& r = rows[e.device];
     const int64_t t = MicrosOf(e);
@@ -396,17 +411,17 @@ std::vector<MemoryTables> ComputeTables(const ExplainInput& in) {
     // A tensor allocated in the window is counted where it was allocated;
     // one from before it as a parameter of its module or from before the
     // profile.
-    const uint32_t made = alloc_place[e.key()];
+    const uint32_t made = w.alloc_place[e.key()];
     switch (e.action) {
       case Action::kCreate: {
-        MemoryUse& m = u.At(made == kNone32 ? 0 : made, places.size());
+        MemoryUse& m = u.At(made == kNone32 ? 0 : made, num_places);
         m.allocated += e.bytes;
         ++m.count;
         break;
       }
       case Action::kDestroy: {
-        const uint32_t freed = free_place[e.key()];
-        u.At(freed == kNone32 ? 0 : freed, places.size()).freed += e.bytes;
+        const uint32_t freed = w.free_place[e.key()];
+        u.At(freed == kNone32 ? 0 : freed, num_places).freed += e.bytes;
         break;
       }
       case Action::kPreexisting:
@@ -414,9 +429,9 @@ std::vector<MemoryTables> ComputeTables(const ExplainInput& in) {
         break;
     }
     if (!to_peak || e.action == Action::kIncrementVersion) continue;
-    const uint32_t owned_by = owner[e.key()];
+    const uint32_t owned_by = owners.of_key[e.key()];
     if (made != kNone32) {
-      u.At(made, places.size()).at_peak += sign * e.bytes;
+      u.At(made, num_places).at_peak += sign * e.bytes;
       if (owned_by != kNone32) {
         u.owned[owned_by] += sign * e.bytes;
         u.moved[made] += sign * e.bytes;
@@ -425,16 +440,20 @@ std::vector<MemoryTables> ComputeTables(const ExplainInput& in) {
       u.owned[owned_by] += sign * e.bytes;
       u.owned_before[owned_by] += sign * e.bytes;
     } else {
-      u.before_profile[param_place[e.key()]] += sign * e.bytes;
+      u.before_profile[w.param_place[e.key()]] += sign * e.bytes;
     }
   }
+}
 
-  // A trace without tensors: the untracked bytes alive at the peak go to the
-  // places that allocated them, as the inference pairs allocations with
-  // frees; memory from before the profile to "(before the profile)". Only
-  // where the pairing accounts for the timeline's own untracked bytes at
-  // the peak exactly: otherwise they stay "(no tensor identity)".
-  for (size_t d = 0; d < num_devices && in.inferred != nullptr; ++d) {
+// A trace without tensors: the untracked bytes alive at the peak go to the
+// places that allocated them, as the inference pairs allocations with
+// frees; memory from before the profile to "(before the profile)". Only
+// where the pairing accounts for the timeline's own untracked bytes at
+// the peak exactly: otherwise they stay "(no tensor identity)".
+void PlaceInferredAtPeak(const ExplainInput& in, const PlaceWalk& w,
+                         const std::vector<PeakReport>& peaks, std::vector<DeviceUse>& use) {
+  const Trace& trace = in.trace;
+  for (size_t d = 0; d < use.size(); ++d) {
     if (!peaks[d].any) continue;
     const std::vector<uint32_t> alive =
         AllocationsAliveAt(trace, *in.inferred, static_cast<DeviceIndex>(d), peaks[d].time_us);
@@ -448,84 +467,104 @@ std::vector<MemoryTables> ComputeTables(const ExplainInput& in) {
       if (before)
         u.before_profile[kNone32] += std::abs(int64_t{info.bytes});
       else
-        u.At(place_of_alloc[a], places.size()).at_peak += info.bytes;
+        u.At(w.place_of_alloc[a], w.places.size()).at_peak += info.bytes;
     }
     u.no_identity = 0;
   }
+}
 
-  const PlaceLabels labels = LabelPlaces(trace, places);
-  std::vector<MemoryTables> tables(num_devices);
-  std::vector<MemoryUse> below;  // per place: its bytes and those of the places under it
-  for (size_t d = 0; d < num_devices; ++d) {
-    const DeviceUse& u = use[d];
-    MemoryTables& t = tables[d];
-    std::map<std::string, MemoryRow, std::less<>> by_op, by_module, by_site;
-    // Totals: a name counts the places under each place where it enters the
-    // names around them, less those under a place where it leaves.
-    below.assign(u.by_place.begin(), u.by_place.end());
-    for (size_t p = below.size(); p-- > 1;)
-      below[places[static_cast<uint32_t>(p)].parent] += below[p];
-    for (const PlaceLabels::Change& c : labels.changes) {
-      if (c.place >= below.size() || below[c.place] == MemoryUse{}) continue;
-      MemoryUse m = below[c.place];
-      if (c.leaves) m = Negated(m);
-      if (c.label.op) {
-        AddTo(by_op, trace.strings.Get(c.label.name), m, false);
-      } else {
-        AddTo(by_site, CallSiteLabel(trace.strings.Get(c.label.name), c.label.line), m, false);
-      }
+// One device's tables from its bytes by place. `below` is scratch: per
+// place, its bytes and those of the places under it.
+MemoryTables TablesOf(const Trace& trace, const Places& places, const PlaceLabels& labels,
+                      const DeviceUse& u, const std::vector<std::string>& owners,
+                      std::vector<MemoryUse>& below) {
+  MemoryTables t;
+  std::map<std::string, MemoryRow, std::less<>> by_op, by_module, by_site;
+  // Totals: a name counts the places under each place where it enters the
+  // names around them, less those under a place where it leaves.
+  below.assign(u.by_place.begin(), u.by_place.end());
+  for (size_t p = below.size(); p-- > 1;)
+    below[places[static_cast<uint32_t>(p)].parent] += below[p];
+  for (const PlaceLabels::Change& c : labels.changes) {
+    if (c.place >= below.size() || below[c.place] == MemoryUse{}) continue;
+    MemoryUse m = below[c.place];
+    if (c.leaves) m = Negated(m);
+    if (c.label.op) {
+      AddTo(by_op, trace.strings.Get(c.label.name), m, false);
+    } else {
+      AddTo(by_site, CallSiteLabel(trace.strings.Get(c.label.name), c.label.line), m, false);
     }
-    for (uint32_t p = 0; p < u.by_place.size(); ++p) {
-      const MemoryUse& m = u.by_place[p];
-      if (m == MemoryUse{}) continue;
-      t.device += m;
-      const uint32_t op = labels.innermost_op[p];
-      AddSelf(by_op, op == kNone32 ? kOutsideOps : trace.strings.Get(op), m, op == kNone32);
-      const PlaceLabels::Label& site = labels.innermost_site[p];
-      if (site.name == kNone32)
-        AddTo(by_site, kNoCallSite, m, true);
-      else
-        AddSelf(by_site, CallSiteLabel(trace.strings.Get(site.name), site.line), m, false);
-      // The model's state made here counts under its module instead.
-      MemoryUse in_module = m;
-      if (const auto it = u.moved.find(p); it != u.moved.end()) in_module.at_peak -= it->second;
-      AddToModule(by_module, labels.ModulePathOf(p), in_module, kOutsideModules);
-    }
-    for (const auto& [id, bytes] : u.owned) {
-      if (bytes == 0) continue;
-      MemoryUse m;
-      m.at_peak = bytes;
-      AddToModule(by_module, owners[id], m, kOutsideModules);
-    }
-    // Bytes from before the profile: one row in the op and call-site tables.
-    auto before_profile = [&](int64_t bytes) {
-      MemoryUse m;
-      m.at_peak = bytes;
-      t.device += m;
-      AddTo(by_op, kBeforeProfile, m, true);
-      AddTo(by_site, kBeforeProfile, m, true);
-      return m;
-    };
-    for (const auto& [id, bytes] : u.owned_before) {
-      if (bytes != 0) before_profile(bytes);  // the module row: with `owned`
-    }
-    for (const auto& [place, bytes] : u.before_profile) {
-      if (bytes == 0) continue;
-      AddToModule(by_module, place == kNone32 ? std::string() : labels.ModulePathOf(place),
-                  before_profile(bytes), kBeforeProfile);
-    }
-    if (u.no_identity != 0) {
-      MemoryUse m;
-      m.at_peak = u.no_identity;
-      t.device += m;
-      AddTo(by_op, kNoIdentity, m, true);
-      AddTo(by_module, kNoIdentity, m, true);
-      AddTo(by_site, kNoIdentity, m, true);
-    }
-    t.by_op = Sorted(by_op);
-    t.by_module = Sorted(by_module);
-    t.by_call_site = Sorted(by_site);
   }
+  for (uint32_t p = 0; p < u.by_place.size(); ++p) {
+    const MemoryUse& m = u.by_place[p];
+    if (m == MemoryUse{}) continue;
+    t.device += m;
+    const uint32_t op = labels.innermost_op[p];
+    AddSelf(by_op, op == kNone32 ? kOutsideOps : trace.strings.Get(op), m, op == kNone32);
+    const PlaceLabels::Label& site = labels.innermost_site[p];
+    if (site.name == kNone32)
+      AddTo(by_site, kNoCallSite, m, true);
+    else
+      AddSelf(by_site, CallSiteLabel(trace.strings.Get(site.name), site.line), m, false);
+    // The model's state made here counts under its module instead.
+    MemoryUse in_module = m;
+    if (const auto it = u.moved.find(p); it != u.moved.end()) in_module.at_peak -= it->second;
+    AddToModule(by_module, labels.ModulePathOf(p), in_module, kOutsideModules);
+  }
+  for (const auto& [id, bytes] : u.owned) {
+    if (bytes == 0) continue;
+    MemoryUse m;
+    m.at_peak = bytes;
+    AddToModule(by_module, owners[id], m, kOutsideModules);
+  }
+  // Bytes from before the profile: one row in the op and call-site tables.
+  auto before_profile = [&](int64_t bytes) {
+    MemoryUse m;
+    m.at_peak = bytes;
+    t.device += m;
+    AddTo(by_op, kBeforeProfile, m, true);
+    AddTo(by_site, kBeforeProfile, m, true);
+    return m;
+  };
+  for (const auto& [id, bytes] : u.owned_before) {
+    if (bytes != 0) before_profile(bytes);  // the module row: with `owned`
+  }
+  for (const auto& [place, bytes] : u.before_profile) {
+    if (bytes == 0) continue;
+    AddToModule(by_module, place == kNone32 ? std::string() : labels.ModulePathOf(place),
+                before_profile(bytes), kBeforeProfile);
+  }
+  if (u.no_identity != 0) {
+    MemoryUse m;
+    m.at_peak = u.no_identity;
+    t.device += m;
+    AddTo(by_op, kNoIdentity, m, true);
+    AddTo(by_module, kNoIdentity, m, true);
+    AddTo(by_site, kNoIdentity, m, true);
+  }
+  t.by_op = Sorted(by_op);
+  t.by_module = Sorted(by_module);
+  t.by_call_site = Sorted(by_site);
+  return t;
+}
+
+}  // namespace
+
+std::vector<MemoryTables> ComputeTables(const ExplainInput& in) {
+  const size_t num_devices = in.trace.devices.size();
+  std::vector<DeviceUse> use(num_devices);
+  const Owners owners = OwnersOf(in);
+  const PlaceWalk walk = WalkPlaces(in, use);
+  std::vector<PeakReport> peaks(num_devices);
+  for (size_t d = 0; d < num_devices; ++d)
+    peaks[d] = FindPeak(in.timeline, in.categories, static_cast<DeviceIndex>(d));
+  CountTimeline(in, walk, owners, peaks, use);
+  if (in.inferred != nullptr) PlaceInferredAtPeak(in, walk, peaks, use);
+  const PlaceLabels labels = LabelPlaces(in.trace, walk.places);
+  std::vector<MemoryTables> tables(num_devices);
+  std::vector<MemoryUse> below;
+  for (size_t d = 0; d < num_devices; ++d)
+    tables[d] = TablesOf(in.trace, walk.places, labels, use[d], owners.modules, below);
   return tables;
 }
 
