@@ -11,169 +11,20 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
-#include <unordered_map>
 #include <utility>
 
 #include "core/explain/names.h"
 #include "core/explain/peak.h"
+#include "core/explain/places.h"
 
 namespace memtl {
+
+using tables_detail::PlaceLabels;
+using tables_detail::Places;
 
 namespace {
 
 constexpr std::string_view kModulePrefix = "nn.Module: ";
-
-// The ops, module calls and frames of the user's code around an event, as
-// a trie: place 0 is outside any of them; a child adds an op (its name), a
-// module call, a user frame (a python call IsUserFrame names), or the line
-// of a user frame that made the call below it (where the trace says).
-class Places {
- public:
-  enum class Kind : uint8_t { kOp, kModule, kCallSite, kLine };
-  struct Place {
-    uint32_t parent = kNone32;
-    // String id of the op's or the python call's name; a kLine's line.
-    uint32_t name = 0;
-    Kind kind = Kind::kOp;
-    uint8_t modules = 0;       // module calls around it, itself included
-    uint32_t event = kNone32;  // the first event that made it (for ModulePath)
-  };
-
-  Places() { places_.push_back(Place{}); }
-
-  // String ids are below 2^30 (each string is at least a byte of the
-  // trace's text and a std::string here: far more than memory holds).
-  // A module call deeper than kMaxModuleDepth is counted with the module
-  // around it: each module row is named by its whole path, so the rows of
-  // a deeper nest would hold text that grows with the square of its depth.
-  uint32_t Child(uint32_t parent, uint32_t name, Kind kind, uint32_t event) {
-    const uint8_t modules = places_[parent].modules;
-    if (kind == Kind::kModule && modules >= kMaxModuleDepth) return parent;
-    const uint64_t key =
-        (uint64_t{parent} << 32) | (uint64_t{name} << 2) | static_cast<uint64_t>(kind);
-    const auto [it, added] = index_.try_emplace(key, static_cast<uint32_t>(places_.size()));
-    if (added) {
-      const auto depth = static_cast<uint8_t>(modules + (kind == Kind::kModule ? 1 : 0));
-      places_.push_back(Place{parent, name, kind, depth, event});
-    }
-    return it->second;
-  }
-  const Place& operator[](uint32_t p) const { return places_[p]; }
-  size_t size() const { return places_.size(); }
-
- private:
-  std::vector<Place> places_;
-  std::unordered_map<uint64_t, uint32_t> index_;
-};
-
-// The op names and call sites around each place, each once, without a list
-// per place (a nest of N ops would hold N^2 names): per place its innermost
-// op and call site (the self rows), and the places where a name enters the
-// names around the places under it, or leaves them (a frame's bare call
-// site gives way to the frame at the line that made the call below it):
-// a name's total is what lies under the places it enters, less what lies
-// under those it leaves.
-struct PlaceLabels {
-  struct Label {
-    uint32_t name = kNone32;  // string id: an op's name or a user frame's
-    uint32_t line = 0;        // a call site's line (0: not said)
-    bool op = false;
-    bool operator==(const Label&) const = default;
-  };
-  struct Change {
-    uint32_t place;
-    Label label;
-    bool leaves;
-  };
-  std::vector<uint32_t> innermost_op;  // string id; kNone32: outside any op
-  std::vector<Label> innermost_site;   // name kNone32: no call site
-  std::vector<Change> changes;
-  std::vector<uint32_t> module_place;     // the innermost module call's place; 0: none
-  std::vector<std::string> module_paths;  // by place, for module calls' places only
-  std::string ModulePathOf(uint32_t p) const { return module_paths[module_place[p]]; }
-};
-
-PlaceLabels LabelPlaces(const Trace& trace, const Places& places) {
-  const size_t n = places.size();
-  PlaceLabels out;
-  out.innermost_op.assign(n, kNone32);
-  out.innermost_site.assign(n, PlaceLabels::Label{});
-  out.module_place.assign(n, 0);
-  out.module_paths.resize(n);
-  // Children in CSR form (a place's id is above its parent's), for a
-  // depth-first walk that keeps the set of names around the current place.
-  std::vector<uint32_t> first(n + 1, 0), kids(n > 0 ? n - 1 : 0);
-  for (uint32_t p = 1; p < n; ++p) ++first[places[p].parent + 1];
-  for (size_t p = 0; p < n; ++p) first[p + 1] += first[p];
-  {
-    std::vector<uint32_t> fill(first.begin(), first.end() - 1);
-    for (uint32_t p = 1; p < n; ++p) kids[fill[places[p].parent]++] = p;
-  }
-  std::vector<uint8_t> op_around(trace.strings.size(), 0);
-  std::unordered_map<uint64_t, uint8_t> site_around;
-  auto key = [](const PlaceLabels::Label& l) { return (uint64_t{l.line} << 32) | l.name; };
-  struct Visit {
-    uint32_t place;
-    uint32_t next_kid;
-    size_t changes_begin, changes_end;  // the place's own changes
-  };
-  std::vector<Visit> stack{{0, first[0], 0, 0}};
-  while (!stack.empty()) {
-    Visit& v = stack.back();
-    if (v.next_kid == first[v.place + 1]) {
-      // Leaving: what this place changed is undone, newest first.
-      for (size_t i = v.changes_end; i-- > v.changes_begin;) {
-        const PlaceLabels::Change& c = out.changes[i];
-        if (c.label.op)
-          op_around[c.label.name] = c.leaves ? 1 : 0;
-        else
-          site_around[key(c.label)] = c.leaves ? 1 : 0;
-      }
-      stack.pop_back();
-      continue;
-    }
-    const uint32_t p = kids[v.next_kid++];
-    const Places::Place& place = places[p];
-    out.innermost_op[p] = out.innermost_op[place.parent];
-    out.innermost_site[p] = out.innermost_site[place.parent];
-    out.module_place[p] = out.module_place[place.parent];
-    const size_t begin = out.changes.size();
-    auto enter_site = [&](const PlaceLabels::Label& l) {
-      uint8_t& around = site_around[key(l)];
-      if (around == 0) out.changes.push_back({p, l, false});
-      around = 1;
-    };
-    switch (place.kind) {
-      case Places::Kind::kOp:
-        out.innermost_op[p] = place.name;
-        if (op_around[place.name] == 0) out.changes.push_back({p, {place.name, 0, true}, false});
-        op_around[place.name] = 1;
-        break;
-      case Places::Kind::kCallSite:
-        out.innermost_site[p] = {place.name, 0, false};
-        enter_site(out.innermost_site[p]);
-        break;
-      case Places::Kind::kLine: {
-        // The innermost frame, at the line that made the call below it.
-        const PlaceLabels::Label was = out.innermost_site[p];
-        if (was.name == kNone32) break;
-        const PlaceLabels::Label now{was.name, place.name, false};
-        if (now == was) break;
-        site_around[key(was)] = 0;
-        out.changes.push_back({p, was, true});
-        out.innermost_site[p] = now;
-        enter_site(now);
-        break;
-      }
-      case Places::Kind::kModule:
-        out.module_place[p] = p;
-        out.module_paths[p] = ModulePath(trace, place.event);
-        break;
-    }
-    stack.push_back({p, first[p], begin, out.changes.size()});
-  }
-  return out;
-}
 
 // What the walks accumulate for one device.
 struct DeviceUse {
