@@ -146,6 +146,23 @@ Status ApplyCheckpoint(const Context& c, const WhatIfChanges& ch, std::vector<Sp
 Status ApplyShard(const Context& c, const WhatIfChanges& ch, std::vector<Span>& spans,
                   std::vector<Weights>& ranks);
 
+// What the changes share (whatif_changes.cpp). The categories' classes of
+// the spans (Span::cls) that the changes edit.
+inline constexpr int kParameter = 0, kOptimizerState = 1, kGradient = 5;
+// The change's error: the trace's name, then what it lacks.
+Status Refuse(const Context& c, const std::string& what);
+std::string Percent(double f);  // "12.5%"
+// Whether a span of class `cls` holds bytes.
+bool Any(const std::vector<Span>& spans, int cls);
+// Marks what the optimizer step makes and frees (kOptTemp); how many.
+size_t MarkStepTemporaries(const Context& c, std::vector<Span>& spans);
+// Whether the step updates lists of tensors at once (foreach, fused).
+bool ListStep(const Trace& trace);
+// The optimizer the trace steps; empty when none, "several" when more.
+std::string SteppedOptimizer(const Trace& trace);
+// `name`'s optimizer (any case), or null.
+const OptimizerKind* KnownOptimizer(const std::string& name);
+
 // The subtree of each call the changes ask about (an nn.Module call, a
 // python call into torch/optim/): its last descendant in the pre-order, and
 // the latest start time in it (the call's end, as the trace keeps no end
