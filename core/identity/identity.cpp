@@ -149,7 +149,8 @@ IdentityResult AssignIdentity(const Trace& trace, const TensorRecords& records,
   // reader's Tensor::impl.
   uint64_t num_impls = 0;
   std::vector<uint32_t> virtual_impl;
-  if (legacy) {
+  const bool dealias = legacy && !trace.header.impls_held;
+  if (dealias) {
     virtual_impl.assign(records.tensors.size(), 0);
     num_impls = DealiasImpls(trace, schemas, walk, impl_bound, alloc_event_of_aid, tensor_aid,
                              virtual_impl, stats);
@@ -171,7 +172,7 @@ IdentityResult AssignIdentity(const Trace& trace, const TensorRecords& records,
 
   // Steps 5 and 6.
   const std::vector<int32_t> id_of =
-      CoalesceIds(walk, tensor_aid, legacy ? &virtual_impl : nullptr, num_aids, num_impls);
+      CoalesceIds(walk, tensor_aid, dealias ? &virtual_impl : nullptr, num_aids, num_impls);
   FreeArray(virtual_impl);
 
   if (legacy) {

@@ -84,6 +84,13 @@ struct TraceHeader {
   // autograd engine's thread), pre-order sees an address allocated again
   // before the free that released it.
   bool pairs_in_time_order = false;
+  // Set by the execution-trace join: its tensor ids number TensorImpl
+  // addresses that the profiler held (PyTorch 2.x keeps a weak reference to
+  // every TensorImpl it records), so an address is one tensor for the whole
+  // profile, as in PyTorch's own ids, and identity keeps every allocation
+  // an impl is seen with in its id instead of splitting it (torch 1.13's
+  // raw, reused addresses: dealias.cpp).
+  bool impls_held = false;
   // A distributed run's rank and world size (-1: not said), and what names
   // the run (a memtl trace's "run"; empty: not said): `memtl ranks` checks
   // that the traces it is given are one run's distinct ranks.

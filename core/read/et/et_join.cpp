@@ -58,6 +58,35 @@ void Join::JoinOps(JoinText& out) {
         unjoined_example, unjoined);
 }
 
+void Join::FindWrappers(const std::vector<uint32_t>& end) {
+  std::unordered_set<uint64_t> wrapped, read;
+  auto storages = [&](const EtNode& node, std::unordered_set<uint64_t>& into) {
+    for (uint32_t i = node.args_begin; i < node.args_begin + node.args_count; ++i) {
+      const EtArg& arg = et_.args[i];
+      if (arg.kind == EtArgKind::kTensor) into.insert(et_.tensors[arg.begin].storage_id);
+      if (arg.kind != EtArgKind::kList) continue;
+      for (uint32_t j = arg.begin; j < arg.begin + arg.count; ++j)
+        if (et_.items[j] != kNone32) into.insert(et_.tensors[et_.items[j]].storage_id);
+    }
+  };
+  for (uint32_t e = 0; e < t_.events.size(); ++e) {
+    const Event& ev = t_.events[e];
+    if (ev.kind != EventKind::kOp || node_of_op_[ev.payload] == kNone32) continue;
+    const EtNode& node = et_.nodes[node_of_op_[ev.payload]];
+    if (et_.strings.Get(node.name) != "PythonSubclass") continue;
+    wrapped.clear();
+    read.clear();
+    storages(node, wrapped);
+    for (uint32_t d = e + 1; d < end[e]; ++d) {
+      const Event& in = t_.events[d];
+      if (in.kind == EventKind::kOp && node_of_op_[in.payload] != kNone32)
+        storages(et_.nodes[node_of_op_[in.payload]], read);
+    }
+    for (const uint64_t storage : wrapped)
+      if (storage != 0 && !read.contains(storage)) dataless_.insert(storage);
+  }
+}
+
 void Join::FindDataless() {
   std::unordered_set<uint64_t> inputs;
   for (const EtNode& node : et_.nodes) {
@@ -90,7 +119,6 @@ void Join::FindDataless() {
 }
 
 void Join::MapStorages(JoinText& out) {
-  FindDataless();
   const size_t n = t_.events.size();
   std::vector<uint32_t> end(n);
   for (uint32_t e = 0; e < n; ++e) end[e] = e + 1;
@@ -98,6 +126,8 @@ void Join::MapStorages(JoinText& out) {
     const uint32_t p = t_.events[e].parent;
     if (p != kNone32) end[p] = std::max(end[p], end[e]);
   }
+  FindDataless();
+  FindWrappers(end);
   by_time_.resize(n);
   for (uint32_t e = 0; e < n; ++e) by_time_[e] = e;
   std::stable_sort(by_time_.begin(), by_time_.end(),
@@ -171,6 +201,7 @@ void Join::MapStorages(JoinText& out) {
     return Candidate(e, op_event, freed_inside ? free_of[e] : end[op_event], freed_inside);
   };
   std::unordered_map<AddrKey, uint64_t, AddrHash> storage_at;
+  std::vector<uint32_t> compiled;  // unmapped, inside a compiled region, in time order
   for (const uint32_t e : by_time_) {
     const Event& ev = t_.events[e];
     if (ev.kind != EventKind::kAlloc) continue;
@@ -196,14 +227,82 @@ void Join::MapStorages(JoinText& out) {
       continue;
     }
     const uint64_t storage = candidate_of(e);
-    if (storage == 0) continue;
+    if (storage == 0) {
+      if (InCompiledRegion(e)) compiled.push_back(e);
+      continue;
+    }
     addr_of_.emplace(storage, key.addr);
     storage_at.emplace(key, storage);
     ++out.mapped_allocations;
   }
+  out.mapped_allocations += MapCompiled(compiled, free_of);
   MapFreedBefore(frees_before);
   for (const EtTensor& tensor : et_.tensors)
     if (HasData(tensor)) nonempty_.insert(tensor.storage_id);
+}
+
+bool Join::InCompiledRegion(uint32_t e) const {
+  for (uint32_t p = t_.events[e].parent; p != kNone32; p = t_.events[p].parent) {
+    if (t_.events[p].kind != EventKind::kOp) continue;
+    const std::string_view name = t_.strings.Get(t_.ops[t_.events[p].payload].name);
+    if (name.starts_with("## Call CompiledFxGraph") || name.starts_with("Torch-Compiled Region") ||
+        name == "CompiledFunction" || name == "CompiledFunctionBackward")
+      return true;
+  }
+  return false;
+}
+
+size_t Join::MapCompiled(const std::vector<uint32_t>& allocs,
+                         const std::vector<uint32_t>& free_of) {
+  if (allocs.empty()) return 0;
+  struct Unmapped {
+    uint64_t storage;
+    uint32_t first, last;  // reads' positions
+    int64_t bytes;
+    uint32_t device;  // string id
+  };
+  std::unordered_map<uint64_t, const EtTensor*> tensor_of;
+  for (const EtTensor& tensor : et_.tensors)
+    if (HasData(tensor)) {
+      const EtTensor*& t = tensor_of[tensor.storage_id];
+      if (t == nullptr || t->extent < tensor.extent) t = &tensor;
+    }
+  std::vector<Unmapped> unmapped;
+  for (const auto& [storage, at] : reads_) {
+    if (addr_of_.contains(storage) || creations_.contains(storage)) continue;
+    const auto it = tensor_of.find(storage);
+    if (it == tensor_of.end()) continue;
+    unmapped.push_back({storage, at.front(), at.back(), it->second->extent, it->second->device});
+  }
+  // Read first, taken first: among storages that fit the same blocks
+  // alike, the order of the reads is the only evidence left.
+  std::sort(unmapped.begin(), unmapped.end(), [](const Unmapped& x, const Unmapped& y) {
+    return std::tie(x.first, x.storage) < std::tie(y.first, y.storage);
+  });
+  std::vector<bool> taken(unmapped.size(), false);
+  size_t mapped = 0;
+  for (const uint32_t e : allocs) {
+    const AllocInfo& a = t_.allocs[t_.events[e].payload];
+    const std::string& device = t_.devices[a.device].name;
+    const uint32_t begin = time_pos_[e] + 1;
+    const uint32_t end =
+        free_of[e] != kNone32 ? time_pos_[free_of[e]] : static_cast<uint32_t>(t_.events.size());
+    size_t best = unmapped.size();
+    for (size_t i = 0; i < unmapped.size(); ++i) {
+      const Unmapped& u = unmapped[i];
+      if (taken[i] || u.bytes > a.bytes || u.first < begin || u.last >= end) continue;
+      const std::string& d = et_.strings.Get(u.device);
+      if ((d.empty() ? "cpu" : d) != device) continue;
+      if (best == unmapped.size() || (u.bytes == a.bytes && unmapped[best].bytes != a.bytes))
+        best = i;
+      if (u.bytes == a.bytes) break;
+    }
+    if (best == unmapped.size()) continue;
+    taken[best] = true;
+    addr_of_.emplace(unmapped[best].storage, t_.alloc_ptrs[t_.events[e].payload]);
+    ++mapped;
+  }
+  return mapped;
 }
 
 void Join::MapFreedBefore(const std::vector<uint32_t>& frees) {
@@ -473,6 +572,7 @@ Expected<KinetoRead> JoinExecutionTrace(KinetoRead kineto, const ReadOptions& op
   r.trace = std::move(trace.value());
   // The Kineto reader's events, in its order (TraceHeader says why).
   r.trace.header.pairs_in_time_order = true;
+  r.trace.header.impls_held = true;
   for (DeviceInfo& d : r.trace.devices) {
     for (const DeviceInfo& k : kineto.trace.devices) {
       if (k.name != d.name) continue;

@@ -89,6 +89,24 @@ class Join {
   // it outlived the free, which an untracked block carried.
   void MapFreedBefore(const std::vector<uint32_t>& frees);
 
+  // Code that a compiler generated (inductor's kernels, a compiled
+  // backward) allocates its outputs without an op, so no op's subtree
+  // shows the storage that a block made there holds: a bias gradient that
+  // the compiled backward returns is read first by AccumulateGrad, after
+  // the region. Each such block (`allocs`, left unmapped, in time order;
+  // `free_of` each allocation's free) holds the storage that no
+  // allocation maps and no joined op creates, of its device, all of whose
+  // reads fall inside its lifetime: of exactly its bytes if one is, else
+  // the first that fits (the caching allocator rounds sizes up); among
+  // several, the one read first. Returns how many it mapped.
+  size_t MapCompiled(const std::vector<uint32_t>& allocs, const std::vector<uint32_t>& free_of);
+
+  // Whether allocation event `e` was made inside a compiled region: an
+  // enclosing op or annotation is one torch.compile emits around its
+  // code (Torch-Compiled Region, CompiledFunction, CompiledFunctionBackward,
+  // ## Call CompiledFxGraph ##).
+  bool InCompiledRegion(uint32_t e) const;
+
   // The storage that allocation event `e`, made directly inside op event
   // `op` (joined; kNone32: none, then only exact reads count), holds:
   // among the storages that can be at its address, those of the tensors
@@ -146,6 +164,16 @@ class Join {
 
   // Fills dataless_ from every node of the execution trace.
   void FindDataless();
+
+  // Adds to dataless_ the storages of wrapper subclasses (DTensor,
+  // FakeTensor, float8 and NF4 wrappers). A joined PythonSubclass node
+  // dispatches them to Python, which runs the op again on the tensors they
+  // wrap: those hold the data, and the wrapper's own storage is the null
+  // data pointer's, shared by every wrapper. So a storage that the node
+  // takes and no op under it reads is a wrapper's (a plain tensor beside
+  // the wrappers, such as a scalar, is passed down and read there).
+  // `end`: each event's subtree end, by index.
+  void FindWrappers(const std::vector<uint32_t>& end);
 
   // Whether the tensor's storage id names a data pointer that holds its
   // data: a storage id is only trusted for a tensor with data.
