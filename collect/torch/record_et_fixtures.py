@@ -118,14 +118,140 @@ def _dataless_null_storage():
     return {}, step
 
 
+def _mlp():
+    return torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+
+
+def _training(model, opt, warm, steps):
+    """`warm` unprofiled steps of `opt` on `model`, then a step function
+    that runs `steps` of them (zero_grad, forward, backward, step)."""
+    x = torch.randn(8, 16)
+
+    def one():
+        opt.zero_grad(set_to_none=True)
+        model(x).sum().backward()
+        opt.step()
+
+    for _ in range(warm):
+        one()
+
+    def step():
+        for _ in range(steps):
+            one()
+
+    return {}, step
+
+
+def _compiled_backward():
+    """An MLP compiled by inductor (issue #38, error 2): the compiled
+    backward allocates the bias gradients in generated code, with no op
+    around them, and AccumulateGrad reads them after the region."""
+    model = torch.compile(_mlp())
+    return _training(model, torch.optim.SGD(model.parameters(), lr=0.1), 1, 1)
+
+
+def _compiled_aot_eager():
+    """The same MLP compiled with aot_eager: the compiled forward and
+    backward run ATen ops inside CompiledFunction(Backward)."""
+    model = torch.compile(_mlp(), backend="aot_eager")
+    return _training(model, torch.optim.SGD(model.parameters(), lr=0.1), 1, 1)
+
+
+def _checkpoint_sgd():
+    """torch.utils.checkpoint over a block, with SGD momentum (warm): the
+    block's forward runs again in the backward."""
+    blk = torch.nn.Sequential(torch.nn.Linear(16, 48), torch.nn.ReLU(), torch.nn.Linear(48, 16))
+    head = torch.nn.Linear(16, 4)
+    opt = torch.optim.SGD(list(blk.parameters()) + list(head.parameters()), lr=0.1, momentum=0.9)
+    x = torch.randn(8, 16)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        h = torch.utils.checkpoint.checkpoint(blk, x, use_reentrant=False)
+        head(h).sum().backward()
+        opt.step()
+
+    step()
+    return {}, step
+
+
+def _lora_frozen():
+    """LoRA: a frozen Linear (requires_grad False) plus trained low-rank
+    factors, AdamW on the factors only (warm)."""
+    base = torch.nn.Linear(32, 32)
+    base.requires_grad_(False)
+    a = torch.nn.Parameter(torch.randn(4, 32) * 0.01)
+    b = torch.nn.Parameter(torch.zeros(32, 4))
+    opt = torch.optim.AdamW([a, b])
+    x = torch.randn(8, 32)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        (base(x) + x @ a.t() @ b.t()).sum().backward()
+        opt.step()
+
+    step()
+    return {}, step
+
+
+def _sgd_foreach_3steps():
+    model = _mlp()
+    return _training(model, torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, foreach=True),
+                     1, 3)
+
+
+def _adam_forloop_3steps():
+    model = _mlp()
+    return _training(model, torch.optim.Adam(model.parameters(), foreach=False), 1, 3)
+
+
+def _adam_cold_2steps():
+    """No warm step: the first profiled step creates Adam's state."""
+    model = _mlp()
+    return _training(model, torch.optim.Adam(model.parameters(), foreach=False), 0, 2)
+
+
+def _adamw_fused_3steps():
+    model = _mlp()
+    return _training(model, torch.optim.AdamW(model.parameters(), fused=True), 1, 3)
+
+
+def _ddp_adamw():
+    """DistributedDataParallel at world size 1 (gloo): the reducer's
+    gradient buckets."""
+    model = torch.nn.parallel.DistributedDataParallel(_mlp())
+    return _training(model, torch.optim.AdamW(model.parameters()), 1, 1)
+
+
+def _fsdp2_adam():
+    """FSDP2 (fully_shard) at world size 1 (gloo, issue #38, error 1):
+    DTensor parameters and optimizer state (wrapper subclasses, whose
+    storage is the null data pointer's), unsharded parameters allocated
+    before the forward, freed after it, allocated again for the backward."""
+    from torch.distributed.fsdp import fully_shard
+
+    model = _mlp()
+    fully_shard(model[0])
+    fully_shard(model)
+    return _training(model, torch.optim.Adam(model.parameters()), 1, 1)
+
+
 # Scenarios of the execution-trace fixtures only.
 SCENARIOS["optimizers_indexing"] = _Scenario("optimizers_indexing", _optimizers_indexing)
+for _f in (_compiled_backward, _compiled_aot_eager, _checkpoint_sgd, _lora_frozen,
+           _sgd_foreach_3steps, _adam_forloop_3steps, _adam_cold_2steps, _adamw_fused_3steps,
+           _ddp_adamw, _fsdp2_adam):
+    SCENARIOS[_f.__name__[1:]] = _Scenario(_f.__name__[1:], _f)
+# Scenarios that need a process group (one of world size 1, made for the
+# profile and destroyed after it: a group left behind would give every
+# later memtl.save in the process a rank).
+NEEDS_GROUP = {"ddp_adamw", "fsdp2_adam"}
 SCENARIOS["checkpoint_rng"] = _Scenario("checkpoint_rng", _checkpoint_rng)
 SCENARIOS["dataless_null_storage"] = _Scenario("dataless_null_storage", _dataless_null_storage)
 # Recorded without the python tracer (with_stack=False), with PyTorch's own
 # raw timeline of the same profile (NAME.torch.raw.json.gz) instead of
 # memtl's own trace: tests/python/test_et_join.py compares row for row.
-TORCH_RAW = ["checkpoint_rng", "dataless_null_storage"]
+TORCH_RAW = ["checkpoint_rng", "dataless_null_storage", "compiled_backward", "fsdp2_adam"]
 
 
 def gzip_to(src, dst):
@@ -139,17 +265,26 @@ def profile_with_et(name, tmp, with_stack):
     """Runs scenario `name` once under the profiler with an execution trace
     observer; returns the profile and the paths of the execution trace and
     the Kineto trace, both written into `tmp`."""
-    torch.manual_seed(0)
-    inputs, step = SCENARIOS[name].setup()
-    et_path = os.path.join(tmp, "et.json")
-    et = ExecutionTraceObserver().register_callback(et_path)
-    with torch.profiler.profile(record_shapes=True, profile_memory=True, with_stack=with_stack,
-                                execution_trace_observer=et) as prof:
-        outputs = step(**inputs)
-        del outputs
-    et.unregister_callback()
-    kineto = os.path.join(tmp, "kineto.json")
-    prof.export_chrome_trace(kineto)
+    group = name in NEEDS_GROUP
+    if group:
+        import torch.distributed as dist
+        dist.init_process_group("gloo", store=dist.FileStore(os.path.join(tmp, "store"), 1),
+                                rank=0, world_size=1)
+    try:
+        torch.manual_seed(0)
+        inputs, step = SCENARIOS[name].setup()
+        et_path = os.path.join(tmp, "et.json")
+        et = ExecutionTraceObserver().register_callback(et_path)
+        with torch.profiler.profile(record_shapes=True, profile_memory=True, with_stack=with_stack,
+                                    execution_trace_observer=et) as prof:
+            outputs = step(**inputs)
+            del outputs
+        et.unregister_callback()
+        kineto = os.path.join(tmp, "kineto.json")
+        prof.export_chrome_trace(kineto)
+    finally:
+        if group:
+            dist.destroy_process_group()
     return prof, et_path, kineto
 
 

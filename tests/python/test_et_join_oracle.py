@@ -44,13 +44,24 @@ import record_et_fixtures  # noqa: E402
 # Scenarios of collect/torch/record_fixtures.py and record_et_fixtures.py:
 # annotations and allocations outside ops, in-place ops, two steps, an SGD
 # and an Adam step, and the ops whose schemas or arguments the join had
-# wrong (fused AdamW, foreach Adam, aten::index, string arguments).
+# wrong (fused AdamW, foreach Adam, aten::index, string arguments); then
+# issue #38's: models compiled by inductor and aot_eager, checkpointing,
+# LoRA with a frozen base, foreach, for-loop and fused optimizers over
+# several steps (Adam also from a cold start), DDP and FSDP2 (world size
+# 1, gloo).
 SCENARIOS = ["dataflow_annotations", "dataflow_non_op_allocations", "dataflow_inplace",
              "dataflow_complicated", "dataflow_stacked_second_step", "e2e_fwd_bwd_sgd",
              "e2e_sequential_set_to_none_false", "e2e_adam", "e2e_custom_param",
-             "resnet_bn_sgd_step", "null_undefined_grad", "optimizers_indexing"]
+             "resnet_bn_sgd_step", "null_undefined_grad", "optimizers_indexing",
+             "compiled_backward", "compiled_aot_eager", "checkpoint_sgd", "lora_frozen",
+             "sgd_foreach_3steps", "adam_forloop_3steps", "adam_cold_2steps",
+             "adamw_fused_3steps", "ddp_adamw", "fsdp2_adam"]
 
 
+# checkpoint's recomputation runs aten::linear ops that are no node of the
+# execution trace (their children are): their arguments are not known, as
+# in PyTorch's profiler where it counts, their allocations.
+PARTLY_JOINED = {"checkpoint_sgd"}
 
 
 def memtl_bin():
@@ -76,7 +87,8 @@ def test_join_equals_pytorch_without_the_python_tracer(name):
         r = subprocess.run([memtl_bin(), "export", kineto, "--et", et_path, "--device", "cpu",
                             "-o", ours_path], capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
-        assert "(100.0%) by record function id" in r.stderr, r.stderr
+        if name not in PARTLY_JOINED:
+            assert "(100.0%) by record function id" in r.stderr, r.stderr
         with gzip.open(ours_path) as f:
             ours = collections.Counter(tuple(row) for row in json.load(f))
     assert theirs - ours == collections.Counter()
