@@ -1,30 +1,18 @@
 """The execution-trace join (memtl ... KINETO --et ET): on runs recorded
 three ways at once (collect/torch/record_et_fixtures.py: the Kineto trace,
 the execution trace and memtl's own trace of one profile), the categories
-memtl computes from the two PyTorch files equal those from its own trace,
-but for what only the python tracer records, which neither file holds:
+memtl computes from the two PyTorch files equal those from its own trace.
 
-- the optimizer's state (PyTorch's memory profiler takes it from the python
-  tracer's optimizer records): OPTIMIZER_STATE in memtl's own trace,
-  unknown from the files;
-- modules' parameters (the python tracer's nn.Module records): without a
-  backward pass, which proves parameters through their gradients, the
-  parameters, and the inputs and activations decided from them, are unknown
-  from the files (e2e_inference).
-
-The python tracer also decides the inputs pass (3 of 7): in e2e_adam, six
-8-byte scalar tensors that the Adam step wraps from Python numbers (read
-by aten::div and aten::add_) are INPUT in memtl's own trace and unknown
-from the files (12 rows). Their only path to a gradient goes through the
-parameter update (div -> add_ -> addcdiv_ into the parameter), and the
-inputs rule walks the graph once, backward in time, reaching addcdiv_
-before the lerp_ that ties exp_avg to the gradient: only a parameter known
-then marks it. The python tracer names the parameters in pass 2; from the
-files they are known from data flow in pass 4, after. PyTorch's own
-profiler gives the same without the python tracer (with_stack=False: 3
-of the 12 scalars INPUT instead of 9), and so does memtl's own trace with
-the python tracer's records taken out: test_join_equals_the_own_trace_
-without_the_python_tracer checks that on every fixture, row for row.
+What only the python tracer records, the modules' parameters and the
+optimizers' parameters and state, neither file holds; where the Kineto
+trace was recorded with the tracer (its python_function events), the join
+rebuilds those records from the ops of the execution trace
+(core/read/et/et_join_tracer.cpp), and the joined timeline is memtl's own
+trace's row for row. Without the tracer's events there is nothing to
+rebuild, and the joined timeline is memtl's own trace's with the tracer's
+records taken out: PyTorch's answer without the tracer
+(test_join_equals_the_own_trace_without_the_python_tracer drops the
+python_function events from the Kineto trace to check that).
 
 The Kineto reader adds, as its own tests say, one untracked allocation for
 memory allocated before the profile that the trace's "Total Allocated"
@@ -81,51 +69,30 @@ def own(name):
     return rows
 
 
-def as_files_see_it(rows, unknowable, open_difference=lambda size, cat: False):
-    """memtl's own rows with the categories only the python tracer can give
-    made unknown (and, by `open_difference`, other rows)."""
-    out = collections.Counter()
-    for (t, action, size, cat), n in rows.items():
-        unknown = cat in unknowable or open_difference(size, cat)
-        out[(t, action, size, UNKNOWN if unknown else cat)] += n
-    return out
+def only_the_pre_profile_row(only_got):
+    """The Kineto reader's memory from before the profile: at most one
+    row, created, unknown (none in a process's first CPU profile)."""
+    assert sum(only_got.values()) <= 1, only_got
+    assert all(action == 2 and cat == UNKNOWN for (_, action, _, cat) in only_got), only_got
 
 
-def adam_scalars(size, cat):
-    """The Adam step's scalars whose INPUT only the python tracer proves
-    (the docstring says why)."""
-    return abs(size) == 8 and cat == INPUT
-
-
-@pytest.mark.parametrize("name", ["e2e_fwd_bwd_sgd", "e2e_adam"])
-def test_training_step_categories_equal_but_optimizer_state(name):
+@pytest.mark.parametrize("name", ["e2e_fwd_bwd_sgd", "e2e_adam", "e2e_inference"])
+def test_categories_equal_the_own_trace(name):
+    """A training step (SGD, Adam from a cold start: the step creates its
+    state) and inference (no backward pass, so only the modules' records
+    prove the parameters, and the inputs and activations decided from
+    them): every row of memtl's own trace, the optimizer state and the
+    Adam step's scalars that the inputs pass marks only once the
+    parameters are known included."""
     got, stderr = joined(name)
     mine = own(name)
     assert "(100.0%) by record function id" in stderr, stderr
-    assert any(row[3] == OPTIMIZER_STATE for row in mine)
-    # Every other row equal: time, action, bytes and category.
-    expected = as_files_see_it(mine, {OPTIMIZER_STATE})
-    if name == "e2e_adam":  # the inputs pass without the tracer: 12 rows, only those
-        assert sum((expected - got).values()) == 12
-        assert all(adam_scalars(size, cat) for (_, _, size, cat) in expected - got)
-        assert as_files_see_it(expected - got, set(), adam_scalars) == got - expected
-    else:
-        assert got == expected
-    # And the categories the files do give are there.
+    assert mine - got == collections.Counter()
+    only_the_pre_profile_row(got - mine)
     cats = {row[3] for row in got}
     assert {PARAMETER, INPUT, ACTIVATION} <= cats
-
-
-def test_inference_without_module_records():
-    got, stderr = joined("e2e_inference")
-    assert "(100.0%) by record function id" in stderr, stderr
-    expected = as_files_see_it(own("e2e_inference"), {PARAMETER, INPUT, ACTIVATION})
-    extra = got - expected
-    assert expected - got == collections.Counter()
-    # Only the Kineto reader's memory from before the profile.
-    assert len(extra) == 1
-    ((_, action, _, cat),) = extra
-    assert (action, cat) == (2, UNKNOWN)
+    if name != "e2e_inference":
+        assert OPTIMIZER_STATE in cats
 
 
 def test_reused_address_equals_pytorch():
@@ -324,9 +291,9 @@ def changed_categories(own_rows, got_rows):
     return changed, only_own, only_got
 
 
-# Beyond the optimizer state (only the python tracer names it) and the
-# Kineto reader's one row of memory allocated before the profile (action 2,
-# unknown), every row is equal. (A few small tensors, ACTIVATION in memtl's
+# Beyond the Kineto reader's one row of memory allocated before the profile
+# (action 2, unknown), every row is equal, the optimizer state included
+# (the join rebuilds the python tracer's records). (A few small tensors, ACTIVATION in memtl's
 # own trace, came out INPUT or unknown, with version bumps only the join
 # saw, while the join wrote gelu's string argument, which PyTorch's
 # profiler does not capture, and took scaled_dot_product_attention's
@@ -340,7 +307,7 @@ def test_gpu_join_categories_equal_the_own_trace(name):
     for note in PAIRING_NOTES:
         assert note not in stderr, stderr
     mine, _ = raw_rows(cuda_path(name, "trace"), "--device", "cuda:0")
-    changed, only_own, only_got = changed_categories(as_files_see_it(mine, {OPTIMIZER_STATE}), got)
+    changed, only_own, only_got = changed_categories(mine, got)
     assert changed == collections.Counter()
     assert only_own == collections.Counter()
     assert only_got == collections.Counter({(2, UNKNOWN): 1})
@@ -362,7 +329,7 @@ def test_cpu_channels_last_join_equals_the_own_trace():
     for note in PAIRING_NOTES:
         assert note not in stderr, stderr
     mine, _ = raw_rows(base + ".trace.jsonl.gz")
-    changed, only_own, only_got = changed_categories(as_files_see_it(mine, {OPTIMIZER_STATE}), got)
+    changed, only_own, only_got = changed_categories(mine, got)
     assert changed == collections.Counter()
     assert only_own == collections.Counter()
     # Only the Kineto reader's memory from before the profile.
@@ -442,35 +409,56 @@ def without_python_tracer(trace, tmp):
     return out
 
 
+def kineto_without_python_tracer(kineto, tmp):
+    """The Kineto trace without its python_function events: as recorded
+    with with_stack=False, for the join."""
+    out = os.path.join(tmp, "no_tracer.kineto.json")
+    with gzip.open(kineto, "rt") as f:
+        trace = json.load(f)
+    trace["traceEvents"] = [e for e in trace["traceEvents"] if e.get("cat") != "python_function"]
+    with open(out, "w") as g:
+        json.dump(trace, g)
+    return out
+
+
 ALL_RUNS = [(os.path.join(CUDA, name), "cuda:0") for name in CUDA_RUNS] + [
     (os.path.join(ET, name), "cpu") for name in
     ["e2e_fwd_bwd_sgd", "e2e_adam", "e2e_inference", "convnet_channels_last",
      "optimizers_indexing"]]
 
 
-# The join's categories are PyTorch's without the python tracer: memtl's own
-# trace with the tracer's records taken out gives every row of the joined
-# timeline (time, action, bytes, category) but the one row of memory from
-# before the profile that no tensor shows. memtl's own trace is PyTorch's
-# answer (tests/python/test_oracle.py), and collect/torch's records of
-# scenarios with with_stack=False matched PyTorch's own profiler row for
-# row too. Failed before the join wrote strings as PyTorch's profiler
-# records them (not at all), took the schemas of the overloads a node ran
-# from the execution trace where PyTorch 1.13's table lacks them, and wrote
-# an empty list or a list of optional tensors only where the schema takes a
-# tensor list: optimizers_indexing (fused AdamW, foreach Adam, aten::index,
-# gelu with approximate, div with rounding_mode), mlp_sgd_momentum (gelu)
-# and sdpa_attention (scaled_dot_product_attention).
+# With the python tracer's events, the join rebuilds its records: every
+# row of memtl's own trace (PyTorch's answer, tests/python/test_oracle.py)
+# but the Kineto reader's row of memory from before the profile. Failed
+# before the join rebuilt the records (the optimizer state unknown, the
+# parameters of inference unknown, the Adam scalars' INPUT), and before it
+# wrote strings as PyTorch's profiler records them (not at all), took the
+# schemas of the overloads a node ran from the execution trace where
+# PyTorch 1.13's table lacks them, and wrote an empty list or a list of
+# optional tensors only where the schema takes a tensor list:
+# optimizers_indexing (fused AdamW, foreach Adam, aten::index, gelu with
+# approximate, div with rounding_mode), mlp_sgd_momentum (gelu) and
+# sdpa_attention (scaled_dot_product_attention).
 @pytest.mark.parametrize("base,device", ALL_RUNS, ids=[os.path.basename(b) for b, _ in ALL_RUNS])
-def test_join_equals_the_own_trace_without_the_python_tracer(base, device):
+def test_join_equals_the_own_trace(base, device):
     got, stderr = raw_rows(base + ".kineto.json.gz", "--et", base + ".et.json.gz",
                            "--device", device)
     assert "(100.0%) by record function id" in stderr, stderr
     assert "cannot parse" not in stderr, stderr
-    with tempfile.TemporaryDirectory() as tmp:
-        mine, _ = raw_rows(without_python_tracer(base + ".trace.jsonl.gz", tmp), "--device", device)
+    mine, _ = raw_rows(base + ".trace.jsonl.gz", "--device", device)
     assert mine - got == collections.Counter()
-    extra = got - mine
-    assert sum(extra.values()) <= 1
-    assert all(action == 2 and cat == UNKNOWN for (_, action, _, cat) in extra)
+    only_the_pre_profile_row(got - mine)
 
+
+# Without the python tracer's events there is nothing to rebuild: the join
+# gives PyTorch's answer without the tracer, which is memtl's own trace's
+# with the tracer's records taken out.
+@pytest.mark.parametrize("base,device", ALL_RUNS, ids=[os.path.basename(b) for b, _ in ALL_RUNS])
+def test_join_equals_the_own_trace_without_the_python_tracer(base, device):
+    with tempfile.TemporaryDirectory() as tmp:
+        got, stderr = raw_rows(kineto_without_python_tracer(base + ".kineto.json.gz", tmp),
+                               "--et", base + ".et.json.gz", "--device", device)
+        mine, _ = raw_rows(without_python_tracer(base + ".trace.jsonl.gz", tmp), "--device", device)
+    assert "(100.0%) by record function id" in stderr, stderr
+    assert mine - got == collections.Counter()
+    only_the_pre_profile_row(got - mine)

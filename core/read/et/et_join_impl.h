@@ -45,6 +45,8 @@ struct Lifetime {
   uint32_t begin, end;
 };
 
+struct TracerEvidence;  // et_join_tracer.cpp
+
 class Join {
  public:
   Join(const KinetoRead& k, const ExecutionTrace& et) : k_(k), t_(k.trace), et_(et) {}
@@ -74,6 +76,30 @@ class Join {
   // tensor without allocations: the largest SizeOfObservation of its
   // observations (the joined ops' inputs, all the memtl trace has).
   void PreProfile(JoinText& out);
+
+  // Where the Kineto trace was recorded with the python tracer (its
+  // python_function events), PyTorch's memory profiler reads each module
+  // call's parameters and each optimizer step's parameters and state from
+  // the tracer, which neither file records. Rebuilt from the joined ops
+  // (et_join_tracer.cpp), as records on those calls (py_records_):
+  // - a module call's parameters: the tensors from before the profile (no
+  //   op of the profile creates them) that an op inside the call, and in no
+  //   module inside it, takes at a weight or bias argument of its schema;
+  // - an optimizer step's (the Optimizer.step# annotation's), on its
+  //   _optimizer_step_code call: its parameters, the storages from before
+  //   the profile that the step's ops touch, that ops outside every step
+  //   read and none writes in place (gradients are written: AccumulateGrad,
+  //   zero_grad; or allocated in the profile); its
+  //   state, the storages that only steps' ops touch, alive at that call.
+  // Without the tracer there are no such calls, and the join gives what
+  // PyTorch gives without it.
+  void TracerRecords();
+  // Its steps (et_join_tracer.cpp): the scopes around each event, what
+  // ops touch inside and outside optimizer steps, the records written.
+  void TracerScopes(TracerEvidence& evidence) const;
+  void TracerTouches(TracerEvidence& evidence) const;
+  void ModuleRecords(const TracerEvidence& evidence);
+  void OptimizerRecords(const TracerEvidence& evidence);
 
   // The memtl trace (et_join_text.cpp): the header, the events with the
   // joined nodes' inputs as their arguments, then schema records.
@@ -155,6 +181,12 @@ class Join {
   // allocation).
   bool AddressGoesTo(uint64_t other, uint64_t held, const std::vector<Lifetime>& lifetimes) const;
 
+  // The lifetime of `tensor`'s storage's address that event `e` falls in
+  // (an index into its lifetimes; 0 for a storage from before the profile,
+  // whose address is its own; kNone32 when the address is free then).
+  // `e` is an op's last event for its outputs (allocated inside it).
+  uint32_t BlockAt(const EtTensor& tensor, uint32_t e) const;
+
   // The index of the lifetime that position `p` is in; lifetimes.size()
   // when none.
   static size_t LifetimeAt(uint32_t p, const std::vector<Lifetime>& lifetimes);
@@ -224,6 +256,8 @@ class Join {
   // MapStorages' walk in time order: the events by time (ties in index
   // order) and each event's position there.
   std::vector<uint32_t> by_time_;
+  // Each event's subtree end, by index (one past its last descendant).
+  std::vector<uint32_t> end_;
   std::vector<uint32_t> time_pos_;
   // Each storage's reads and creations by joined ops (positions) and each
   // address's lifetimes.
@@ -233,6 +267,9 @@ class Join {
   // (0: dropped), by event.
   std::unordered_map<uint32_t, int64_t> pre_profile_bytes_;
   mutable read::EtTensorLists tensor_lists_{et_};
+  // TracerRecords': by python-call event, its "module" or "optimizer"
+  // field, written as it is into the call's record.
+  std::unordered_map<uint32_t, std::string> py_records_;
 };
 
 }  // namespace memtl::et_join_detail

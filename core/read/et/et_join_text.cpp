@@ -75,6 +75,7 @@ std::string Join::Text(JoinText& out) const {
       s += ']';
     } else {
       s += R"(,"tid":0)";
+      if (const auto record = py_records_.find(e); record != py_records_.end()) s += record->second;
     }
     s += "}\n";
   }
