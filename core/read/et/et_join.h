@@ -32,9 +32,11 @@
 //   an address of its own; one seen only in empty tensors is the null data
 //   pointer, and so is one seen on a meta tensor or created empty: storage
 //   ids are only trusted for tensors with data (Join::FindDataless).
-// - Not recovered: modules' and optimizers' parameters and state (the
-//   python tracer's, which neither file records), so the passes that read
-//   them find nothing; ops that did not join have no arguments.
+// - The python tracer's module and optimizer records, which neither file
+//   holds, are rebuilt from the joined ops where the Kineto trace has the
+//   tracer's events (et_join_tracer.cpp); without them the passes that
+//   read those records find nothing, as PyTorch's without the tracer.
+//   Ops that did not join have no arguments.
 //
 // The result is a memtl trace (docs/trace-format.md) built from the two
 // files and read by the memtl reader, with the coverage of the join in
