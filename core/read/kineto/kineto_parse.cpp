@@ -1,6 +1,7 @@
 // Kineto trace elements into compact records (kineto_parse.h).
 #include "core/read/kineto/kineto_parse.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -250,62 +251,30 @@ uint64_t KinetoParser::RecordFunctionId(std::string_view args) {
   return rf;
 }
 
-bool KinetoParser::ParseElement(std::string_view text) {
-  JsonCursor c(text);
-  if (c.Peek() != Kind::kObject) {
-    c.SkipValue();
-    c.ExpectEnd();
-    diag_->Add("trace event that is not a JSON object (skipped)", Where());
-    return false;
-  }
+// The fields of an element that memtl reads: views into its text, or into
+// the strings here where a name or category had escapes (so it is neither
+// copied nor moved).
+struct KinetoParser::Fields {
+  Fields() = default;
+  Fields(const Fields&) = delete;
+  Fields& operator=(const Fields&) = delete;
   std::string_view ph, cat, name, pid, tid, ts, dur, args;
   std::string name_scratch, cat_scratch;
-  c.BeginObject();
-  std::string_view key;
-  while (c.NextKey(&key)) {
-    const Kind k = c.Peek();
-    if (key == "ph" && k == Kind::kString) {
-      ph = c.ReadString(&scratch_);
-    } else if (key == "cat" && k == Kind::kString) {
-      cat = c.ReadString(&cat_scratch);
-    } else if (key == "name" && k == Kind::kString) {
-      name = c.ReadString(&name_scratch);
-    } else if (key == "pid") {
-      pid = RawValue(c, text);
-    } else if (key == "tid") {
-      tid = RawValue(c, text);
-    } else if (key == "ts") {
-      ts = RawValue(c, text);
-    } else if (key == "dur") {
-      dur = RawValue(c, text);
-    } else if (key == "args") {
-      args = RawValue(c, text);
-    } else {
-      c.SkipValue();
-    }
-  }
-  c.ExpectEnd();
+};
 
+// A [memory] event's arguments, as far as they were read.
+struct KinetoParser::MemoryArgs {
+  KinetoMemory m;
+  int64_t device_type = 0, device_id = -1;
+  bool has_bytes = false;
+};
+
+bool KinetoParser::ParseElement(std::string_view text) {
+  Fields f;
+  if (!ReadFields(text, f)) return false;
   KinetoEvent e;
-  const bool instant = ph == "i" || ph == "I";
-  if (instant && name == "[memory]") {
-    e.kind = KinetoKind::kMemory;
-  } else if (instant && name == "[OutOfMemory]") {
-    ++out_of_memory;
-    return false;
-  } else if (ph == "X" && (cat == "cpu_op" || cat == "Operator" || cat == "operator")) {
-    e.kind = KinetoKind::kOp;
-  } else if (ph == "X" && cat == "user_annotation") {
-    e.kind = KinetoKind::kAnnotation;
-  } else if (ph == "X" && (cat == "python_function" || cat == "python")) {
-    e.kind = KinetoKind::kPython;
-  } else {
-    // GPU kernels, runtime calls, copies, flows, metadata, the profiler's
-    // own spans.
-    return false;
-  }
-
-  switch (ReadScaled(ts, 3, &e.ts)) {
+  if (!KindOf(f, &e.kind)) return false;
+  switch (ReadScaled(f.ts, 3, &e.ts)) {
     case NumberRead::kOk:
       break;
     case NumberRead::kString:
@@ -313,120 +282,173 @@ bool KinetoParser::ParseElement(std::string_view text) {
       break;
     case NumberRead::kBad:
       diag_->Add("trace event without a numeric \"ts\" (skipped)",
-                 Where() + ": \"ts\" is " + (ts.empty() ? std::string("missing") : Quote(ts)));
+                 Where() + ": \"ts\" is " + (f.ts.empty() ? std::string("missing") : Quote(f.ts)));
       return false;
   }
-  e.thread = Thread(pid, tid);
-  if (e.kind != KinetoKind::kMemory) {
-    e.dur = 0;
-    const NumberRead r = ReadScaled(dur, 3, &e.dur);
-    if (r == NumberRead::kBad || e.dur < 0) {
-      diag_->Add("op without a valid \"dur\" (taken as 0)",
-                 Where() + ": \"dur\" is " + (dur.empty() ? std::string("missing") : Quote(dur)));
-      e.dur = 0;
-    } else if (r == NumberRead::kString) {
-      diag_->Add("number written as a string (read as the number)", Where() + ": \"dur\"");
-    }
-    if (t_->strings.size() >= kMaxNames && !t_->strings.Contains(name)) {
-      diag_->Add("trace event past 2^24 distinct names (skipped)", Where());
-      return false;
-    }
-    e.ref = t_->strings.Intern(name);
-    if (want_rf_ids && e.kind != KinetoKind::kPython && !args.empty()) {
-      if (const uint64_t rf = RecordFunctionId(args); rf != 0) {
-        if (rf_ids.empty()) rf_ids.push_back(0);
-        e.rf = static_cast<uint32_t>(rf_ids.size());
-        rf_ids.push_back(rf);
-      }
-    }
-    events.push_back(e);
-    return true;
-  }
+  e.thread = Thread(f.pid, f.tid);
+  return e.kind == KinetoKind::kMemory ? AddMemory(f.args, e) : AddSpan(f, e);
+}
 
-  // A memory event's arguments, in any order.
-  KinetoMemory m;
-  int64_t device_type = 0, device_id = -1;
-  bool has_bytes = false;
-  if (!args.empty()) {
-    JsonCursor a(args);
-    if (a.Peek() != Kind::kObject) {
-      diag_->Add("[memory] event without \"args\" (skipped)", Where());
-      return false;
-    }
-    a.BeginObject();
-    while (a.NextKey(&key)) {
-      const std::string_view raw = RawValue(a, args);
-      int64_t v = 0;
-      const char* field = nullptr;
-      if (key == "Bytes") {
-        field = "Bytes";
-      } else if (key == "Addr") {
-        field = "Addr";
-      } else if (key == "Total Allocated") {
-        field = "Total Allocated";
-      } else if (key == "Total Reserved") {
-        field = "Total Reserved";
-      } else if (key == "Device Type") {
-        field = "Device Type";
-      } else if (key == "Device Id") {
-        field = "Device Id";
-      } else {
-        continue;
-      }
-      uint64_t addr = 0;
-      if (key == "Addr" && UnsignedAddress(raw, &addr)) {
-        m.addr = addr;
-        m.has_addr = true;
-        continue;
-      }
-      const NumberRead r = ReadScaled(raw, 0, &v);
-      if (r == NumberRead::kBad) {
-        diag_->Add("[memory] argument that is not a number (ignored)",
-                   Where() + ": \"" + field + "\" is " + Quote(raw));
-        continue;
-      }
-      if (r == NumberRead::kString)
-        diag_->Add("number written as a string (read as the number)",
-                   Where() + ": \"" + field + "\"");
-      if (key == "Bytes") {
-        m.bytes = v;
-        has_bytes = true;
-      } else if (key == "Addr") {
-        // Addresses are unsigned; a writer that prints them signed gives
-        // negative numbers for the upper half.
-        m.addr = static_cast<uint64_t>(v);
-        m.has_addr = true;
-      } else if (key == "Total Allocated") {
-        m.total_allocated = v;
-        m.has_total = true;
-      } else if (key == "Total Reserved") {
-        m.total_reserved = v;
-        m.has_reserved = true;
-      } else if (key == "Device Type") {
-        device_type = v;
-      } else {
-        device_id = v;
-      }
+bool KinetoParser::ReadFields(std::string_view text, Fields& f) {
+  JsonCursor c(text);
+  if (c.Peek() != Kind::kObject) {
+    c.SkipValue();
+    c.ExpectEnd();
+    diag_->Add("trace event that is not a JSON object (skipped)", Where());
+    return false;
+  }
+  c.BeginObject();
+  std::string_view key;
+  while (c.NextKey(&key)) {
+    const Kind k = c.Peek();
+    if (key == "ph" && k == Kind::kString) {
+      f.ph = c.ReadString(&scratch_);
+    } else if (key == "cat" && k == Kind::kString) {
+      f.cat = c.ReadString(&f.cat_scratch);
+    } else if (key == "name" && k == Kind::kString) {
+      f.name = c.ReadString(&f.name_scratch);
+    } else if (key == "pid") {
+      f.pid = RawValue(c, text);
+    } else if (key == "tid") {
+      f.tid = RawValue(c, text);
+    } else if (key == "ts") {
+      f.ts = RawValue(c, text);
+    } else if (key == "dur") {
+      f.dur = RawValue(c, text);
+    } else if (key == "args") {
+      f.args = RawValue(c, text);
+    } else {
+      c.SkipValue();
     }
   }
-  if (!has_bytes || m.bytes == 0 || m.bytes > kMaxAllocBytes || m.bytes < -kMaxAllocBytes) {
+  c.ExpectEnd();
+  return true;
+}
+
+bool KinetoParser::KindOf(const Fields& f, KinetoKind* kind) {
+  const bool instant = f.ph == "i" || f.ph == "I";
+  if (instant && f.name == "[memory]") {
+    *kind = KinetoKind::kMemory;
+  } else if (instant && f.name == "[OutOfMemory]") {
+    ++out_of_memory;
+    return false;
+  } else if (f.ph == "X" && (f.cat == "cpu_op" || f.cat == "Operator" || f.cat == "operator")) {
+    *kind = KinetoKind::kOp;
+  } else if (f.ph == "X" && f.cat == "user_annotation") {
+    *kind = KinetoKind::kAnnotation;
+  } else if (f.ph == "X" && (f.cat == "python_function" || f.cat == "python")) {
+    *kind = KinetoKind::kPython;
+  } else {
+    // GPU kernels, runtime calls, copies, flows, metadata, the profiler's
+    // own spans.
+    return false;
+  }
+  return true;
+}
+
+bool KinetoParser::AddSpan(const Fields& f, KinetoEvent e) {
+  e.dur = 0;
+  const NumberRead r = ReadScaled(f.dur, 3, &e.dur);
+  if (r == NumberRead::kBad || e.dur < 0) {
+    diag_->Add("op without a valid \"dur\" (taken as 0)",
+               Where() + ": \"dur\" is " + (f.dur.empty() ? std::string("missing") : Quote(f.dur)));
+    e.dur = 0;
+  } else if (r == NumberRead::kString) {
+    diag_->Add("number written as a string (read as the number)", Where() + ": \"dur\"");
+  }
+  if (t_->strings.size() >= kMaxNames && !t_->strings.Contains(f.name)) {
+    diag_->Add("trace event past 2^24 distinct names (skipped)", Where());
+    return false;
+  }
+  e.ref = t_->strings.Intern(f.name);
+  if (want_rf_ids && e.kind != KinetoKind::kPython && !f.args.empty()) {
+    if (const uint64_t rf = RecordFunctionId(f.args); rf != 0) {
+      if (rf_ids.empty()) rf_ids.push_back(0);
+      e.rf = static_cast<uint32_t>(rf_ids.size());
+      rf_ids.push_back(rf);
+    }
+  }
+  events.push_back(e);
+  return true;
+}
+
+bool KinetoParser::AddMemory(std::string_view args, KinetoEvent e) {
+  MemoryArgs a;
+  if (!args.empty() && !ReadMemoryArgs(args, a)) return false;
+  const int64_t bytes = a.m.bytes;
+  if (!a.has_bytes || bytes == 0 || bytes > kMaxAllocBytes || bytes < -kMaxAllocBytes) {
     diag_->Add("[memory] event without a usable \"Bytes\" (skipped)", Where());
     return false;
   }
   constexpr auto kTypes = static_cast<int64_t>(std::size(kDeviceTypes));
-  if (device_type < 0 || device_type >= kTypes || device_id > 999) {
+  if (a.device_type < 0 || a.device_type >= kTypes || a.device_id > 999) {
     diag_->Add("[memory] event on an unknown device (skipped)",
-               Where() + ": Device Type " + std::to_string(device_type) + ", Device Id " +
-                   std::to_string(device_id));
+               Where() + ": Device Type " + std::to_string(a.device_type) + ", Device Id " +
+                   std::to_string(a.device_id));
     return false;
   }
-  std::string device(kDeviceTypes[device_type]);
-  if (device_type != 0 && device_id >= 0) device += ":" + std::to_string(device_id);
-  m.device = t_->InternDevice(device);
+  std::string device(kDeviceTypes[a.device_type]);
+  if (a.device_type != 0 && a.device_id >= 0) device += ":" + std::to_string(a.device_id);
+  a.m.device = t_->InternDevice(device);
   e.ref = static_cast<uint32_t>(memory.size());
-  memory.push_back(m);
+  memory.push_back(a.m);
   events.push_back(e);
   return true;
+}
+
+// A memory event's arguments, in any order.
+bool KinetoParser::ReadMemoryArgs(std::string_view args, MemoryArgs& a) {
+  JsonCursor c(args);
+  if (c.Peek() != Kind::kObject) {
+    diag_->Add("[memory] event without \"args\" (skipped)", Where());
+    return false;
+  }
+  c.BeginObject();
+  std::string_view key;
+  while (c.NextKey(&key)) MemoryArg(key, RawValue(c, args), a);
+  return true;
+}
+
+void KinetoParser::MemoryArg(std::string_view key, std::string_view raw, MemoryArgs& a) {
+  static constexpr std::string_view kRead[] = {"Bytes",          "Addr",        "Total Allocated",
+                                               "Total Reserved", "Device Type", "Device Id"};
+  if (std::find(std::begin(kRead), std::end(kRead), key) == std::end(kRead)) return;
+  KinetoMemory& m = a.m;
+  uint64_t addr = 0;
+  if (key == "Addr" && UnsignedAddress(raw, &addr)) {
+    m.addr = addr;
+    m.has_addr = true;
+    return;
+  }
+  int64_t v = 0;
+  const NumberRead r = ReadScaled(raw, 0, &v);
+  if (r == NumberRead::kBad) {
+    diag_->Add("[memory] argument that is not a number (ignored)",
+               Where() + ": \"" + std::string(key) + "\" is " + Quote(raw));
+    return;
+  }
+  if (r == NumberRead::kString)
+    diag_->Add("number written as a string (read as the number)",
+               Where() + ": \"" + std::string(key) + "\"");
+  if (key == "Bytes") {
+    m.bytes = v;
+    a.has_bytes = true;
+  } else if (key == "Addr") {
+    // Addresses are unsigned; a writer that prints them signed gives
+    // negative numbers for the upper half.
+    m.addr = static_cast<uint64_t>(v);
+    m.has_addr = true;
+  } else if (key == "Total Allocated") {
+    m.total_allocated = v;
+    m.has_total = true;
+  } else if (key == "Total Reserved") {
+    m.total_reserved = v;
+    m.has_reserved = true;
+  } else if (key == "Device Type") {
+    a.device_type = v;
+  } else {
+    a.device_id = v;
+  }
 }
 
 }  // namespace memtl::read

@@ -72,7 +72,22 @@ class KinetoParser {
   std::vector<uint64_t> rf_ids;
 
  private:
+  struct Fields;      // an element's fields that memtl reads
+  struct MemoryArgs;  // a [memory] event's arguments
   bool ParseElement(std::string_view text);
+  // The element's fields; false when it is no object (counted).
+  bool ReadFields(std::string_view text, Fields& f);
+  // The kind of record kept of an element; false when none is (an
+  // out-of-memory event is counted).
+  bool KindOf(const Fields& f, KinetoKind* kind);
+  // Keep an op, annotation or python call (AddSpan) or a [memory] event
+  // (AddMemory) whose time and thread `e` holds; false when a defect
+  // drops it (counted).
+  bool AddSpan(const Fields& f, KinetoEvent e);
+  bool AddMemory(std::string_view args, KinetoEvent e);
+  // False when `args` is no object (counted).
+  bool ReadMemoryArgs(std::string_view args, MemoryArgs& a);
+  void MemoryArg(std::string_view key, std::string_view raw, MemoryArgs& a);
   static uint64_t RecordFunctionId(std::string_view args);
   std::string Where() const;
   uint32_t Thread(std::string_view pid, std::string_view tid);
