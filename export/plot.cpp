@@ -91,22 +91,42 @@ void FillSteps(Band& band, const std::vector<int>& col_x,
   }
 }
 
-}  // namespace
+// The figure's frame and scales, from a first walk of the rows: the axes'
+// place in pixels, their ranges and tick steps, and the y unit.
+struct Axes {
+  double W = 0, H = 0;
+  double left = 0, right = 0, top = 0, bottom = 0;
+  int unit = 0;  // index into kUnits
+  double unit_bytes = 1;
+  double t0 = 0;  // the first time, ns
+  double xstep = 1, ystep = 1, xlim = 1, ylim = 1;
+  double X(double v) const { return left + (right - left) * v / xlim; }
+  double Y(double v) const { return bottom - (bottom - top) * v / ylim; }
+  double Font() const { return H / 60; }
+  // A row in the y unit, stacked by export index.
+  std::array<double, 9> Stack(const std::array<int64_t, 9>& sizes) const {
+    std::array<double, 9> s{};
+    double acc = 0;
+    for (int j = 0; j < 9; ++j) {
+      acc += static_cast<double>(sizes[j]) / unit_bytes;
+      s[j] = acc;
+    }
+    return s;
+  }
+};
 
-std::string RenderPlotPng(const CoalescedTimeline& c, const PlotOptions& o) {
-  return RenderPlotPng(
-      [&](const std::function<void(int64_t, const std::array<int64_t, 9>&)>& fn) {
-        for (size_t i = 0; i < c.times.size(); ++i) fn(c.times[i], c.sizes[i]);
-      },
-      o);
-}
+constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB"};
 
-std::string RenderPlotPng(const PlotRows& rows, const PlotOptions& o, PlotSummary* summary) {
-  const double W = o.width, H = o.height;
-  const double left = 0.08 * W, right = 0.97 * W, top = 0.14 * H, bottom = 0.90 * H;
-  if (o.width <= 0 || o.height <= 0) return {};
-
-  // First walk: the number of rows, the time range and the highest total.
+// First walk: the number of rows, the time range and the highest total,
+// which make the axes.
+Axes AxesOf(const PlotRows& rows, const PlotOptions& o, PlotSummary* summary) {
+  Axes a;
+  a.W = o.width;
+  a.H = o.height;
+  a.left = 0.08 * a.W;
+  a.right = 0.97 * a.W;
+  a.top = 0.14 * a.H;
+  a.bottom = 0.90 * a.H;
   size_t n = 0;
   int64_t t_lo = 0, t_hi = 0, peak_bytes = 0;
   rows([&](int64_t t, const std::array<int64_t, 9>& sizes) {
@@ -120,43 +140,36 @@ std::string RenderPlotPng(const PlotRows& rows, const PlotOptions& o, PlotSummar
   if (summary != nullptr) *summary = PlotSummary{n, peak_bytes};
   // The y unit: the largest binary unit the peak reaches (GiB at most, as
   // PyTorch's figure).
-  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB"};
-  int unit = 0;
-  while (unit < 3 && peak_bytes >= (int64_t{1} << (10 * (unit + 1)))) ++unit;
-  const double unit_bytes = static_cast<double>(int64_t{1} << (10 * unit));
-  // Data in ms (from the first time) and that unit, stacked by export index.
-  auto stack = [unit_bytes](const std::array<int64_t, 9>& sizes) {
-    std::array<double, 9> s{};
-    double acc = 0;
-    for (int j = 0; j < 9; ++j) {
-      acc += static_cast<double>(sizes[j]) / unit_bytes;
-      s[j] = acc;
-    }
-    return s;
-  };
-  double ymax = static_cast<double>(peak_bytes) / unit_bytes;
-  const double t0 = n ? static_cast<double>(t_lo) : 0;
-  double xmax = n ? std::max(0.0, (static_cast<double>(t_hi) - t0) / 1e3) : 0;
+  while (a.unit < 3 && peak_bytes >= (int64_t{1} << (10 * (a.unit + 1)))) ++a.unit;
+  a.unit_bytes = static_cast<double>(int64_t{1} << (10 * a.unit));
+  // Data in ms (from the first time) and that unit.
+  double ymax = static_cast<double>(peak_bytes) / a.unit_bytes;
+  a.t0 = n ? static_cast<double>(t_lo) : 0;
+  double xmax = n ? std::max(0.0, (static_cast<double>(t_hi) - a.t0) / 1e3) : 0;
   if (xmax <= 0) xmax = 1;
   if (ymax <= 0) ymax = 1;
-  const double xstep = NiceStep(xmax, 10), ystep = NiceStep(ymax * 1.05, 8);
-  const double xlim = std::ceil(xmax / xstep) * xstep;
-  const double ylim = std::ceil(ymax * 1.05 / ystep) * ystep;
-  auto X = [&](double v) { return left + (right - left) * v / xlim; };
-  auto Y = [&](double v) { return bottom - (bottom - top) * v / ylim; };
+  a.xstep = NiceStep(xmax, 10);
+  a.ystep = NiceStep(ymax * 1.05, 8);
+  a.xlim = std::ceil(xmax / a.xstep) * a.xstep;
+  a.ylim = std::ceil(ymax * 1.05 / a.ystep) * a.ystep;
+  return a;
+}
 
-  // Second walk: per pixel column, the row with the largest total (so that
-  // no peak narrower than a pixel is lost) and the column's last row (what
-  // memory holds after it, until the next row).
-  struct Column {
-    int col;
-    std::array<double, 9> peak, last;
-  };
+// A pixel column's rows: the one with the largest total (so that no peak
+// narrower than a pixel is lost) and the last (what memory holds after it,
+// until the next row), stacked.
+struct Column {
+  int col;
+  std::array<double, 9> peak, last;
+};
+
+// Second walk: the pixel columns that have rows.
+std::vector<Column> ColumnsOf(const PlotRows& rows, const Axes& a) {
   std::vector<Column> columns;
   rows([&](int64_t t, const std::array<int64_t, 9>& sizes) {
-    const double x = (static_cast<double>(t) - t0) / 1e3;
-    const auto s = stack(sizes);
-    const int col = static_cast<int>((X(x) - left));
+    const double x = (static_cast<double>(t) - a.t0) / 1e3;
+    const auto s = a.Stack(sizes);
+    const int col = static_cast<int>((a.X(x) - a.left));
     if (columns.empty() || col != columns.back().col) {
       columns.push_back({col, s, s});
       return;
@@ -164,90 +177,123 @@ std::string RenderPlotPng(const PlotRows& rows, const PlotOptions& o, PlotSummar
     if (s[8] > columns.back().peak[8]) columns.back().peak = s;
     columns.back().last = s;
   });
+  return columns;
+}
 
-  // The areas as runs of whole pixels: each column with rows draws its peak
-  // over its own pixel column, then its last row from the next pixel
-  // column up to the next column with rows; each boundary between two
-  // categories is rounded to a pixel row. Run k covers the pixel columns
-  // [col_x[k], col_x[k + 1]). FillSteps writes these rectangles straight
-  // into the canvas: cairo's tessellation of the same steps took 6 to 9 ms
-  // of a 10^5-event plot's 20 (the transformer's sawtooth, which has a
-  // corner in every column).
+// The areas as runs of whole pixels: each column with rows draws its peak
+// over its own pixel column, then its last row from the next pixel
+// column up to the next column with rows; each boundary between two
+// categories is rounded to a pixel row. Run k covers the pixel columns
+// [col_x[k], col_x[k + 1]). FillSteps writes these rectangles straight
+// into the canvas: cairo's tessellation of the same steps took 6 to 9 ms
+// of a 10^5-event plot's 20 (the transformer's sawtooth, which has a
+// corner in every column).
+struct Steps {
   std::vector<int> col_x;
   std::vector<std::array<int, 9>> edge_y;
+};
+
+Steps StepsOf(const std::vector<Column>& columns, const Axes& a) {
+  Steps out;
   auto run = [&](int x, const std::array<double, 9>& v) {
-    col_x.push_back(x);
+    out.col_x.push_back(x);
     std::array<int, 9> e{};
     for (int j = 0; j < 9; ++j) {
       // Clamped before the conversion: only the totals are within the axes.
-      e[j] = static_cast<int>(std::clamp(std::round(Y(v[j])), -1.0, H + 1));
+      e[j] = static_cast<int>(std::clamp(std::round(a.Y(v[j])), -1.0, a.H + 1));
     }
-    edge_y.push_back(e);
+    out.edge_y.push_back(e);
   };
   for (const Column& c : columns) {
-    const int x = static_cast<int>(left + c.col);
+    const int x = static_cast<int>(a.left + c.col);
     run(x, c.peak);
     run(x + 1, c.last);
   }
-  if (!columns.empty()) col_x.push_back(static_cast<int>(left + columns.back().col) + 1);
+  if (!columns.empty()) out.col_x.push_back(static_cast<int>(a.left + columns.back().col) + 1);
+  return out;
+}
 
-  // The whole figure, drawn on the band of rows it is given (below).
-  auto draw = [&](Band& b) {
-    constexpr Rgb kBlack{0, 0, 0};
-    b.Paint({1, 1, 1});
+// The axes' frame, ticks and their labels.
+void DrawFrame(Band& b, const Axes& a) {
+  constexpr Rgb kBlack{0, 0, 0};
+  b.StrokeRect(a.left, a.top, a.right, a.bottom, 1.2, kBlack);
+  const double font = a.Font();
+  for (double v = 0; v <= a.xlim + 1e-12; v += a.xstep) {
+    b.VLine(a.X(v), a.bottom, a.bottom + 6, 1.2, kBlack);
+    b.Text(FormatTick(v, a.xstep), a.X(v), a.bottom + 6 + font, font, 0.5);
+  }
+  for (double v = 0; v <= a.ylim + 1e-12; v += a.ystep) {
+    b.HLine(a.left - 6, a.left, a.Y(v), 1.2, kBlack);
+    b.Text(FormatTick(v, a.ystep), a.left - 10, a.Y(v), font, 1.0);
+  }
+  b.Text("Time (ms)", (a.left + a.right) / 2, a.bottom + 3.2 * font, font * 1.1, 0.5);
+  b.TextUp(std::string("Memory (") + kUnits[a.unit] + ")", a.left - 5.2 * font,
+           (a.top + a.bottom) / 2, font * 1.1, 0.5);
+}
 
-    // Grid.
-    for (double v = ystep; v <= ylim + 1e-12; v += ystep)
-      b.HLine(left, right, std::round(Y(v)) + 0.5, 1, {0.9, 0.9, 0.9});
+// The title: one or more lines.
+void DrawTitle(Band& b, const Axes& a, const std::string& title) {
+  const double font = a.Font();
+  double ty = a.top - 0.09 * a.H;
+  size_t start = 0;
+  while (start <= title.size()) {
+    size_t nl = title.find('\n', start);
+    if (nl == std::string::npos) nl = title.size();
+    b.Text(std::string_view(title).substr(start, nl - start), (a.left + a.right) / 2, ty,
+           font * 1.2, 0.5);
+    ty += font * 1.6;
+    start = nl + 1;
+  }
+}
 
-    // Stacked areas, drawn as steps: memory holds its value until the next
-    // event (matplotlib's fill_between in PyTorch's plot interpolates
-    // linearly, which draws slopes that never happened).
-    FillSteps(b, col_x, edge_y);
+// The legend: one row centred between the title and the axes, so that it
+// covers no data (inside the axes, PyTorch's hid the right-hand peak).
+void DrawLegend(Band& b, const Axes& a) {
+  const double font = a.Font();
+  const double swatch = font * 1.6, gap = font * 0.6, spacing = font * 1.6;
+  double legend_w = 0;
+  for (int cat = 0; cat < 8; ++cat) {
+    legend_w +=
+        swatch + gap + Band::TextWidth(kExportIndexNames[cat], font) + (cat < 7 ? spacing : 0);
+  }
+  double lx = std::max(a.left, (a.left + a.right - legend_w) / 2);
+  const double ly = a.top - 0.035 * a.H;
+  for (int cat = 0; cat < 8; ++cat) {
+    b.FillRect(lx, ly - font * 0.45, lx + swatch, ly + font * 0.45, kColors[cat], 0.7);
+    b.Text(kExportIndexNames[cat], lx + swatch + gap, ly, font, 0);
+    lx += swatch + gap + Band::TextWidth(kExportIndexNames[cat], font) + spacing;
+  }
+}
 
-    // Axes, ticks and their labels.
-    b.StrokeRect(left, top, right, bottom, 1.2, kBlack);
-    const double font = H / 60;
-    for (double v = 0; v <= xlim + 1e-12; v += xstep) {
-      b.VLine(X(v), bottom, bottom + 6, 1.2, kBlack);
-      b.Text(FormatTick(v, xstep), X(v), bottom + 6 + font, font, 0.5);
-    }
-    for (double v = 0; v <= ylim + 1e-12; v += ystep) {
-      b.HLine(left - 6, left, Y(v), 1.2, kBlack);
-      b.Text(FormatTick(v, ystep), left - 10, Y(v), font, 1.0);
-    }
-    b.Text("Time (ms)", (left + right) / 2, bottom + 3.2 * font, font * 1.1, 0.5);
-    b.TextUp(std::string("Memory (") + kUnits[unit] + ")", left - 5.2 * font, (top + bottom) / 2,
-             font * 1.1, 0.5);
+// The whole figure, drawn on the band of rows it is given.
+void DrawFigure(Band& b, const Axes& a, const Steps& steps, const std::string& title) {
+  b.Paint({1, 1, 1});
+  // Grid.
+  for (double v = a.ystep; v <= a.ylim + 1e-12; v += a.ystep)
+    b.HLine(a.left, a.right, std::round(a.Y(v)) + 0.5, 1, {0.9, 0.9, 0.9});
+  // Stacked areas, drawn as steps: memory holds its value until the next
+  // event (matplotlib's fill_between in PyTorch's plot interpolates
+  // linearly, which draws slopes that never happened).
+  FillSteps(b, steps.col_x, steps.edge_y);
+  DrawFrame(b, a);
+  DrawTitle(b, a, title);
+  DrawLegend(b, a);
+}
 
-    // Title: one or more lines.
-    double ty = top - 0.09 * H;
-    size_t start = 0;
-    while (start <= o.title.size()) {
-      size_t nl = o.title.find('\n', start);
-      if (nl == std::string::npos) nl = o.title.size();
-      b.Text(std::string_view(o.title).substr(start, nl - start), (left + right) / 2, ty,
-             font * 1.2, 0.5);
-      ty += font * 1.6;
-      start = nl + 1;
-    }
+}  // namespace
 
-    // Legend: one row centred between the title and the axes, so that it
-    // covers no data (inside the axes, PyTorch's hid the right-hand peak).
-    const double swatch = font * 1.6, gap = font * 0.6, spacing = font * 1.6;
-    double legend_w = 0;
-    for (int cat = 0; cat < 8; ++cat) {
-      legend_w +=
-          swatch + gap + Band::TextWidth(kExportIndexNames[cat], font) + (cat < 7 ? spacing : 0);
-    }
-    double lx = std::max(left, (left + right - legend_w) / 2);
-    const double ly = top - 0.035 * H;
-    for (int cat = 0; cat < 8; ++cat) {
-      b.FillRect(lx, ly - font * 0.45, lx + swatch, ly + font * 0.45, kColors[cat], 0.7);
-      b.Text(kExportIndexNames[cat], lx + swatch + gap, ly, font, 0);
-      lx += swatch + gap + Band::TextWidth(kExportIndexNames[cat], font) + spacing;
-    }
-  };
+std::string RenderPlotPng(const CoalescedTimeline& c, const PlotOptions& o) {
+  return RenderPlotPng(
+      [&](const std::function<void(int64_t, const std::array<int64_t, 9>&)>& fn) {
+        for (size_t i = 0; i < c.times.size(); ++i) fn(c.times[i], c.sizes[i]);
+      },
+      o);
+}
+
+std::string RenderPlotPng(const PlotRows& rows, const PlotOptions& o, PlotSummary* summary) {
+  if (o.width <= 0 || o.height <= 0) return {};
+  const Axes axes = AxesOf(rows, o, summary);
+  const Steps steps = StepsOf(ColumnsOf(rows, axes), axes);
 
   // The figure is drawn in bands of rows, each band encoded as soon as it
   // is drawn (png.cpp), so that the canvas is never whole in memory:
@@ -261,7 +307,7 @@ std::string RenderPlotPng(const PlotRows& rows, const PlotOptions& o, PlotSummar
   PngRowEncoder png(o.width, o.height, /*opaque=*/true);
   for (int y0 = 0; y0 < o.height; y0 += band) {
     Band b(canvas.data(), o.width, y0, std::min(band, o.height - y0));
-    draw(b);
+    DrawFigure(b, axes, steps, o.title);
     for (int y = y0; y < y0 + b.rows(); ++y) png.AddRow(b.Row(y));
   }
   return png.Finish();
