@@ -1,9 +1,11 @@
 // The blocks the join maps without an op around them (et_join_impl.h):
 // those that code torch.compile generated allocates (Join::MapCompiled) and
 // those allocated before the profile that it frees (Join::MapFreedBefore).
+#include <algorithm>
 #include <map>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -58,10 +60,15 @@ size_t Join::MapCompiled(const std::vector<uint32_t>& allocs,
     const uint32_t begin = time_pos_[e] + 1;
     const uint32_t end =
         free_of[e] != kNone32 ? time_pos_[free_of[e]] : static_cast<uint32_t>(t_.events.size());
+    // Only storages first read inside the block: from the first read at
+    // or after its allocation until one at or after its free.
     size_t best = unmapped.size();
-    for (size_t i = 0; i < unmapped.size(); ++i) {
+    const auto from = std::lower_bound(unmapped.begin(), unmapped.end(), begin,
+                                       [](const Unmapped& u, uint32_t p) { return u.first < p; });
+    for (size_t i = static_cast<size_t>(from - unmapped.begin());
+         i < unmapped.size() && unmapped[i].first < end; ++i) {
       const Unmapped& u = unmapped[i];
-      if (taken[i] || u.bytes > a.bytes || u.first < begin || u.last >= end) continue;
+      if (taken[i] || u.bytes > a.bytes || u.last >= end) continue;
       const std::string& d = et_.strings.Get(u.device);
       if ((d.empty() ? "cpu" : d) != device) continue;
       if (best == unmapped.size() || (u.bytes == a.bytes && unmapped[best].bytes != a.bytes))
