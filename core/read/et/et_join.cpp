@@ -61,13 +61,10 @@ void Join::JoinOps(JoinText& out) {
 void Join::FindWrappers(const std::vector<uint32_t>& end) {
   std::unordered_set<uint64_t> wrapped, read;
   auto storages = [&](const EtNode& node, std::unordered_set<uint64_t>& into) {
-    for (uint32_t i = node.args_begin; i < node.args_begin + node.args_count; ++i) {
-      const EtArg& arg = et_.args[i];
-      if (arg.kind == EtArgKind::kTensor) into.insert(et_.tensors[arg.begin].storage_id);
-      if (arg.kind != EtArgKind::kList) continue;
-      for (uint32_t j = arg.begin; j < arg.begin + arg.count; ++j)
-        if (et_.items[j] != kNone32) into.insert(et_.tensors[et_.items[j]].storage_id);
-    }
+    read::FindInput(et_, node, [&](uint32_t index, uint32_t) {
+      into.insert(et_.tensors[index].storage_id);
+      return false;
+    });
   };
   for (uint32_t e = 0; e < t_.events.size(); ++e) {
     const Event& ev = t_.events[e];
@@ -97,24 +94,19 @@ void Join::FindDataless() {
       inputs.insert(tensor.storage_id);
       if (et_.strings.Get(tensor.device) == "meta") dataless_.insert(tensor.storage_id);
     };
-    for (uint32_t i = node.args_begin; i < node.args_begin + node.args_count; ++i) {
-      const EtArg& arg = et_.args[i];
-      if (arg.kind == EtArgKind::kTensor) input(arg.begin);
-      if (arg.kind != EtArgKind::kList) continue;
-      for (uint32_t j = arg.begin; j < arg.begin + arg.count; ++j)
-        if (et_.items[j] != kNone32) input(et_.items[j]);
-    }
-    for (uint32_t i = node.outs_begin; i < node.outs_begin + node.outs_count; ++i) {
-      if (et_.items[i] == kNone32) continue;
-      const EtTensor& tensor = et_.tensors[et_.items[i]];
-      if (tensor.storage_id == 0) continue;
-      // An empty output of a storage none of the inputs has: created
-      // with no bytes, at the null data pointer. (An empty view of an
-      // input keeps the input's storage.)
-      if (et_.strings.Get(tensor.device) == "meta" ||
-          (tensor.numel == 0 && !inputs.contains(tensor.storage_id)))
-        dataless_.insert(tensor.storage_id);
-    }
+    read::ForEachTensor(
+        et_, node, [&](uint32_t index, uint32_t) { input(index); },
+        [&](uint32_t index) {
+          const EtTensor& tensor = et_.tensors[index];
+          if (tensor.storage_id == 0) return;
+          // An empty output of a storage none of the inputs
+          // has: created with no bytes, at the null data
+          // pointer. (An empty view of an input keeps the
+          // input's storage.)
+          if (et_.strings.Get(tensor.device) == "meta" ||
+              (tensor.numel == 0 && !inputs.contains(tensor.storage_id)))
+            dataless_.insert(tensor.storage_id);
+        });
   }
 }
 
@@ -176,15 +168,9 @@ void Join::MapStorages(JoinText& out) {
       std::vector<uint32_t>& at = (output ? creations_ : reads_)[tensor.storage_id];
       if (at.empty() || at.back() != time_pos_[e]) at.push_back(time_pos_[e]);
     };
-    for (uint32_t i = node.args_begin; i < node.args_begin + node.args_count; ++i) {
-      const EtArg& arg = et_.args[i];
-      if (arg.kind == EtArgKind::kTensor) note(arg.begin, false);
-      if (arg.kind != EtArgKind::kList) continue;
-      for (uint32_t j = arg.begin; j < arg.begin + arg.count; ++j)
-        if (et_.items[j] != kNone32) note(et_.items[j], false);
-    }
-    for (uint32_t i = node.outs_begin; i < node.outs_begin + node.outs_count; ++i)
-      if (et_.items[i] != kNone32) note(et_.items[i], true);
+    read::ForEachTensor(
+        et_, node, [&](uint32_t index, uint32_t) { note(index, false); },
+        [&](uint32_t index) { note(index, true); });
   }
   // The storage that allocation event `e` holds, by Candidate's rules.
   auto candidate_of = [&](uint32_t e) {
@@ -259,13 +245,10 @@ void Join::PreProfile(JoinText& out) {
       b = std::max(b, size);
       device.emplace(tensor.storage_id, tensor.device);
     };
-    for (uint32_t i = node.args_begin; i < node.args_begin + node.args_count; ++i) {
-      const EtArg& arg = et_.args[i];
-      if (arg.kind == EtArgKind::kTensor) observe(arg.begin);
-      if (arg.kind != EtArgKind::kList) continue;
-      for (uint32_t j = arg.begin; j < arg.begin + arg.count; ++j)
-        if (et_.items[j] != kNone32) observe(et_.items[j]);
-    }
+    read::FindInput(et_, node, [&](uint32_t index, uint32_t) {
+      observe(index);
+      return false;
+    });
   }
   std::vector<int64_t> in_tensors(t_.devices.size(), 0);
   for (const auto& [storage, b] : bytes) {
@@ -322,15 +305,10 @@ uint64_t Join::Candidate(uint32_t e, uint32_t op, uint32_t end, bool freed_insid
     const Event& ev = t_.events[op != kNone32 ? p : by_time_[p]];
     if (ev.kind != EventKind::kOp || node_of_op_[ev.payload] == kNone32) continue;
     const EtNode& node = et_.nodes[node_of_op_[ev.payload]];
-    for (uint32_t i = node.args_begin; i < node.args_begin + node.args_count; ++i) {
-      const EtArg& arg = et_.args[i];
-      if (arg.kind == EtArgKind::kTensor && consider(arg.begin))
-        return et_.tensors[arg.begin].storage_id;
-      if (arg.kind != EtArgKind::kList) continue;
-      for (uint32_t j = arg.begin; j < arg.begin + arg.count; ++j)
-        if (et_.items[j] != kNone32 && consider(et_.items[j]))
-          return et_.tensors[et_.items[j]].storage_id;
-    }
+    if (const uint32_t found =
+            read::FindInput(et_, node, [&](uint32_t index, uint32_t) { return consider(index); });
+        found != kNone32)
+      return et_.tensors[found].storage_id;
   }
   if (op == kNone32) return 0;
   if (!freed_inside) {

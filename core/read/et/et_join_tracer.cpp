@@ -155,16 +155,12 @@ void Join::TracerTouches(TracerEvidence& evidence) const {
           evidence.in_step[step].push_back(block);
       }
     };
-    for (uint32_t i = 0; i < node.args_count; ++i) {
-      const EtArg& arg = et_.args[node.args_begin + i];
-      const bool written = i < args.size() && args[i].written;
-      if (arg.kind == EtArgKind::kTensor) visit(arg.begin, written, false);
-      if (arg.kind != EtArgKind::kList) continue;
-      for (uint32_t j = arg.begin; j < arg.begin + arg.count; ++j)
-        if (et_.items[j] != kNone32) visit(et_.items[j], written, false);
-    }
-    for (uint32_t i = node.outs_begin; i < node.outs_begin + node.outs_count; ++i)
-      if (et_.items[i] != kNone32) visit(et_.items[i], false, true);
+    read::ForEachTensor(
+        et_, node,
+        [&](uint32_t index, uint32_t i) {
+          visit(index, i < args.size() && args[i].written, false);
+        },
+        [&](uint32_t index) { visit(index, false, true); });
     // A module's parameters: tensors that no op of the profile creates,
     // that an op inside the call takes at a weight or bias argument.
     const uint32_t module = evidence.module_of[e];

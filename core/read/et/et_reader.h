@@ -93,6 +93,34 @@ struct ExecutionTrace {
   StringTable strings;
 };
 
+// The first input tensor of `node` (a tensor argument, or an item of a
+// tensor list, in argument order) for which pred(tensor index, argument
+// position) is true; kNone32 when none is. A pred that returns false
+// always visits every input.
+template <typename Pred>
+uint32_t FindInput(const ExecutionTrace& et, const EtNode& node, Pred&& pred) {
+  for (uint32_t i = 0; i < node.args_count; ++i) {
+    const EtArg& arg = et.args[node.args_begin + i];
+    if (arg.kind == EtArgKind::kTensor && pred(arg.begin, i)) return arg.begin;
+    if (arg.kind != EtArgKind::kList) continue;
+    for (uint32_t j = arg.begin; j < arg.begin + arg.count; ++j)
+      if (et.items[j] != kNone32 && pred(et.items[j], i)) return et.items[j];
+  }
+  return kNone32;
+}
+
+// Calls fn(tensor index, argument position) for each input tensor of
+// `node`, then out(tensor index) for each of its outputs.
+template <typename Fn, typename Out>
+void ForEachTensor(const ExecutionTrace& et, const EtNode& node, Fn&& fn, Out&& out) {
+  FindInput(et, node, [&](uint32_t index, uint32_t position) {
+    fn(index, position);
+    return false;
+  });
+  for (uint32_t i = node.outs_begin; i < node.outs_begin + node.outs_count; ++i)
+    if (et.items[i] != kNone32) out(et.items[i]);
+}
+
 Expected<ExecutionTrace> ReadExecutionTrace(const std::string& path,
                                             const ReadOptions& options = {});
 // Tests: an execution trace held in memory.
