@@ -76,6 +76,16 @@ def only_the_pre_profile_row(only_got):
     assert all(action == 2 and cat == UNKNOWN for (_, action, _, cat) in only_got), only_got
 
 
+def equals_pytorch(name, got):
+    """`got` is PyTorch's own timeline of the same profile
+    (NAME.torch.raw.json.gz) row for row, but for the Kineto reader's one
+    row of memory from before the profile."""
+    with gzip.open(os.path.join(ET, name + ".torch.raw.json.gz")) as f:
+        theirs = collections.Counter(tuple(row) for row in json.load(f))
+    assert theirs - got == collections.Counter()
+    only_the_pre_profile_row(got - theirs)
+
+
 @pytest.mark.parametrize("name", ["e2e_fwd_bwd_sgd", "e2e_adam", "e2e_inference"])
 def test_categories_equal_the_own_trace(name):
     """A training step (SGD, Adam from a cold start: the step creates its
@@ -109,12 +119,7 @@ def test_reused_address_equals_pytorch():
     name = "resnet_bn_reused_address"
     got, stderr = joined(name)
     assert "(100.0%) by record function id" in stderr, stderr
-    with gzip.open(os.path.join(ET, name + ".torch.raw.json.gz")) as f:
-        theirs = collections.Counter(tuple(row) for row in json.load(f))
-    assert theirs - got == collections.Counter()
-    extra = got - theirs
-    assert sum(extra.values()) <= 1, extra
-    assert all(action == 2 and cat == UNKNOWN for (_, action, _, cat) in extra), extra
+    equals_pytorch(name, got)
 
 
 def test_unowned_block_keeps_no_parameter():
@@ -134,12 +139,7 @@ def test_unowned_block_keeps_no_parameter():
     # execution trace (their children are): PyTorch's profiler has no
     # arguments for them either where it counts, their allocations.
     assert "joined 189 of 191 ops" in stderr, stderr
-    with gzip.open(os.path.join(ET, name + ".torch.raw.json.gz")) as f:
-        theirs = collections.Counter(tuple(row) for row in json.load(f))
-    assert theirs - got == collections.Counter()
-    extra = got - theirs
-    assert sum(extra.values()) <= 1, extra
-    assert all(action == 2 and cat == UNKNOWN for (_, action, _, cat) in extra), extra
+    equals_pytorch(name, got)
 
 
 def test_dataless_tensors_share_no_storage():
@@ -157,12 +157,7 @@ def test_dataless_tensors_share_no_storage():
     name = "dataless_null_storage"
     got, stderr = joined(name)
     assert "(100.0%) by record function id" in stderr, stderr
-    with gzip.open(os.path.join(ET, name + ".torch.raw.json.gz")) as f:
-        theirs = collections.Counter(tuple(row) for row in json.load(f))
-    assert theirs - got == collections.Counter()
-    extra = got - theirs
-    assert sum(extra.values()) <= 1, extra
-    assert all(action == 2 and cat == UNKNOWN for (_, action, _, cat) in extra), extra
+    equals_pytorch(name, got)
 
 
 @pytest.mark.parametrize("name", ["compiled_backward", "fsdp2_adam"])
@@ -182,12 +177,7 @@ def test_compiled_and_wrapper_runs_equal_pytorch(name):
     got, stderr = joined(name)
     assert "(100.0%) by record function id" in stderr, stderr
     assert "allocations (100.0%) are a tensor's storage" in stderr, stderr
-    with gzip.open(os.path.join(ET, name + ".torch.raw.json.gz")) as f:
-        theirs = collections.Counter(tuple(row) for row in json.load(f))
-    assert theirs - got == collections.Counter()
-    extra = got - theirs
-    assert sum(extra.values()) <= 1, extra
-    assert all(action == 2 and cat == UNKNOWN for (_, action, _, cat) in extra), extra
+    equals_pytorch(name, got)
 
 
 def test_join_coverage_is_reported_and_summary_works():
