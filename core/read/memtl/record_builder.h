@@ -150,6 +150,13 @@ class Builder {
   // false, changing nothing, when it cannot be sure to (read_merge.cpp).
   bool Append(Trace& part, const ChunkExtras& extras);
 
+  // Device of a chunk-mode tensor that names none (a partial tensor), for
+  // the merge to tell from a local device index.
+  static constexpr DeviceIndex kNoTensorDevice = 0xffff;
+  // state_begin of a chunk-mode parameter or optimizer with no "state" (in
+  // order: 0, where a "state" at the start of the states also begins).
+  static constexpr uint32_t kNoState = kNone32;
+
  private:
   enum class Kind : uint8_t { kOp, kAlloc, kPy, kOther, kSchema };
 
@@ -278,12 +285,6 @@ class Builder {
   Trace* t_;
   // Chunk mode's other output; null when reading in file order.
   ChunkExtras* chunk_ = nullptr;
-  // Device of a chunk-mode tensor that names none (a partial tensor), for
-  // the merge to tell from a local device index.
-  static constexpr DeviceIndex kNoTensorDevice = 0xffff;
-  // state_begin of a chunk-mode parameter or optimizer with no "state" (in
-  // order: 0, where a "state" at the start of the states also begins).
-  static constexpr uint32_t kNoState = kNone32;
   // TensorImpl address -> dense number (Tensor::impl); gone with the reader.
   DenseNumbering impls_;
   // A tensor's impl is numbered when the next tensor has been read, or
