@@ -121,7 +121,7 @@ struct SweepResult {
 };
 // Sums the spans of `device`, and the events `stream` gives, into rows,
 // and finds the peak of each weight set; the curve has `buckets` points
-// over rows [lo, hi] (none when 0).
+// over rows [lo, hi] (none when 0). In whatif_sweep.cpp.
 SweepResult Sweep(const std::vector<Span>& spans, DeviceIndex device,
                   const std::vector<Weights>& weights, int64_t lo = 0, int64_t hi = 0,
                   int buckets = 0, const Stream& stream = {});
