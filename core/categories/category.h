@@ -99,10 +99,6 @@ class CategoryWriter {
     d_.by_id_key_[key.value()] = true;
   }
   void SetByKey(KeySlot key, Category c) { d_.by_key_[key.value()] = static_cast<uint8_t>(c); }
-  void SetByVersion(KeySlot key, Version version, Category c) {
-    if (const uint32_t v = d_.Value(key, version); v != CategoryDict::kNoValue)
-      d_.by_version_[v] = static_cast<uint8_t>(c);
-  }
   void SetDefaultByVersion(KeySlot key, Version version, Category c) {
     const uint32_t v = d_.Value(key, version);
     if (v != CategoryDict::kNoValue && d_.by_version_[v] == CategoryDict::kNone)

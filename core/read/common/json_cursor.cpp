@@ -2,7 +2,6 @@
 #include "core/read/common/json_cursor.h"
 
 #include <bit>
-#include <cstdlib>
 #include <cstring>
 
 namespace memtl {
@@ -220,14 +219,6 @@ void JsonCursor::SkipNumber() {
     if (p_ >= end_ || *p_ < '0' || *p_ > '9') Fail("expected a digit in an exponent");
     while (p_ < end_ && *p_ >= '0' && *p_ <= '9') ++p_;
   }
-}
-
-double JsonCursor::ReadDouble() {
-  SkipWs();
-  const char* start = p_;
-  SkipNumber();
-  std::string text(start, p_);
-  return std::strtod(text.c_str(), nullptr);
 }
 
 namespace {

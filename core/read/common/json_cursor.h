@@ -62,7 +62,6 @@ class JsonCursor {
   // was consumed as a float).
   int64_t ReadInt64(bool* is_integer, bool* overflow);
   uint64_t ReadUint64(bool* is_integer, bool* overflow, bool* negative = nullptr);
-  double ReadDouble();
   // A string: a view into the line, or into `scratch` when it had escapes.
   std::string_view ReadString(std::string* scratch);
   void SkipValue();

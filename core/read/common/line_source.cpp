@@ -264,7 +264,7 @@ bool LineSource::ReadLines(std::string* out, size_t min_bytes) {
       }
       if (out->size() - line_begin > max_line_) {
         out->resize(line_begin + max_line_ + 1);
-        too_long_ = unterminated_ = done_ = true;
+        unterminated_ = done_ = true;
         return true;
       }
     }

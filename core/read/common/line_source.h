@@ -36,7 +36,7 @@ class LineSource {
   //
   // A line longer than max_line() is not read whole: its first
   // max_line() + 1 bytes end the last block, unterminated, and reading
-  // stops there (line_too_long() says so; status() stays ok).
+  // stops there (status() stays ok).
   //
   // Memory that runs out (for the gzip decoder's state too) throws
   // std::bad_alloc, which the reader turns into its "out of memory" line.
@@ -47,12 +47,10 @@ class LineSource {
   // traces, execution traces, raw timelines), which may hold everything on
   // one line. Returns false when nothing was appended, as ReadLines does.
   bool ReadBytes(std::string* out, size_t max);
-  bool line_too_long() const { return too_long_; }
   size_t max_line() const { return max_line_; }
   void set_max_line(size_t bytes) { max_line_ = bytes; }  // tests
   const Status& status() const { return status_; }
   bool last_line_unterminated() const { return unterminated_; }
-  bool is_gzip() const { return gzip_; }
   // A guess at the decoded size of a file, for reserving memory (0: no
   // guess): a plain file's size; for gzip, the size its trailer records
   // (modulo 2^32, so wraps are guessed from a typical JSON ratio of 10).
@@ -76,7 +74,6 @@ class LineSource {
   bool raw_eof_ = false;
   bool done_ = false;
   bool unterminated_ = false;
-  bool too_long_ = false;
   size_t max_line_ = kMaxLineBytes;
   Status status_;
   std::vector<unsigned char> raw_;  // compressed or plain input not yet used
