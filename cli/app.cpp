@@ -29,6 +29,7 @@ std::vector<Format> FormatsOf(Command command) {
     case Command::kEvents:
       return {Format::kText, Format::kTsv, Format::kJson};
     case Command::kPeak:
+      return {Format::kText, Format::kJson, Format::kFolded};
     case Command::kExplain:
     case Command::kSummary:
     case Command::kFit:
@@ -169,9 +170,10 @@ void AddPeakCommand(CLI::App& app, Args& args) {
   peak->add_option("--top", args.top, "how many of the largest live tensors to list")
       ->default_val(20);
   AddFormatOption(peak, args, Command::kPeak,
-                  "text (for people, the default) or json (for programs)");
-  AddPrintedOutputOption(peak, args,
-                         "in the --format given, else by its suffix: .json, any other text");
+                  "text (for people, the default), json (for programs) or folded (the bytes "
+                  "alive at the peak as folded stacks, for flame graph tools; every tensor)");
+  AddPrintedOutputOption(
+      peak, args, "in the --format given, else by its suffix: .json, .folded, any other text");
   peak->callback([&args] { args.command = Command::kPeak; });
 }
 

@@ -56,19 +56,21 @@ enum class Format : uint8_t {
   kJsonGz,  // export: the same, gzip
   kRaw,     // export: the raw events, gzip
   kHtml,    // one self-contained page
+  kFolded,  // peak: folded stacks, for flame graph tools
 };
 
 struct FormatName {
   Format format;
   std::string_view name;
 };
-inline constexpr std::array<FormatName, 6> kFormats = {{
+inline constexpr std::array<FormatName, 7> kFormats = {{
     {Format::kText, "text"},
     {Format::kTsv, "tsv"},
     {Format::kJson, "json"},
     {Format::kJsonGz, "json.gz"},
     {Format::kRaw, "raw"},
     {Format::kHtml, "html"},
+    {Format::kFolded, "folded"},
 }};
 std::string_view NameOf(Format format);
 // The formats `command` writes: --format's names, and what -o's suffix may

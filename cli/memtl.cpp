@@ -28,6 +28,7 @@
 #include "cli/whatif_args.h"
 #include "core/explain/events.h"
 #include "core/explain/explain.h"
+#include "core/explain/folded.h"
 #include "core/explain/peak.h"
 #include "core/explain/summary.h"
 #include "core/model/quote.h"
@@ -241,15 +242,17 @@ memtl::Expected<std::unique_ptr<memtl::Categorized>> Categorize(
 }
 
 int RunPeak(const Args& args) {
-  // The report is made before the analysis goes (Retain::kExport).
-  auto c = Categorize(args, memtl::Retain::kExport, args.top);
+  // The report is made before the analysis goes (Retain::kExport); folded
+  // stacks hold every live tensor.
+  const bool folded = args.format == Format::kFolded;
+  auto c = Categorize(args, memtl::Retain::kExport,
+                      folded ? std::numeric_limits<size_t>::max() : args.top);
   if (!c.ok()) return Fail(c.status().message());
   const memtl::PeakReport& report = *c.value()->peak;
-  if (int rc = Output(
-          args, args.format == Format::kJson ? memtl::PeakJson(report) : memtl::FormatPeak(report));
-      rc != 0) {
-    return rc;
-  }
+  const std::string text = folded                         ? memtl::FoldedPeak(report)
+                           : args.format == Format::kJson ? memtl::PeakJson(report)
+                                                          : memtl::FormatPeak(report);
+  if (int rc = Output(args, text); rc != 0) return rc;
   PrintNotes(c.value()->analysis->diagnostics);
   return 0;
 }

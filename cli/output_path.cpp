@@ -31,7 +31,10 @@ std::string PrintedFormatError(Args& args, const std::string& out) {
   }
   const bool json = writes_format(Format::kJson);
   const bool tsv = writes_format(Format::kTsv);
-  const std::string writes = tsv ? "text, TSV or JSON Lines" : json ? "text or JSON" : "text";
+  const std::string writes = tsv                              ? "text, TSV or JSON Lines"
+                             : writes_format(Format::kFolded) ? "text, JSON or folded stacks"
+                             : json                           ? "text or JSON"
+                                                              : "text";
   auto refuse = [&](const std::string& what, const std::string& instead) {
     return QuotePath(out) + ": memtl " + std::string(NameOf(args.command)) + " writes " + writes +
            ", not " + what + "; " + instead;
@@ -49,6 +52,8 @@ std::string PrintedFormatError(Args& args, const std::string& out) {
   } else if (out.ends_with(".tsv")) {
     if (!tsv) return refuse("TSV", "memtl events --format tsv writes the timeline as TSV");
     args.format = Format::kTsv;
+  } else if (out.ends_with(".folded") && writes_format(Format::kFolded)) {
+    args.format = Format::kFolded;
   }
   return {};
 }

@@ -50,6 +50,20 @@ std::string ExportCategoryLabel(int index, bool inferred) {
 
 namespace {
 
+// The ops from the outermost around event `e` to `e` itself (when it is
+// an op), one per line; empty when `e` is kNone32.
+std::string OpsAround(const Trace& trace, uint32_t e) {
+  std::vector<uint32_t> ops;
+  for (uint32_t p = e; p != kNone32; p = trace.events[p].parent)
+    if (trace.events[p].kind == EventKind::kOp) ops.push_back(p);
+  std::string out;
+  for (size_t i = ops.size(); i-- > 0;) {
+    out += trace.Name(trace.events[ops[i]]);
+    if (i > 0) out += '\n';
+  }
+  return out;
+}
+
 // A trace without tensors: the `top` largest allocations alive at the end
 // of the peak row (`r.time_us`), from the inference's pairing, with the op
 // that made each. A free of memory from before the profile stands for that
@@ -86,6 +100,7 @@ void LargestAllocations(const PeakInput& c, size_t top, PeakReport& r) {
     t.creator_name = before                 ? "before the profile"
                      : t.creator == kNone32 ? "[memory]"
                                             : trace.Name(trace.events[t.creator]);
+    t.ops = OpsAround(trace, t.creator);
     EventContext where = ContextOf(trace, c.tree, before ? kNone32 : event_of[a]);
     t.module = std::move(where.module);
     t.phase = std::move(where.phase);
@@ -211,6 +226,7 @@ PeakReport ExplainPeak(const PeakInput& c, size_t top) {
     if (g.last_version(k).valid()) t.creator = creator_of_value[g.value(k, Version(0))];
     t.creator_name =
         t.creator == kNone32 ? "before the profile" : trace.Name(trace.events[t.creator]);
+    t.ops = OpsAround(trace, t.creator);
     EventContext where = ContextOf(trace, c.tree, t.creator);
     t.module = std::move(where.module);
     t.phase = std::move(where.phase);

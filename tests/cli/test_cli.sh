@@ -75,7 +75,18 @@ cmp -s "$tmp/o.json" "$tmp/o.stdout" && pass=$((pass + 1)) || { fail=$((fail + 1
 check events-o-tsv 0 "memtl: wrote $tmp/o.tsv" -- "$bin" events "$pk" -o "$tmp/o.tsv"
 cmp -s "$tmp/o.tsv" "$tmp/o.stdout" && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL events-o-tsv: not the TSV"; }
 check graph-o-json 2 "memtl graph writes text, not JSON" -- "$bin" graph "$pk" -o "$tmp/o.json"
-check peak-o-gz 2 "memtl peak writes text or JSON, not gzip" -- "$bin" peak "$pk" -o "$tmp/o.json.gz"
+check peak-o-gz 2 "memtl peak writes text, JSON or folded stacks, not gzip" -- "$bin" peak "$pk" -o "$tmp/o.json.gz"
+# Folded stacks (flame graphs): every byte alive at the peak, once; -o x.folded writes them.
+for f in "$pk" "$root/fixtures/et/e2e_adam.kineto.json.gz" "$root/fixtures/torch2/resnet_bn_sgd_step.trace.jsonl.gz"; do
+  folded=$("$bin" peak "$f" --format folded 2>/dev/null | awk '{s += $NF} END {print s}')
+  peak=$("$bin" peak "$f" --format json 2>/dev/null | grep -o '"bytes":[0-9]*' | head -1 | cut -d: -f2)
+  [ -n "$peak" ] && [ "$folded" = "$peak" ] && pass=$((pass + 1)) ||
+    { fail=$((fail + 1)); echo "FAIL peak-folded-sum $f: $folded != $peak"; }
+done
+check peak-o-folded 0 "memtl: wrote $tmp/o.folded" -- "$bin" peak "$pk" -o "$tmp/o.folded"
+grep -qx "Sequential_0;Linear_1;.weight exp_avg;OPTIMIZER_STATE 65536" "$tmp/o.folded" &&
+  grep -qx "aten::mse_loss;ACTIVATION 16384" "$tmp/o.folded" &&
+  pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL peak-o-folded: $(head -3 "$tmp/o.folded")"; }
 check peak-o-trace 2 "being read; choose another output path" -- "$bin" peak "$pk" -o "$pk"
 # Over budget: the summary is written all the same, then status 3.
 "$bin" summary "$pk" -o "$tmp/s.json" --budget total=1KB 2>/dev/null

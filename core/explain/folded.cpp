@@ -1,0 +1,72 @@
+#include "core/explain/folded.h"
+
+#include <map>
+#include <string_view>
+
+namespace memtl {
+
+namespace {
+
+// A frame as the folded format takes it: ';' separates frames and a line
+// ends at its newline, so neither may be in one.
+void AppendFrame(std::string& stack, std::string_view frame) {
+  if (!stack.empty()) stack += ';';
+  for (const char c : frame) stack += c == ';' ? ',' : (c == '\n' || c == '\r') ? ' ' : c;
+}
+
+// "Sequential_0 > Linear_1 .weight grad" as frames: the modules, then the
+// tensor's name in its module (".weight grad").
+void AppendPath(std::string& stack, std::string_view path) {
+  static constexpr std::string_view kSep = " > ";
+  while (!path.empty()) {
+    const size_t at = path.find(kSep);
+    std::string_view module = path.substr(0, at);
+    const size_t attribute = at == std::string_view::npos ? module.find(" .") : module.npos;
+    AppendFrame(stack, module.substr(0, attribute));
+    if (attribute != module.npos) AppendFrame(stack, module.substr(attribute + 1));
+    if (at == std::string_view::npos) break;
+    path.remove_prefix(at + kSep.size());
+  }
+}
+
+}  // namespace
+
+std::string FoldedPeak(const PeakReport& r) {
+  std::map<std::string, int64_t> stacks;
+  for (const LiveTensor& t : r.largest) {
+    std::string stack;
+    if (!t.name.empty()) {
+      AppendPath(stack, t.name);
+    } else if (t.creator == kNone32) {
+      AppendFrame(stack, "(before the profile)");
+    } else {
+      AppendPath(stack, t.module);
+      // Made outside any op: the event that made it names it ("[memory]").
+      if (t.ops.empty()) AppendFrame(stack, t.creator_name);
+      std::string_view ops = t.ops;
+      while (!ops.empty()) {
+        const size_t at = ops.find('\n');
+        AppendFrame(stack, ops.substr(0, at));
+        if (at == std::string_view::npos) break;
+        ops.remove_prefix(at + 1);
+      }
+    }
+    AppendFrame(stack, CategoryLabel(t.category, r.inferred));
+    stacks[stack] += t.bytes;
+  }
+  // A trace with tensors: what no tensor holds. (Without tensors the
+  // allocations listed are all there is.)
+  if (!r.inferred && r.untracked_bytes > 0)
+    stacks["(no tensor identity);unknown"] += r.untracked_bytes;
+  std::string out;
+  for (const auto& [stack, bytes] : stacks) {
+    if (bytes <= 0) continue;
+    out += stack;
+    out += ' ';
+    out += std::to_string(bytes);
+    out += '\n';
+  }
+  return out;
+}
+
+}  // namespace memtl
