@@ -48,67 +48,75 @@ struct Pending {
   bool has_true = false, has_false = false, has_none = false;
 };
 
-}  // namespace
+// Makes the graph's nodes one leaf at a time, keeping every key slot's
+// current version between them; the nodes and their edges go to the
+// graph's arrays.
+class NodeBuilder {
+ public:
+  NodeBuilder(const OpTree& tree, const KeyTable& keys, std::vector<KeySlot>* reused,
+              std::vector<FlowNode>& nodes, std::vector<FlowEdge>& edges)
+      : tree_(tree),
+        trace_(tree.trace()),
+        keys_(keys),
+        pre_(tree.preorder()),
+        reused_(reused),
+        nodes_(nodes),
+        edges_(edges),
+        active_(keys.size(), -1),
+        position_(keys.size(), kNone32) {}
 
-Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree, const KeyTable& keys,
-                                             std::vector<KeySlot>* reused) {
-  const Trace& trace = tree.trace();
-  const uint32_t num_keys = keys.size();
-  DataFlowGraph g;
-  // The current version of every key slot (PyTorch's _active_version); -1
+  // Adds the node of one leaf, whose subtree is pre-order [first, last).
+  Status AddNode(uint32_t leaf, uint32_t first, uint32_t last) {
+    for (const auto& p : pending_) position_[p.edge.key()] = kNone32;
+    pending_.clear();
+    NoteInputs(first, last);
+    if (Status s = NoteFrees(leaf, first, last); !s.ok()) return s;
+    NoteAllocations(first, last);
+    // Slot order is TensorKey order.
+    std::sort(pending_.begin(), pending_.end(),
+              [](const Pending& a, const Pending& b) { return a.edge.slot < b.edge.slot; });
+    return Emit(leaf);
+  }
+
+  // What only the build read goes before validation adds its own array.
+  void FreeScratch() {
+    position_.clear();
+    FreeArray(pending_);
+  }
+
+  // Every key slot's last version (-1: no node mentions the key).
+  PerKey<int32_t>& active() { return active_; }
+
+ private:
+  // The current version of a key slot (PyTorch's _active_version); -1
   // until a node mentions the key.
-  PerKey<int32_t> active(num_keys, -1);
-  auto lookup = [&active](KeySlot k) -> int32_t {
-    if (active[k] < 0) active[k] = 0;
-    return active[k];
-  };
+  int32_t Lookup(KeySlot k) {
+    if (active_[k] < 0) active_[k] = 0;
+    return active_[k];
+  }
 
   // A node's edges, with each key's position among them (kNone32: absent).
-  std::vector<Pending> pending;
-  PerKey<uint32_t> position(num_keys, kNone32);
-  auto slot = [&](KeySlot k) -> Pending& {
-    if (position[k] != kNone32) return pending[position[k]];
-    position[k] = static_cast<uint32_t>(pending.size());
-    pending.emplace_back();
-    pending.back().edge.slot = k.value();
-    return pending.back();
-  };
+  Pending& Slot(KeySlot k) {
+    if (position_[k] != kNone32) return pending_[position_[k]];
+    position_[k] = static_cast<uint32_t>(pending_.size());
+    pending_.emplace_back();
+    pending_.back().edge.slot = k.value();
+    return pending_.back();
+  }
 
-  // The graph's nodes are the leaves in start-time order. Pre-order nearly
-  // always is that order already: then the leaves are visited as they are
-  // found, with no array of them (4 bytes a node); otherwise they are
-  // collected and stably sorted, as PyTorch sorts them.
-  auto by_start = [&](uint32_t a, uint32_t b) { return trace.event_t0[a] < trace.event_t0[b]; };
-  uint32_t num_leaves = 0;
-  bool in_start_order = true;
-  uint32_t prev = kNone32;
-  ForEachLeaf(tree, [&](uint32_t e, uint32_t, uint32_t) {
-    if (prev != kNone32 && by_start(e, prev)) in_start_order = false;
-    prev = e;
-    ++num_leaves;
-  });
-  g.nodes_.reserve(num_leaves);
-  // An upper bound (every tensor argument and allocation event an edge): the
-  // untouched part is address space only, and the array is never regrown.
-  g.edges_.reserve(trace.arg_kinds.size() + trace.list_items.size() + trace.allocs.size());
-  const EventOrder pre = tree.preorder();
-  // Adds the node of one leaf, whose subtree is pre-order [first, last).
-  auto add_node = [&](uint32_t leaf, uint32_t first, uint32_t last) -> Status {
-    for (const auto& p : pending) position[p.edge.key()] = kNone32;
-    pending.clear();
-
-    // Inputs of every op in the subtree, with how each may be written.
+  // Inputs of every op in the subtree, with how each may be written.
+  void NoteInputs(uint32_t first, uint32_t last) {
     for (uint32_t p = first; p < last; ++p) {
-      const uint32_t e = pre[p];
-      const Event& ev = trace.events[e];
+      const uint32_t e = pre_[p];
+      const Event& ev = trace_.events[e];
       if (ev.kind != EventKind::kOp) continue;
-      const ArgList args = trace.ArgsOf(ev.payload);
-      const auto [mut, mut_count] = tree.mutability(e);
+      const ArgList args = trace_.ArgsOf(ev.payload);
+      const auto [mut, mut_count] = tree_.mutability(e);
       const size_t n = std::min<size_t>(mut_count, args.size());
       auto note = [&](uint32_t tensor, int8_t m) {
-        const KeySlot key = keys.SlotOfTensor(tensor);
+        const KeySlot key = keys_.SlotOfTensor(tensor);
         if (!key.valid()) return;
-        Pending& s = slot(key);
+        Pending& s = Slot(key);
         if (m == 1) s.has_true = true;
         if (m == 0) s.has_false = true;
         if (m == -1) s.has_none = true;
@@ -118,106 +126,138 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree, const KeyTable&
         const Arg arg = *it;
         if (arg.kind == ArgKind::kTensor) note(arg.begin, mut[i]);
         if (arg.kind == ArgKind::kTensorList) {
-          for (uint32_t k = 0; k < arg.count; ++k) note(trace.list_items[arg.begin + k], mut[i]);
+          for (uint32_t k = 0; k < arg.count; ++k) note(trace_.list_items[arg.begin + k], mut[i]);
         }
       }
     }
-    for (auto& s : pending) {
-      s.edge.input_version = lookup(s.edge.key());
+    for (auto& s : pending_) {
+      s.edge.input_version = Lookup(s.edge.key());
       // Written if any matching overload writes it, or if it was only ever
       // seen where no overload matched.
       s.edge.mutated = (s.has_true || (s.has_none && !s.has_false)) ? 1 : 0;
     }
-    // Frees: deleting a tensor reads its current version.
+  }
+
+  // Frees: deleting a tensor reads its current version.
+  Status NoteFrees(uint32_t leaf, uint32_t first, uint32_t last) {
     for (uint32_t p = first; p < last; ++p) {
-      const Event& ev = trace.events[pre[p]];
-      if (ev.kind != EventKind::kAlloc || trace.allocs[ev.payload].bytes >= 0) continue;
-      const KeySlot key = keys.SlotOfAlloc(ev.payload);
+      const Event& ev = trace_.events[pre_[p]];
+      if (ev.kind != EventKind::kAlloc || trace_.allocs[ev.payload].bytes >= 0) continue;
+      const KeySlot key = keys_.SlotOfAlloc(ev.payload);
       if (!key.valid()) continue;
-      Pending& s = slot(key);
+      Pending& s = Slot(key);
       if (s.edge.mutated == -1) {
-        return Status::Error("double free of T" + std::to_string(keys[key].id.value()) +
-                             " inside " + Describe(trace, leaf));
+        return Status::Error("double free of T" + std::to_string(keys_[key].id.value()) +
+                             " inside " + Describe(trace_, leaf));
       }
       s.edge.mutated = -1;
-      s.edge.input_version = lookup(key);
+      s.edge.input_version = Lookup(key);
     }
-    // Allocations last: they override the input edges added above.
-    for (uint32_t p = first; p < last; ++p) {
-      const Event& ev = trace.events[pre[p]];
-      if (ev.kind != EventKind::kAlloc || trace.allocs[ev.payload].bytes <= 0) continue;
-      const KeySlot key = keys.SlotOfAlloc(ev.payload);
-      if (!key.valid()) continue;
-      slot(key).edge.input_version = FlowEdge::kAllocated;
-    }
-    // Slot order is TensorKey order.
-    std::sort(pending.begin(), pending.end(),
-              [](const Pending& a, const Pending& b) { return a.edge.slot < b.edge.slot; });
+    return Status();
+  }
 
+  // Allocations last: they override the input edges added before them.
+  void NoteAllocations(uint32_t first, uint32_t last) {
+    for (uint32_t p = first; p < last; ++p) {
+      const Event& ev = trace_.events[pre_[p]];
+      if (ev.kind != EventKind::kAlloc || trace_.allocs[ev.payload].bytes <= 0) continue;
+      const KeySlot key = keys_.SlotOfAlloc(ev.payload);
+      if (!key.valid()) continue;
+      Slot(key).edge.input_version = FlowEdge::kAllocated;
+    }
+  }
+
+  // The node with its sorted edges; the versions they write become current.
+  Status Emit(uint32_t leaf) {
     FlowNode node;
     node.event = leaf;
-    node.edges_begin = static_cast<uint32_t>(g.edges_.size());
-    for (const auto& s : pending) {
-      if (s.edge.mutated == 1 && !s.edge.is_allocation()) ++active[s.edge.key()];
-      g.edges_.push_back(s.edge);
+    node.edges_begin = static_cast<uint32_t>(edges_.size());
+    for (const auto& s : pending_) {
+      if (s.edge.mutated == 1 && !s.edge.is_allocation()) ++active_[s.edge.key()];
+      edges_.push_back(s.edge);
     }
-    for (const auto& s : pending) {
+    for (const auto& s : pending_) {
       if (!s.edge.is_output()) continue;
       if (s.edge.output_version() > Version(kMaxVersion)) {
-        return Status::Error("at " + Describe(trace, leaf) + ": " +
-                             KeyText(keys, s.edge.key(), s.edge.output_version()) +
+        return Status::Error("at " + Describe(trace_, leaf) + ": " +
+                             KeyText(keys_, s.edge.key(), s.edge.output_version()) +
                              " is past the most versions of one tensor memtl keeps (2^28-1)");
       }
-      const int32_t now = lookup(s.edge.key());
-      if (reused != nullptr && s.edge.is_allocation() && now > 0) {
-        reused->push_back(s.edge.key());
-        active[s.edge.key()] = 0;  // on, to find the others
+      const int32_t now = Lookup(s.edge.key());
+      if (reused_ != nullptr && s.edge.is_allocation() && now > 0) {
+        reused_->push_back(s.edge.key());
+        active_[s.edge.key()] = 0;  // on, to find the others
         continue;
       }
       if (Version(now) != s.edge.output_version()) {
-        return Status::Error("data-flow invariant broken at " + Describe(trace, leaf) +
+        return Status::Error("data-flow invariant broken at " + Describe(trace_, leaf) +
                              ": it creates " +
-                             KeyText(keys, s.edge.key(), s.edge.output_version()) +
+                             KeyText(keys_, s.edge.key(), s.edge.output_version()) +
                              " but the tensor is at v" + std::to_string(now));
       }
     }
-    g.nodes_.push_back(node);
+    nodes_.push_back(node);
     return Status();
-  };
+  }
+
+  const OpTree& tree_;
+  const Trace& trace_;
+  const KeyTable& keys_;
+  const EventOrder pre_;
+  std::vector<KeySlot>* reused_;
+  std::vector<FlowNode>& nodes_;
+  std::vector<FlowEdge>& edges_;
+  PerKey<int32_t> active_;
+  std::vector<Pending> pending_;
+  PerKey<uint32_t> position_;
+};
+
+// The graph's nodes are the leaves in start-time order. Pre-order nearly
+// always is that order already: then the leaves are visited as they are
+// found, with no array of them (4 bytes a node); otherwise they are
+// collected and stably sorted, as PyTorch sorts them.
+Status AddLeavesInStartOrder(const OpTree& tree, NodeBuilder& builder, std::vector<FlowNode>& nodes,
+                             std::vector<FlowEdge>& edges) {
+  const Trace& trace = tree.trace();
+  auto by_start = [&](uint32_t a, uint32_t b) { return trace.event_t0[a] < trace.event_t0[b]; };
+  uint32_t num_leaves = 0;
+  bool in_start_order = true;
+  uint32_t prev = kNone32;
+  ForEachLeaf(tree, [&](uint32_t e, uint32_t, uint32_t) {
+    if (prev != kNone32 && by_start(e, prev)) in_start_order = false;
+    prev = e;
+    ++num_leaves;
+  });
+  nodes.reserve(num_leaves);
+  // An upper bound (every tensor argument and allocation event an edge): the
+  // untouched part is address space only, and the array is never regrown.
+  edges.reserve(trace.arg_kinds.size() + trace.list_items.size() + trace.allocs.size());
   Status built;
   if (in_start_order) {
     ForEachLeaf(tree, [&](uint32_t e, uint32_t first, uint32_t last) {
-      if (built.ok()) built = add_node(e, first, last);
+      if (built.ok()) built = builder.AddNode(e, first, last);
     });
-  } else {
-    std::vector<uint32_t> leaves;
-    leaves.reserve(num_leaves);
-    ForEachLeaf(tree, [&](uint32_t e, uint32_t, uint32_t) { leaves.push_back(e); });
-    std::stable_sort(leaves.begin(), leaves.end(), by_start);
-    for (uint32_t leaf : leaves) {
-      const uint32_t first = tree.position(leaf);
-      built = add_node(leaf, first, tree.subtree_end(first));
-      if (!built.ok()) break;
-    }
+    return built;
   }
-  if (!built.ok()) return built;
-  if (reused != nullptr && !reused->empty()) {
-    std::sort(reused->begin(), reused->end());
-    reused->erase(std::unique(reused->begin(), reused->end()), reused->end());
-    return Status::Error(std::to_string(reused->size()) +
-                         " storages allocated again while live by the trace's records");
+  std::vector<uint32_t> leaves;
+  leaves.reserve(num_leaves);
+  ForEachLeaf(tree, [&](uint32_t e, uint32_t, uint32_t) { leaves.push_back(e); });
+  std::stable_sort(leaves.begin(), leaves.end(), by_start);
+  for (uint32_t leaf : leaves) {
+    const uint32_t first = tree.position(leaf);
+    built = builder.AddNode(leaf, first, tree.subtree_end(first));
+    if (!built.ok()) break;
   }
+  return built;
+}
 
-  // What only the build read goes before validation adds its own array.
-  position.clear();
-  FreeArray(pending);
-
-  // Validation, as PyTorch's DataFlowGraph.validate: each (tensor, version)
-  // is created once, inputs read the latest version, versions never go
-  // back. Versions of a key are created in increasing order, so the latest
-  // version per key checks all three (no set of every pair).
-  PerKey<int32_t> latest(num_keys, -1);
-  for (const auto& node : g.nodes_) {
+// Validation, as PyTorch's DataFlowGraph.validate: each (tensor, version)
+// is created once, inputs read the latest version, versions never go
+// back. Versions of a key are created in increasing order, so the latest
+// version per key checks all three (no set of every pair).
+Status Validate(const DataFlowGraph& g, const Trace& trace, const KeyTable& keys) {
+  PerKey<int32_t> latest(keys.size(), -1);
+  for (const auto& node : g.nodes()) {
     for (const FlowEdge* e = g.begin(node); e != g.end(node); ++e) {
       if (!e->is_input()) continue;
       const int32_t expected = std::max(latest[e->key()], 0);
@@ -240,19 +280,45 @@ Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree, const KeyTable&
       v = e->output_version().value();
     }
   }
+  return Status();
+}
 
-  latest.clear();
-
-  // Number every (key, version): versions 0..max(last, 0) of each slot.
-  g.value_begin_.resize(static_cast<size_t>(num_keys) + 1);
+// Numbers every (key, version): versions 0..max(last, 0) of each slot.
+Expected<std::vector<uint32_t>> NumberValues(const KeyTable& keys,
+                                             const PerKey<int32_t>& last_version) {
+  const uint32_t num_keys = keys.size();
+  std::vector<uint32_t> value_begin(static_cast<size_t>(num_keys) + 1);
   uint64_t values = 0;
   for (const KeySlot k : keys.slots()) {
-    g.value_begin_[k.value()] = static_cast<uint32_t>(values);
-    values += static_cast<uint64_t>(std::max(active[k], 0)) + 1;
+    value_begin[k.value()] = static_cast<uint32_t>(values);
+    values += static_cast<uint64_t>(std::max(last_version[k], 0)) + 1;
     if (values > 0xfffffff0u) return Status::Error("more than 2^32 tensor versions");
   }
-  g.value_begin_[num_keys] = static_cast<uint32_t>(values);
-  g.last_version_ = std::move(active);
+  value_begin[num_keys] = static_cast<uint32_t>(values);
+  return value_begin;
+}
+
+}  // namespace
+
+Expected<DataFlowGraph> DataFlowGraph::Build(const OpTree& tree, const KeyTable& keys,
+                                             std::vector<KeySlot>* reused) {
+  DataFlowGraph g;
+  NodeBuilder builder(tree, keys, reused, g.nodes_, g.edges_);
+  if (Status built = AddLeavesInStartOrder(tree, builder, g.nodes_, g.edges_); !built.ok()) {
+    return built;
+  }
+  if (reused != nullptr && !reused->empty()) {
+    std::sort(reused->begin(), reused->end());
+    reused->erase(std::unique(reused->begin(), reused->end()), reused->end());
+    return Status::Error(std::to_string(reused->size()) +
+                         " storages allocated again while live by the trace's records");
+  }
+  builder.FreeScratch();
+  if (Status valid = Validate(g, tree.trace(), keys); !valid.ok()) return valid;
+  auto value_begin = NumberValues(keys, builder.active());
+  if (!value_begin.ok()) return value_begin.status();
+  g.value_begin_ = std::move(value_begin.value());
+  g.last_version_ = std::move(builder.active());
   return g;
 }
 
