@@ -75,6 +75,147 @@ KeyTable WithUnseenEnds(KeyTable kt, const std::vector<std::pair<int64_t, uint32
   return kt;
 }
 
+// Steps 1 and 2's result. Each observation's and allocation's allocation id
+// is kept by target (0: none; a visited observation has one, from 1); the
+// legacy key table is built in these arrays.
+struct Flattened {
+  std::vector<uint32_t> tensor_aid, alloc_aid;
+  uint32_t num_aids = 0;
+  uint64_t impl_bound = 1;
+  std::vector<uint32_t> alloc_event_of_aid;
+  std::vector<std::pair<int64_t, uint32_t>> ends;  // of split storages
+};
+
+// Steps 1 and 2.
+Flattened FlattenRecords(const Trace& trace, const TensorRecords& records,
+                         const std::vector<uint64_t>& tensor_ptrs, const RecordWalk& walk,
+                         bool legacy, const StorageSplits& splits, IdentityStats& stats) {
+  Flattened f;
+  f.tensor_aid.assign(records.tensors.size(), 0);
+  f.alloc_aid.assign(trace.allocs.size(), 0);
+  // With producer ids the computed ids are only compared: the split is
+  // made on the producer's (ProducerKeys).
+  static const StorageSplits kNoSplits;
+  Flattener flat(trace, records, tensor_ptrs, &f.tensor_aid, &f.alloc_aid,
+                 legacy ? splits : kNoSplits);
+  walk.Run([&](uint32_t ti) { flat.Tensor(ti); }, [&](uint32_t ei) { flat.Alloc(ei); });
+  f.num_aids = flat.num_aids();
+  stats.split_storages = flat.num_splits();
+  f.ends = flat.TakeEnds();
+  stats.allocation_id_bound = f.num_aids;
+  f.impl_bound = std::max<uint64_t>(trace.num_impls, flat.impl_bound());
+  f.alloc_event_of_aid = flat.TakeAllocEvents();
+  return f;
+}
+
+// With producer ids, the computed allocation ids are only compared.
+void CompareAllocationIds(const Trace& trace, const TensorRecords& records, const Flattened& f,
+                          IdentityStats& stats) {
+  // One past the largest id, saturated: an id from a trace may be the
+  // largest int64 (no overflow before the checks).
+  auto past = [](AllocationId a) {
+    return a.value() < std::numeric_limits<int64_t>::max() ? a.value() + 1 : a.value();
+  };
+  for (const ProducerIds& ids : records.tensor_ids)
+    stats.allocation_id_bound = std::max(stats.allocation_id_bound, past(ids.allocation));
+  for (const ProducerIds& ids : trace.alloc_ids)
+    stats.allocation_id_bound = std::max(stats.allocation_id_bound, past(ids.allocation));
+  for (size_t i = 0; i < f.tensor_aid.size(); ++i) {
+    if (f.tensor_aid[i] != 0 &&
+        Given(records.tensor_ids, i).allocation != AllocationId(f.tensor_aid[i]))
+      ++stats.id_mismatches;
+  }
+  for (size_t i = 0; i < f.alloc_aid.size(); ++i) {
+    if (Given(trace.alloc_ids, i).allocation != AllocationId(f.alloc_aid[i])) ++stats.id_mismatches;
+  }
+}
+
+// Producer ids: they are kept; disagreements are counted (over the
+// observations and allocations step 4 kept).
+void CompareTensorIds(const Trace& trace, const TensorRecords& records, const Flattened& f,
+                      const std::vector<bool>& tensor_aids, const std::vector<int32_t>& id_of,
+                      Diagnostics& diag, IdentityStats& stats) {
+  auto compare = [&](uint32_t aid, const ProducerIds& given) {
+    if (aid != 0 && tensor_aids[aid] && TensorId(id_of[aid]) != given.id) ++stats.id_mismatches;
+  };
+  for (size_t i = 0; i < f.tensor_aid.size(); ++i)
+    compare(f.tensor_aid[i], Given(records.tensor_ids, i));
+  for (size_t i = 0; i < f.alloc_aid.size(); ++i)
+    compare(f.alloc_aid[i], Given(trace.alloc_ids, i));
+  if (stats.id_mismatches > 0) {
+    diag.Add("producer ids differ from memtl's",
+             std::to_string(stats.id_mismatches) +
+                 " tensor or allocation ids differ; the producer's are used");
+  }
+}
+
+// The storages to split get new allocation ids from where an allocation
+// reuses their address while they are live (-1: the producer's id), per
+// observation and per allocation; each split's end is added to `ends`.
+struct ProducerSplits {
+  std::vector<int64_t> tensor, alloc;
+};
+ProducerSplits SplitProducerStorages(const Trace& trace, const TensorRecords& records,
+                                     const RecordWalk& walk, const StorageSplits& splits,
+                                     const std::vector<bool>& null_storage,
+                                     std::vector<std::pair<int64_t, uint32_t>>& ends,
+                                     IdentityStats& stats) {
+  ProducerSplits out;
+  if (splits.empty()) return out;
+  out.tensor.assign(records.tensors.size(), -1);
+  out.alloc.assign(trace.allocs.size(), -1);
+  absl::flat_hash_map<int64_t, std::pair<int64_t, bool>> now;  // aid -> (id given, live)
+  int64_t next = splits.first_new_id;
+  uint32_t alloc_event = 0;  // the allocation event `see` is called for
+  auto see = [&](int64_t aid, bool allocation, bool free) -> int64_t {
+    auto [it, fresh] = now.try_emplace(aid, aid, false);
+    auto& [given, live] = it->second;
+    if (allocation && live && !fresh) {
+      ends.emplace_back(given, alloc_event);
+      given = next++;
+      ++stats.split_storages;
+    }
+    live = !free;
+    return given;
+  };
+  walk.Run(
+      [&](uint32_t ti) {
+        const int64_t aid = Given(records.tensor_ids, ti).allocation.value();
+        if (!null_storage[ti] && splits.Contains(aid)) out.tensor[ti] = see(aid, false, false);
+      },
+      [&](uint32_t ei) {
+        const uint32_t i = trace.events[ei].payload;
+        const int64_t aid = Given(trace.alloc_ids, i).allocation.value();
+        const int64_t bytes = trace.allocs[i].bytes;
+        alloc_event = ei;
+        if (splits.Contains(aid)) out.alloc[i] = see(aid, bytes > 0, bytes < 0);
+      });
+  return out;
+}
+
+// The key table of a trace with producer ids: the producer's ids, with
+// the split storages' new allocation ids.
+KeyTable ProducerKeys(const Trace& trace, const TensorRecords& records, const RecordWalk& walk,
+                      const StorageSplits& splits, const std::vector<bool>& null_storage,
+                      std::vector<std::pair<int64_t, uint32_t>> ends, IdentityStats& stats) {
+  const ProducerSplits split =
+      SplitProducerStorages(trace, records, walk, splits, null_storage, ends, stats);
+  auto allocation = [](const std::vector<int64_t>& split, uint32_t i, AllocationId given) {
+    return i < split.size() && split[i] >= 0 ? AllocationId(split[i]) : given;
+  };
+  // Step 7: a storage-less tensor's producer ids give it no key.
+  KeyTableBuilder keys(trace, records);
+  for (uint32_t ti = 0; ti < records.tensors.size(); ++ti) {
+    const ProducerIds ids = null_storage[ti] ? ProducerIds{} : Given(records.tensor_ids, ti);
+    keys.Tensor(ti, ids.id, allocation(split.tensor, ti, ids.allocation));
+  }
+  for (uint32_t i = 0; i < trace.allocs.size(); ++i) {
+    const ProducerIds ids = Given(trace.alloc_ids, i);
+    keys.Alloc(i, ids.id, allocation(split.alloc, i, ids.allocation));
+  }
+  return WithUnseenEnds(keys.Finish(), ends);
+}
+
 }  // namespace
 
 IdentityResult AssignIdentity(const Trace& trace, const TensorRecords& records,
@@ -90,58 +231,17 @@ IdentityResult AssignIdentity(const Trace& trace, const TensorRecords& records,
              "2^30 or more tensor observations and allocations; no tensor ids assigned");
     return {BuildKeyTable(trace, records, {}, {}), stats};  // no keys
   }
-  // Steps 1 and 2. Each observation's and allocation's allocation id is
-  // kept by target (0: none; a visited observation has one, from 1); the
-  // legacy key table is built in these arrays. The storage pointers are
-  // not read again.
+  // Steps 1 and 2. The storage pointers are not read again.
   const RecordWalk walk(trace, records);
-  std::vector<uint32_t> tensor_aid(records.tensors.size(), 0);
-  std::vector<uint32_t> alloc_aid(trace.allocs.size(), 0);
-  uint32_t num_aids = 0;
-  uint64_t impl_bound = 1;
-  std::vector<uint32_t> alloc_event_of_aid;
-  std::vector<std::pair<int64_t, uint32_t>> ends;  // of split storages
-  {
-    // With producer ids the computed ids are only compared: the split is
-    // made on the producer's below.
-    static const StorageSplits kNoSplits;
-    Flattener flat(trace, records, tensor_ptrs, &tensor_aid, &alloc_aid,
-                   legacy ? splits : kNoSplits);
-    walk.Run([&](uint32_t ti) { flat.Tensor(ti); }, [&](uint32_t ei) { flat.Alloc(ei); });
-    num_aids = flat.num_aids();
-    stats.split_storages = flat.num_splits();
-    ends = flat.TakeEnds();
-    stats.allocation_id_bound = num_aids;
-    impl_bound = std::max<uint64_t>(trace.num_impls, flat.impl_bound());
-    alloc_event_of_aid = flat.TakeAllocEvents();
-  }
+  Flattened f = FlattenRecords(trace, records, tensor_ptrs, walk, legacy, splits, stats);
   // Step 7's input, read before the pointers go (a bit per observation).
   std::vector<bool> null_storage(records.tensors.size(), false);
   for (size_t ti = 0; ti < records.tensors.size(); ++ti) null_storage[ti] = tensor_ptrs[ti] == 0;
   FreeArray(tensor_ptrs);
-  for (uint32_t aid : tensor_aid) stats.raw_tensors += aid != 0 ? 1 : 0;
+  for (uint32_t aid : f.tensor_aid) stats.raw_tensors += aid != 0 ? 1 : 0;
   stats.raw_tensors += trace.allocs.size();
 
-  // With producer ids, the computed allocation ids are only compared.
-  if (!legacy) {
-    // One past the largest id, saturated: an id from a trace may be the
-    // largest int64 (no overflow before the checks).
-    auto past = [](AllocationId a) {
-      return a.value() < std::numeric_limits<int64_t>::max() ? a.value() + 1 : a.value();
-    };
-    for (const ProducerIds& ids : records.tensor_ids)
-      stats.allocation_id_bound = std::max(stats.allocation_id_bound, past(ids.allocation));
-    for (const ProducerIds& ids : trace.alloc_ids)
-      stats.allocation_id_bound = std::max(stats.allocation_id_bound, past(ids.allocation));
-    for (size_t i = 0; i < tensor_aid.size(); ++i) {
-      if (tensor_aid[i] != 0 &&
-          Given(records.tensor_ids, i).allocation != AllocationId(tensor_aid[i]))
-        ++stats.id_mismatches;
-    }
-    for (size_t i = 0; i < alloc_aid.size(); ++i) {
-      if (Given(trace.alloc_ids, i).allocation != AllocationId(alloc_aid[i])) ++stats.id_mismatches;
-    }
-  }
+  if (!legacy) CompareAllocationIds(trace, records, f, stats);
 
   // Step 3. Either way impls are numbered 1..num_impls-1 afterwards: the
   // 1.13 split's numbers are per observation in `virtual_impl` (0 where the
@@ -152,27 +252,28 @@ IdentityResult AssignIdentity(const Trace& trace, const TensorRecords& records,
   const bool dealias = legacy && !trace.header.impls_held;
   if (dealias) {
     virtual_impl.assign(records.tensors.size(), 0);
-    num_impls = DealiasImpls(trace, schemas, walk, impl_bound, alloc_event_of_aid, tensor_aid,
+    num_impls = DealiasImpls(trace, schemas, walk, f.impl_bound, f.alloc_event_of_aid, f.tensor_aid,
                              virtual_impl, stats);
   } else {
     // With producer ids no impl is split: the reader's numbers are the ones
     // to use.
-    num_impls = impl_bound;
+    num_impls = f.impl_bound;
   }
-  FreeArray(alloc_event_of_aid);
+  FreeArray(f.alloc_event_of_aid);
 
   // Step 4: allocations never seen with a tensor (that has a TensorImpl)
   // are not tensor storage: observations and allocations with those ids get
   // no key. (The split keeps "has an impl": a visited observation with the
   // reader's impl 0 has virtual impl 0, and one with an impl a number from 1.)
-  std::vector<bool> tensor_aids(num_aids, false);
-  for (size_t ti = 0; ti < tensor_aid.size(); ++ti) {
-    if (tensor_aid[ti] != 0 && records.tensors[ti].impl != 0) tensor_aids[tensor_aid[ti]] = true;
+  std::vector<bool> tensor_aids(f.num_aids, false);
+  for (size_t ti = 0; ti < f.tensor_aid.size(); ++ti) {
+    if (f.tensor_aid[ti] != 0 && records.tensors[ti].impl != 0)
+      tensor_aids[f.tensor_aid[ti]] = true;
   }
 
   // Steps 5 and 6.
   const std::vector<int32_t> id_of =
-      CoalesceIds(walk, tensor_aid, dealias ? &virtual_impl : nullptr, num_aids, num_impls);
+      CoalesceIds(walk, f.tensor_aid, dealias ? &virtual_impl : nullptr, f.num_aids, num_impls);
   FreeArray(virtual_impl);
 
   if (legacy) {
@@ -180,77 +281,21 @@ IdentityResult AssignIdentity(const Trace& trace, const TensorRecords& records,
     // arrays. id_of is -1 exactly for the allocation ids step 4 dropped
     // (step 6 visits the ids of the raws, and no other). Step 7: allocation
     // id 0 is no key.
-    for (size_t ti = 0; ti < tensor_aid.size(); ++ti) {
-      if (null_storage[ti]) tensor_aid[ti] = 0;
+    for (size_t ti = 0; ti < f.tensor_aid.size(); ++ti) {
+      if (null_storage[ti]) f.tensor_aid[ti] = 0;
     }
-    return {WithUnseenEnds(BuildKeyTableFromAids(trace, records, std::move(tensor_aid),
-                                                 std::move(alloc_aid), id_of),
-                           ends),
+    return {WithUnseenEnds(BuildKeyTableFromAids(trace, records, std::move(f.tensor_aid),
+                                                 std::move(f.alloc_aid), id_of),
+                           f.ends),
             stats};
   }
 
-  // Producer ids: they are kept; disagreements are counted (over the
-  // observations and allocations step 4 kept).
-  auto compare = [&](uint32_t aid, const ProducerIds& given) {
-    if (aid != 0 && tensor_aids[aid] && TensorId(id_of[aid]) != given.id) ++stats.id_mismatches;
-  };
-  for (size_t i = 0; i < tensor_aid.size(); ++i)
-    compare(tensor_aid[i], Given(records.tensor_ids, i));
-  for (size_t i = 0; i < alloc_aid.size(); ++i) compare(alloc_aid[i], Given(trace.alloc_ids, i));
-  if (stats.id_mismatches > 0) {
-    diag.Add("producer ids differ from memtl's",
-             std::to_string(stats.id_mismatches) +
-                 " tensor or allocation ids differ; the producer's are used");
-  }
-  FreeArray(tensor_aid);
-  FreeArray(alloc_aid);
-  // The storages to split get new allocation ids from where an allocation
-  // reuses their address while they are live (-1: the producer's id).
-  std::vector<int64_t> tensor_split, alloc_split;
-  if (!splits.empty()) {
-    tensor_split.assign(records.tensors.size(), -1);
-    alloc_split.assign(trace.allocs.size(), -1);
-    absl::flat_hash_map<int64_t, std::pair<int64_t, bool>> now;  // aid -> (id given, live)
-    int64_t next = splits.first_new_id;
-    uint32_t alloc_event = 0;  // the allocation event `see` is called for
-    auto see = [&](int64_t aid, bool allocation, bool free) -> int64_t {
-      auto [it, fresh] = now.try_emplace(aid, aid, false);
-      auto& [given, live] = it->second;
-      if (allocation && live && !fresh) {
-        ends.emplace_back(given, alloc_event);
-        given = next++;
-        ++stats.split_storages;
-      }
-      live = !free;
-      return given;
-    };
-    walk.Run(
-        [&](uint32_t ti) {
-          const int64_t aid = Given(records.tensor_ids, ti).allocation.value();
-          if (!null_storage[ti] && splits.Contains(aid)) tensor_split[ti] = see(aid, false, false);
-        },
-        [&](uint32_t ei) {
-          const uint32_t i = trace.events[ei].payload;
-          const int64_t aid = Given(trace.alloc_ids, i).allocation.value();
-          const int64_t bytes = trace.allocs[i].bytes;
-          alloc_event = ei;
-          if (splits.Contains(aid)) alloc_split[i] = see(aid, bytes > 0, bytes < 0);
-        });
-  }
-  auto allocation = [](const std::vector<int64_t>& split, uint32_t i, AllocationId given) {
-    return i < split.size() && split[i] >= 0 ? AllocationId(split[i]) : given;
-  };
-  // Step 7: a storage-less tensor's producer ids give it no key.
-  KeyTableBuilder keys(trace, records);
-  for (uint32_t ti = 0; ti < records.tensors.size(); ++ti) {
-    const ProducerIds ids = null_storage[ti] ? ProducerIds{} : Given(records.tensor_ids, ti);
-    keys.Tensor(ti, ids.id, allocation(tensor_split, ti, ids.allocation));
-  }
-  for (uint32_t i = 0; i < trace.allocs.size(); ++i) {
-    const ProducerIds ids = Given(trace.alloc_ids, i);
-    keys.Alloc(i, ids.id, allocation(alloc_split, i, ids.allocation));
-  }
-  return {WithUnseenEnds(keys.Finish(), ends), stats};
+  CompareTensorIds(trace, records, f, tensor_aids, id_of, diag, stats);
+  FreeArray(f.tensor_aid);
+  FreeArray(f.alloc_aid);
+  KeyTable keys =
+      ProducerKeys(trace, records, walk, splits, null_storage, std::move(f.ends), stats);
+  return {std::move(keys), stats};
 }
 
 }  // namespace memtl
