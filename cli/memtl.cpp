@@ -511,17 +511,6 @@ int RunExport(const Args& args) {
   return 0;
 }
 
-// `memtl --formats`: {"export": [[suffix, --format name], ...]}, the first
-// suffix a path ends with deciding.
-std::string FormatsJson() {
-  std::string s = "{\"export\": [";
-  for (const memtl::ExportSuffix& e : memtl::kExportSuffixes) {
-    if (s.back() != '[') s += ", ";
-    s += "[\"" + std::string(e.suffix) + "\", \"" + std::string(e.name) + "\"]";
-  }
-  return s + "]}\n";
-}
-
 // The command the first word named.
 int Run(const Args& args) {
   switch (args.command) {
@@ -569,7 +558,7 @@ int main(int argc, char** argv) {
   memtl::InstallCleanupOnSignals();  // Ctrl-C leaves no temporary output behind
   // For the Python package (python/memtl/__init__.py): the export's suffix
   // table, in order, so that it refuses a path before it records.
-  if (argc == 2 && std::string_view(argv[1]) == "--formats") return Emit(FormatsJson());
+  if (argc == 2 && std::string_view(argv[1]) == "--formats") return Emit(memtl::cli::FormatsJson());
   try {
     Args args;
     const Parsed parsed = ParseCommandLine(argc, argv, args);
