@@ -5,7 +5,6 @@
 #include <CLI/CLI.hpp>
 
 #include "core/model/quote.h"
-#include "export/export.h"
 
 namespace memtl::cli {
 
@@ -21,15 +20,6 @@ std::string_view NameOf(Format format) {
     if (f.format == format) return f.name;
   }
   return "text";
-}
-
-std::string FormatsJson() {
-  std::string s = "{\"export\": [";
-  for (const ExportSuffix& e : kExportSuffixes) {
-    if (s.back() != '[') s += ", ";
-    s += "[\"" + std::string(e.suffix) + "\", \"" + std::string(e.name) + "\"]";
-  }
-  return s + "]}\n";
 }
 
 std::vector<Format> FormatsOf(Command command) {

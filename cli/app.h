@@ -76,9 +76,6 @@ std::string_view NameOf(Format format);
 // The formats `command` writes: --format's names, and what -o's suffix may
 // choose (output_path.cpp).
 std::vector<Format> FormatsOf(Command command);
-// `memtl --formats`: {"export": [[suffix, --format name], ...]}, the first
-// suffix a path ends with deciding (export.h's kExportSuffixes).
-std::string FormatsJson();
 
 struct Args {
   Command command = Command::kExport;  // set by the command line's first word

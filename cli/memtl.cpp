@@ -558,7 +558,8 @@ int main(int argc, char** argv) {
   memtl::InstallCleanupOnSignals();  // Ctrl-C leaves no temporary output behind
   // For the Python package (python/memtl/__init__.py): the export's suffix
   // table, in order, so that it refuses a path before it records.
-  if (argc == 2 && std::string_view(argv[1]) == "--formats") return Emit(memtl::cli::FormatsJson());
+  if (argc == 2 && std::string_view(argv[1]) == "--formats")
+    return Emit(memtl::ExportSuffixesJson());
   try {
     Args args;
     const Parsed parsed = ParseCommandLine(argc, argv, args);

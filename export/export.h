@@ -48,6 +48,9 @@ inline constexpr std::array<ExportSuffix, 4> kExportSuffixes = {{
 
 // The format for `path`, or an error naming the path.
 Expected<ExportFormat> FormatForPath(const std::string& path);
+// `memtl --formats`: {"export": [[suffix, --format name], ...]}, the table
+// above in its order.
+std::string ExportSuffixesJson();
 
 struct ExportInput {
   const Trace& trace;

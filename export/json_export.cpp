@@ -25,6 +25,15 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
 
 }  // namespace
 
+std::string ExportSuffixesJson() {
+  std::string s = "{\"export\": [";
+  for (const ExportSuffix& e : kExportSuffixes) {
+    if (s.back() != '[') s += ", ";
+    s += "[\"" + std::string(e.suffix) + "\", \"" + std::string(e.name) + "\"]";
+  }
+  return s + "]}\n";
+}
+
 Expected<ExportFormat> FormatForPath(const std::string& path) {
   for (const ExportSuffix& s : kExportSuffixes) {
     if (EndsWith(path, std::string(s.suffix))) return s.format;
