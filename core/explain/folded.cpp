@@ -58,6 +58,12 @@ std::string FoldedPeak(const PeakReport& r) {
   // allocations listed are all there is.)
   if (!r.inferred && r.untracked_bytes > 0)
     stacks["(no tensor identity);unknown"] += r.untracked_bytes;
+  // A raw timeline has categories and no tensors: a line per category.
+  if (r.largest.empty() && r.untracked_bytes == 0) {
+    for (size_t i = 0; i < r.by_category.size(); ++i)
+      if (r.by_category[i] > 0)
+        stacks[ExportCategoryLabel(static_cast<int>(i), r.inferred)] += r.by_category[i];
+  }
   std::string out;
   for (const auto& [stack, bytes] : stacks) {
     if (bytes <= 0) continue;

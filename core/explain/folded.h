@@ -8,7 +8,8 @@
 // A model's parameter, gradient or optimizer state stands under its module
 // and its name (Linear_1 .weight exp_avg), wherever it was made; memory
 // from before the profile with no such name under "(before the profile)",
-// allocations with no tensor identity under "(no tensor identity)". Equal
+// allocations with no tensor identity under "(no tensor identity)"; a
+// raw timeline, which has no tensors, gives a line per category. Equal
 // stacks are summed, so the lines add up to the peak's bytes.
 #pragma once
 

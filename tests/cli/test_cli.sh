@@ -77,7 +77,8 @@ cmp -s "$tmp/o.tsv" "$tmp/o.stdout" && pass=$((pass + 1)) || { fail=$((fail + 1)
 check graph-o-json 2 "memtl graph writes text, not JSON" -- "$bin" graph "$pk" -o "$tmp/o.json"
 check peak-o-gz 2 "memtl peak writes text, JSON or folded stacks, not gzip" -- "$bin" peak "$pk" -o "$tmp/o.json.gz"
 # Folded stacks (flame graphs): every byte alive at the peak, once; -o x.folded writes them.
-for f in "$pk" "$root/fixtures/et/e2e_adam.kineto.json.gz" "$root/fixtures/torch2/resnet_bn_sgd_step.trace.jsonl.gz"; do
+for f in "$pk" "$root/fixtures/et/e2e_adam.kineto.json.gz" "$root/fixtures/torch2/resnet_bn_sgd_step.trace.jsonl.gz" \
+  "$root/fixtures/et/checkpoint_rng.torch.raw.json.gz"; do
   folded=$("$bin" peak "$f" --format folded 2>/dev/null | awk '{s += $NF} END {print s}')
   peak=$("$bin" peak "$f" --format json 2>/dev/null | grep -o '"bytes":[0-9]*' | head -1 | cut -d: -f2)
   [ -n "$peak" ] && [ "$folded" = "$peak" ] && pass=$((pass + 1)) ||
