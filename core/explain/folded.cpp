@@ -43,13 +43,7 @@ std::string FoldedPeak(const PeakReport& r) {
       AppendPath(stack, t.module);
       // Made outside any op: the event that made it names it ("[memory]").
       if (t.ops.empty()) AppendFrame(stack, t.creator_name);
-      std::string_view ops = t.ops;
-      while (!ops.empty()) {
-        const size_t at = ops.find('\n');
-        AppendFrame(stack, ops.substr(0, at));
-        if (at == std::string_view::npos) break;
-        ops.remove_prefix(at + 1);
-      }
+      for (const std::string& op : t.ops) AppendFrame(stack, op);
     }
     AppendFrame(stack, CategoryLabel(t.category, r.inferred));
     stacks[stack] += t.bytes;

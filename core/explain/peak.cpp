@@ -50,18 +50,14 @@ std::string ExportCategoryLabel(int index, bool inferred) {
 
 namespace {
 
-// The ops from the outermost around event `e` to `e` itself (when it is
-// an op), one per line; empty when `e` is kNone32.
-std::string OpsAround(const Trace& trace, uint32_t e) {
-  std::vector<uint32_t> ops;
+// The names of the ops from the outermost around event `e` to `e` itself
+// (when it is an op); none when `e` is kNone32.
+std::vector<std::string> OpsAround(const Trace& trace, uint32_t e) {
+  std::vector<std::string> ops;
   for (uint32_t p = e; p != kNone32; p = trace.events[p].parent)
-    if (trace.events[p].kind == EventKind::kOp) ops.push_back(p);
-  std::string out;
-  for (size_t i = ops.size(); i-- > 0;) {
-    out += trace.Name(trace.events[ops[i]]);
-    if (i > 0) out += '\n';
-  }
-  return out;
+    if (trace.events[p].kind == EventKind::kOp) ops.push_back(trace.Name(trace.events[p]));
+  std::reverse(ops.begin(), ops.end());
+  return ops;
 }
 
 // A trace without tensors: the `top` largest allocations alive at the end

@@ -39,14 +39,14 @@ struct LiveTensor {
   std::string step;            // the creator's ProfilerStep#N (context.h StepAt); empty: none
   std::string call_site;  // the creator's Python call site ("train.py(42): forward"); empty: none
   // The ops around the creator and the creator itself when it is an op,
-  // outermost first, one per line ("aten::linear\naten::addmm"): the op
-  // frames of the folded stacks (folded.h). Empty: none.
+  // outermost first (aten::linear, aten::addmm): the op frames of the
+  // folded stacks (folded.h).
   // A model's state by the name users know (names.h): "Sequential_0 >
   // Linear_1 .weight", "... .weight grad", "... .weight exp_avg"; empty when
   // no module or optimizer reports the tensor. The outputs show it in place
   // of the module.
   std::string name;
-  std::string ops;
+  std::vector<std::string> ops;
 };
 
 struct PeakReport {

@@ -58,7 +58,7 @@ void Join::JoinOps(JoinText& out) {
         unjoined_example, unjoined);
 }
 
-void Join::FindWrappers(const std::vector<uint32_t>& end) {
+void Join::FindWrappers() {
   std::unordered_set<uint64_t> wrapped, read;
   auto storages = [&](const EtNode& node, std::unordered_set<uint64_t>& into) {
     read::FindInput(et_, node, [&](uint32_t index, uint32_t) {
@@ -74,7 +74,7 @@ void Join::FindWrappers(const std::vector<uint32_t>& end) {
     wrapped.clear();
     read.clear();
     storages(node, wrapped);
-    for (uint32_t d = e + 1; d < end[e]; ++d) {
+    for (uint32_t d = e + 1; d < end_[e]; ++d) {
       const Event& in = t_.events[d];
       if (in.kind == EventKind::kOp && node_of_op_[in.payload] != kNone32)
         storages(et_.nodes[node_of_op_[in.payload]], read);
@@ -120,7 +120,7 @@ void Join::MapStorages(JoinText& out) {
     if (p != kNone32) end[p] = std::max(end[p], end[e]);
   }
   FindDataless();
-  FindWrappers(end);
+  FindWrappers();
   by_time_.resize(n);
   for (uint32_t e = 0; e < n; ++e) by_time_[e] = e;
   std::stable_sort(by_time_.begin(), by_time_.end(),

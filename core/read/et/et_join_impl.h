@@ -204,8 +204,8 @@ class Join {
   // data pointer's, shared by every wrapper. So a storage that the node
   // takes and no op under it reads is a wrapper's (a plain tensor beside
   // the wrappers, such as a scalar, is passed down and read there).
-  // `end`: each event's subtree end, by index.
-  void FindWrappers(const std::vector<uint32_t>& end);
+  // Reads end_.
+  void FindWrappers();
 
   // Whether the tensor's storage id names a data pointer that holds its
   // data: a storage id is only trusted for a tensor with data.

@@ -24,18 +24,15 @@ bool ParameterArgument(std::string_view name) {
   return name == "weight" || name == "bias" || name.ends_with("_weight") || name.ends_with("_bias");
 }
 
-// A storage id in one lifetime of its address (Join::BlockAt), and in the
-// `seen` set of a step, that step's annotation.
+// A storage id in one lifetime of its address (Join::BlockAt).
 struct BlockKey {
   uint64_t storage = 0;
   uint32_t lifetime = 0;
-  uint32_t step = 0;
   bool operator==(const BlockKey&) const = default;
 };
 struct BlockHash {
   size_t operator()(const BlockKey& k) const {
-    return std::hash<uint64_t>()(k.storage * 0x9E3779B97F4A7C15ull ^
-                                 (uint64_t{k.lifetime} << 32 | k.step));
+    return std::hash<uint64_t>()(k.storage * 0x9E3779B97F4A7C15ull ^ k.lifetime);
   }
 };
 
@@ -70,7 +67,13 @@ struct TracerEvidence {
   // the forward freed (e2e_adam: a step counter at the gradient seed's).
   struct Touch {
     uint32_t tensor = kNone32;
-    bool inside = false, outside = false, written_outside = false;
+    // The last step that listed it in in_step. A step's events are one run
+    // of the pre-order, so a block is listed once per step, unless a step
+    // nested in it (ZeroRedundancyOptimizer's inner optimizer) splits the
+    // run: a repeat in a record names the same tensor again, which changes
+    // no category.
+    uint32_t last_step = kNone32;
+    bool outside = false, written_outside = false;
   };
   std::unordered_map<BlockKey, Touch, BlockHash> touch;
   // The blocks each step touches, in order.
@@ -120,7 +123,6 @@ void Join::TracerTouches(TracerEvidence& evidence) const {
     bool written = false;
   };
   std::unordered_map<uint32_t, std::vector<Argument>> arguments_of;  // by schema string
-  std::unordered_set<BlockKey, BlockHash> seen;                      // step in BlockKey::step
   std::unordered_set<std::pair<uint64_t, uint32_t>, PairHash> in_module;
   for (uint32_t e = 0; e < t_.events.size(); ++e) {
     const Event& ev = t_.events[e];
@@ -150,9 +152,8 @@ void Join::TracerTouches(TracerEvidence& evidence) const {
         t.outside = true;
         t.written_outside |= written;
       } else {
-        t.inside = true;
-        if (seen.insert({block.storage, block.lifetime, step}).second)
-          evidence.in_step[step].push_back(block);
+        if (t.last_step != step) evidence.in_step[step].push_back(block);
+        t.last_step = step;
       }
     };
     read::ForEachTensor(
