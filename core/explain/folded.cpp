@@ -14,10 +14,28 @@ void AppendFrame(std::string& stack, std::string_view frame) {
   for (const char c : frame) stack += c == ';' ? ',' : (c == '\n' || c == '\r') ? ' ' : c;
 }
 
-// "Sequential_0 > Linear_1 .weight grad" as frames: the modules, then the
-// tensor's name in its module (".weight grad").
+// A model's name ("layer1.0.conv1.weight grad", memtl.save's model=) as
+// frames: its modules, then the tensor's name in its module.
+void AppendQualname(std::string& stack, std::string_view name) {
+  const size_t space = name.find(' ');
+  std::string_view path = name.substr(0, space);
+  for (size_t dot = path.find('.'); dot != std::string_view::npos; dot = path.find('.')) {
+    AppendFrame(stack, path.substr(0, dot));
+    path.remove_prefix(dot + 1);
+  }
+  AppendFrame(stack, std::string(path) +
+                         std::string(space == std::string_view::npos ? "" : name.substr(space)));
+}
+
+// A tensor's name (names.h) as frames: "Sequential_0 > Linear_1 .weight
+// grad" as the modules, then the tensor's name in its module (".weight
+// grad"); a model's name by its dots.
 void AppendPath(std::string& stack, std::string_view path) {
   static constexpr std::string_view kSep = " > ";
+  if (path.find(kSep) == std::string_view::npos && path.find(" .") == std::string_view::npos) {
+    AppendQualname(stack, path);
+    return;
+  }
   while (!path.empty()) {
     const size_t at = path.find(kSep);
     std::string_view module = path.substr(0, at);

@@ -6,7 +6,8 @@
 // around its creator (Sequential_0, Linear_1), the ops around it
 // (aten::linear, aten::addmm), then its category (ACTIVATION) as the leaf.
 // A model's parameter, gradient or optimizer state stands under its module
-// and its name (Linear_1 .weight exp_avg), wherever it was made; memory
+// and its name (Linear_1 .weight exp_avg; with the model's names, the
+// modules of its qualified name), wherever it was made; memory
 // from before the profile with no such name under "(before the profile)",
 // allocations with no tensor identity under "(no tensor identity)"; a
 // raw timeline, which has no tensors, gives a line per category. Equal

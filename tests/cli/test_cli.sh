@@ -87,6 +87,8 @@ done
 check peak-o-folded 0 "memtl: wrote $tmp/o.folded" -- "$bin" peak "$pk" -o "$tmp/o.folded"
 grep -qx "Sequential_0;Linear_1;.weight exp_avg;OPTIMIZER_STATE 65536" "$tmp/o.folded" &&
   grep -qx "aten::mse_loss;ACTIVATION 16384" "$tmp/o.folded" &&
+  "$bin" peak "$root/docs/transformer_adamw_3steps.trace.jsonl.gz" --format folded |
+  grep -qx "blocks;0;linear1;weight exp_avg;OPTIMIZER_STATE 1048576" &&
   pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL peak-o-folded: $(head -3 "$tmp/o.folded")"; }
 check peak-o-trace 2 "being read; choose another output path" -- "$bin" peak "$pk" -o "$pk"
 # Over budget: the summary is written all the same, then status 3.
