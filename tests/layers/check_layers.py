@@ -49,8 +49,8 @@ LAYERS = [
     ("core/read/et", ["core/read/et/*"],
      ["core/read/kineto", "core/read/memtl", "core/schema"], [],
      "`--et`: joins an execution trace to the Kineto reader's result (`ReadKinetoJoinedInput` calls "
-     "the Kineto reader, not the other way) and reads the joined trace with the memtl reader; "
-     "the schemas say which overloads the built-in table lacks"),
+     "the Kineto reader, not the other way) and builds the joined Trace itself (of the memtl reader "
+     "it takes the device rule); the schemas say which overloads the built-in table lacks"),
     ("core/identity", ["core/identity/*"], ["core/schema"], [],
      "tensor identity: the key table"),
     ("core/graph", ["core/graph/*"], ["core/schema"], [],

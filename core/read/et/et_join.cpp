@@ -1,6 +1,6 @@
 // The execution trace joined to a Kineto trace (et_join.h): the ops joined
 // by record-function id, storage ids mapped to allocation addresses, and
-// the two written out as one memtl trace for the memtl reader.
+// the two built into one Trace (et_join_trace.cpp).
 #include "core/read/et/et_join.h"
 
 #include <algorithm>
@@ -15,13 +15,12 @@
 #include "core/model/quote.h"
 #include "core/read/et/et_join_impl.h"
 #include "core/read/et/et_reader.h"
-#include "core/read/memtl/trace_reader.h"
 
 namespace memtl {
 
 namespace et_join_detail {
 
-void Join::JoinOps(JoinText& out) {
+void Join::JoinOps(JoinedTrace& out) {
   std::unordered_map<uint64_t, uint32_t> by_rf;
   for (uint32_t i = 0; i < et_.nodes.size(); ++i)
     if (et_.nodes[i].rf != 0) by_rf.emplace(et_.nodes[i].rf, i);
@@ -110,7 +109,7 @@ void Join::FindDataless() {
   }
 }
 
-void Join::MapStorages(JoinText& out) {
+void Join::MapStorages(JoinedTrace& out) {
   const size_t n = t_.events.size();
   std::vector<uint32_t>& end = end_;
   end.resize(n);
@@ -228,7 +227,7 @@ void Join::MapStorages(JoinText& out) {
     if (HasData(tensor)) nonempty_.insert(tensor.storage_id);
 }
 
-void Join::PreProfile(JoinText& out) {
+void Join::PreProfile(JoinedTrace& out) {
   std::unordered_map<uint64_t, int64_t> bytes;  // by storage id
   std::unordered_map<uint64_t, uint32_t> device;
   for (uint32_t op = 0; op < t_.ops.size(); ++op) {
@@ -402,9 +401,9 @@ std::string Percent(uint64_t part, uint64_t whole) {
 
 }  // namespace
 
-Expected<JoinText> BuildJoinedTrace(const KinetoRead& kineto, const ExecutionTrace& et,
-                                    const std::string& et_name) {
-  JoinText out;
+Expected<JoinedTrace> BuildJoinedTrace(const KinetoRead& kineto, const ExecutionTrace& et,
+                                       const std::string& et_name, bool keep_shapes) {
+  JoinedTrace out;
   Join join(kineto, et);
   join.JoinOps(out);
   if (out.joined_ops == 0) {
@@ -419,7 +418,7 @@ Expected<JoinText> BuildJoinedTrace(const KinetoRead& kineto, const ExecutionTra
   join.MapStorages(out);
   join.PreProfile(out);
   join.TracerRecords();
-  out.text = join.Text(out);
+  if (Status built = join.Build(out, keep_shapes); !built.ok()) return built;
   out.note = "execution trace " + QuotePath(et_name) + ": joined " +
              std::to_string(out.joined_ops) + " of " + std::to_string(out.ops) + " ops (" +
              Percent(out.joined_ops, out.ops) + ") by record function id; " +
@@ -438,27 +437,10 @@ Expected<KinetoRead> JoinExecutionTrace(KinetoRead kineto, const ReadOptions& op
   et_options.et_path.clear();
   auto et = read::ReadExecutionTrace(options.et_path, et_options);
   if (!et.ok()) return et.status();
-  auto joined = BuildJoinedTrace(kineto, et.value(), options.et_path);
+  auto joined = BuildJoinedTrace(kineto, et.value(), options.et_path, options.keep_shapes);
   if (!joined.ok()) return joined.status();
-  ReadInfo info;
-  auto trace = ReadTraceString(std::move(joined.value().text), options.et_path + " (joined)",
-                               et_options, &info);
-  if (!trace.ok())  // a bug of the join's, not of the files
-    return Status::Error(
-        StatusCode::kInternal,
-        "the join of the execution trace made a bad trace: " + trace.status().message());
   KinetoRead r;
-  r.trace = std::move(trace.value());
-  // The Kineto reader's events, in its order (TraceHeader says why).
-  r.trace.header.pairs_in_time_order = true;
-  r.trace.header.impls_held = true;
-  for (DeviceInfo& d : r.trace.devices) {
-    for (const DeviceInfo& k : kineto.trace.devices) {
-      if (k.name != d.name) continue;
-      d.max_total_allocated = k.max_total_allocated;
-      d.max_total_reserved = k.max_total_reserved;
-    }
-  }
+  r.trace = std::move(joined.value().trace);
   r.diagnostics = std::move(kineto.diagnostics);
   r.diagnostics.Merge(joined.value().diagnostics);
   r.info = kineto.info;

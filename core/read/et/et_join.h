@@ -38,10 +38,10 @@
 //   read those records find nothing, as PyTorch's without the tracer.
 //   Ops that did not join have no arguments.
 //
-// The result is a memtl trace (docs/trace-format.md) built from the two
-// files and read by the memtl reader, with the coverage of the join in
-// ReadInfo::note and a diagnostic for each op or allocation the join left
-// out.
+// The result is the Trace a memtl trace of the run would give
+// (docs/trace-format.md), built from the two files directly (no text is
+// written and read again), with the coverage of the join in ReadInfo::note
+// and a diagnostic for each op or allocation the join left out.
 #pragma once
 
 #include "core/model/status.h"
@@ -63,10 +63,10 @@ Expected<KinetoRead> ReadKinetoJoinedInput(OpenedInput input, const ReadOptions&
 Expected<KinetoRead> ReadKinetoJoinedString(std::string data, const std::string& name,
                                             const ReadOptions& options);
 
-// The join's work, for tests: the memtl trace text built from `kineto` and
-// `et`, with the coverage note and diagnostics.
-struct JoinText {
-  std::string text;
+// The join's work, for tests: the Trace built from `kineto` and `et`, with
+// the coverage note and diagnostics. `keep_shapes`: ReadOptions::keep_shapes.
+struct JoinedTrace {
+  Trace trace;
   std::string note;
   Diagnostics diagnostics;
   uint64_t ops = 0, joined_ops = 0, allocations = 0, mapped_allocations = 0;
@@ -77,7 +77,7 @@ struct JoinText {
 namespace read {
 struct ExecutionTrace;
 }
-Expected<JoinText> BuildJoinedTrace(const KinetoRead& kineto, const read::ExecutionTrace& et,
-                                    const std::string& et_name);
+Expected<JoinedTrace> BuildJoinedTrace(const KinetoRead& kineto, const read::ExecutionTrace& et,
+                                       const std::string& et_name, bool keep_shapes = false);
 
 }  // namespace memtl

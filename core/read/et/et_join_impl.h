@@ -1,6 +1,7 @@
-// The execution-trace join's state (et_join.h), shared by its two halves:
+// The execution-trace join's state (et_join.h), shared by its parts:
 // et_join.cpp (the ops joined, storages mapped to addresses, the memory
-// from before the profile) and et_join_text.cpp (the memtl trace written).
+// from before the profile), et_join_blocks.cpp, et_join_tracer.cpp (the
+// python tracer's records) and et_join_trace.cpp (the joined Trace built).
 #pragma once
 
 #include <cstdint>
@@ -46,13 +47,28 @@ struct Lifetime {
 };
 
 struct TracerEvidence;  // et_join_tracer.cpp
+struct TraceOut;        // et_join_trace.cpp
+
+// A python call's module or optimizer record, rebuilt by TracerRecords
+// (what PyTorch's python tracer reports on the call); tensors are the
+// execution trace's (indices into ExecutionTrace::tensors).
+struct TracerRecord {
+  bool optimizer = false;
+  // A module: its class and its parameters by argument name. The tracer's
+  // `self` of a module is not known.
+  std::string cls;
+  std::vector<std::pair<std::string, uint32_t>> module_params;
+  // An optimizer: its object (0: none), its parameters, and its state.
+  uint64_t self = 0;
+  std::vector<uint32_t> params, state;
+};
 
 class Join {
  public:
   Join(const KinetoRead& k, const ExecutionTrace& et) : k_(k), t_(k.trace), et_(et) {}
 
   // Ops by record-function id and name.
-  void JoinOps(JoinText& out);
+  void JoinOps(JoinedTrace& out);
 
   // Storage ids to addresses, from the allocations made directly inside
   // joined ops (et_join.h says how). Allocations, frees and reads are
@@ -60,7 +76,7 @@ class Join {
   // the roots of two threads overlap in time (the autograd engine's
   // device thread during a GPU backward pass), emission order puts one
   // thread's later events before the other's earlier ones.
-  void MapStorages(JoinText& out);
+  void MapStorages(JoinedTrace& out);
 
   // The Kineto reader's allocation of the memory from before the profile
   // (per device: the allocator's total at its first event less what the
@@ -75,7 +91,7 @@ class Join {
   // below the tensors'. A storage's bytes are those the size map gives a
   // tensor without allocations: the largest SizeOfObservation of its
   // observations (the joined ops' inputs, all the memtl trace has).
-  void PreProfile(JoinText& out);
+  void PreProfile(JoinedTrace& out);
 
   // Where the Kineto trace was recorded with the python tracer (its
   // python_function events), PyTorch's memory profiler reads each module
@@ -101,9 +117,10 @@ class Join {
   void ModuleRecords(const TracerEvidence& evidence);
   void OptimizerRecords(const TracerEvidence& evidence);
 
-  // The memtl trace (et_join_text.cpp): the header, the events with the
-  // joined nodes' inputs as their arguments, then schema records.
-  std::string Text(JoinText& out) const;
+  // The joined Trace (et_join_trace.cpp): the Kineto events with the
+  // joined nodes' inputs as their arguments and the tracer's records, then
+  // the schemas. `keep_shapes`: ReadOptions::keep_shapes.
+  Status Build(JoinedTrace& out, bool keep_shapes) const;
 
  private:
   // A block allocated before the profile and freed in it (CUDA reports
@@ -234,9 +251,11 @@ class Join {
     return ptr >= kPreProfileAddress && ptr - kPreProfileAddress < t_.devices.size();
   }
 
-  // A tensor argument, and a node's inputs as an op's arguments.
-  void Tensor(std::string& s, uint32_t index) const;
-  void Args(std::string& s, const EtNode& node) const;
+  // A tensor record of execution-trace tensor `index` (its index in the
+  // Trace), and a node's inputs as an op's arguments (et_join_trace.cpp).
+  uint32_t AddTensor(TraceOut& out, uint32_t index) const;
+  void Args(TraceOut& out, const EtNode& node) const;
+  void TracerRecordOf(TraceOut& out, const TracerRecord& record, Event& event) const;
 
   const KinetoRead& k_;
   const Trace& t_;
@@ -267,9 +286,8 @@ class Join {
   // (0: dropped), by event.
   std::unordered_map<uint32_t, int64_t> pre_profile_bytes_;
   mutable read::EtTensorLists tensor_lists_{et_};
-  // TracerRecords': by python-call event, its "module" or "optimizer"
-  // field, written as it is into the call's record.
-  std::unordered_map<uint32_t, std::string> py_records_;
+  // TracerRecords': by python-call event, its module or optimizer.
+  std::unordered_map<uint32_t, TracerRecord> py_records_;
 };
 
 }  // namespace memtl::et_join_detail

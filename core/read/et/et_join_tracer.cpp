@@ -10,7 +10,6 @@
 #include <unordered_set>
 #include <vector>
 
-#include "core/model/quote.h"
 #include "core/read/et/et_join_impl.h"
 #include "core/schema/schema.h"
 
@@ -179,56 +178,35 @@ void Join::TracerTouches(TracerEvidence& evidence) const {
 
 void Join::ModuleRecords(const TracerEvidence& evidence) {
   for (const auto& [module, params] : evidence.params_of) {
-    std::string s = R"(,"module":{"self":null,"cls":)";
-    AppendJsonString(s, ModuleClass(t_.Name(t_.events[module])));
-    s += R"(,"params":[)";
-    for (size_t i = 0; i < params.size(); ++i) {
-      s += i > 0 ? R"(,{"name":)" : R"({"name":)";
-      AppendJsonString(s, params[i].first);
-      s += R"(,"t":)";
-      Tensor(s, params[i].second);
-      s += R"(,"grad":null})";
-    }
-    s += "]}";
-    py_records_[module] = std::move(s);
+    TracerRecord& record = py_records_[module];
+    record.cls = ModuleClass(t_.Name(t_.events[module]));
+    record.module_params = params;
   }
 }
 
 void Join::OptimizerRecords(const TracerEvidence& evidence) {
   for (const uint32_t call : evidence.step_code) {
-    std::string params, state;
-    // The optimizer object, which the files do not name: one optimizer's
-    // steps touch the same parameters, another's others, so the first
-    // storage listed stands for it (identity reads each optimizer's first
-    // call, as PyTorch's does, by this).
-    uint64_t self = 0;
+    TracerRecord record;
+    record.optimizer = true;
     const auto blocks = evidence.in_step.find(evidence.step_of[call]);
     if (blocks == evidence.in_step.end()) continue;
     for (const BlockKey& block : blocks->second) {
       const TracerEvidence::Touch& t = evidence.touch.at(block);
       if (t.outside) {
         if (t.written_outside || addr_of_.contains(block.storage)) continue;
-        params += params.empty() ? R"({"t":)" : R"(,{"t":)";
-        Tensor(params, t.tensor);
-        params += R"(,"grad":null,"state":[]})";
+        record.params.push_back(t.tensor);
       } else if (BlockAt(et_.tensors[t.tensor], call) == block.lifetime) {
-        state += state.empty() ? R"([)" : R"(,[)";
-        state += R"("state",)";
-        Tensor(state, t.tensor);
-        state += ']';
+        record.state.push_back(t.tensor);
       } else {
         continue;
       }
-      if (self == 0) self = kSyntheticStorage | block.storage;
+      // The optimizer object, which the files do not name: one optimizer's
+      // steps touch the same parameters, another's others, so the first
+      // storage listed stands for it (identity reads each optimizer's first
+      // call, as PyTorch's does, by this).
+      if (record.self == 0) record.self = kSyntheticStorage | block.storage;
     }
-    std::string& record = py_records_[call];
-    record = R"(,"optimizer":{"self":)";
-    record += self != 0 ? std::to_string(self) : "null";
-    record += R"(,"params":[)";
-    record += params;
-    record += R"(],"state":[)";
-    record += state;
-    record += "]}";
+    py_records_[call] = std::move(record);
   }
 }
 

@@ -10,8 +10,8 @@
 
 namespace memtl::read {
 
-std::string EtSchemaRecords(const ExecutionTrace& et, const std::vector<uint32_t>& node_of_op,
-                            Diagnostics& diagnostics) {
+std::vector<std::pair<std::string, std::vector<std::string>>> EtSchemaRecords(
+    const ExecutionTrace& et, const std::vector<uint32_t>& node_of_op, Diagnostics& diagnostics) {
   const SchemaRegistry builtin = SchemaRegistry::Builtin(et.strings);
   // By name: the overloads the nodes ran (name, overload, text).
   std::map<std::string, std::vector<std::pair<std::string, std::string>>> ran;
@@ -54,19 +54,10 @@ std::string EtSchemaRecords(const ExecutionTrace& et, const std::vector<uint32_t
         schemas.push_back(text);
     }
   }
-  std::string s;
-  for (const auto& [name, schemas] : by_name) {
-    if (schemas.empty()) continue;
-    s += R"({"k":"schema","op":)";
-    AppendJsonString(s, name);
-    s += R"(,"schemas":[)";
-    for (size_t i = 0; i < schemas.size(); ++i) {
-      if (i > 0) s += ',';
-      AppendJsonString(s, schemas[i]);
-    }
-    s += "]}\n";
-  }
-  return s;
+  std::vector<std::pair<std::string, std::vector<std::string>>> records;
+  for (auto& [name, schemas] : by_name)
+    if (!schemas.empty()) records.emplace_back(name, std::move(schemas));
+  return records;
 }
 
 int EtTensorLists::At(const EtNode& node, uint32_t index) {

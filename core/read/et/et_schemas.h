@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/model/diagnostics.h"
@@ -23,15 +24,15 @@
 
 namespace memtl::read {
 
-// Schema records (memtl trace lines) for the op names of the joined nodes
+// Schema records (Trace::schemas: by op name, its schemas) for the op names of the joined nodes
 // (`node_of_op`: per Kineto op, its node or kNone32) whose nodes ran an
 // overload the built-in table lacks: the overloads the nodes ran, then
 // the built-in ones of the other overload names (PyTorch matches all of a
 // name's). A name whose nodes ran only built-in overloads keeps the
 // built-in schemas, as a trace without schema records does. A schema memtl
 // cannot parse is left out, counted in `diagnostics`.
-std::string EtSchemaRecords(const ExecutionTrace& et, const std::vector<uint32_t>& node_of_op,
-                            Diagnostics& diagnostics);
+std::vector<std::pair<std::string, std::vector<std::string>>> EtSchemaRecords(
+    const ExecutionTrace& et, const std::vector<uint32_t>& node_of_op, Diagnostics& diagnostics);
 
 // Whether a node's schema takes a tensor list (`Tensor[]`) at an argument,
 // parsed once per schema.

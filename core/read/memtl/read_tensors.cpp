@@ -2,7 +2,8 @@
 #include "core/read/memtl/record_builder.h"
 
 #include <algorithm>
-#include <charconv>
+
+#include "core/read/common/shape_name.h"
 
 namespace memtl::read {
 
@@ -109,17 +110,8 @@ uint32_t Builder::TensorBody(JsonCursor& c, std::string_view key, bool allow_par
 }
 
 uint32_t Builder::InternShape() {
-  std::string& s = shape_scratch_;
-  s.assign("[");
-  char buf[24];
-  for (size_t i = 0; i < sizes_.size(); ++i) {
-    if (i > 0) s += ", ";
-    const auto r = std::to_chars(buf, buf + sizeof buf, sizes_[i]);
-    s.append(buf, r.ptr);
-  }
-  s += "] ";
-  s += last_dtype_;
-  return t_->shapes.Intern(s);
+  ShapeName(shape_scratch_, sizes_.data(), sizes_.size(), last_dtype_);
+  return t_->shapes.Intern(shape_scratch_);
 }
 
 // Whether the tensor just read (sizes_, strides_) is larger than
