@@ -21,11 +21,13 @@ import zlib
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "python"))  # the source tree's package
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import torch  # noqa: E402
 
 import memtl  # noqa: E402
 from memtl import _recorder as recorder  # noqa: E402
+from trace_format import check_trace  # noqa: E402
 
 # PyTorch >= 2.0: events are `typed`, tensors carry the producer's ids, tensor
 # lists are captured and optimizer state is attributed to parameters.
@@ -93,6 +95,13 @@ class SaveTest(unittest.TestCase):
         self.assertEqual(header["version"], 1)
         self.assertEqual(header["ids"], V2)  # torch 1.13 gives no ids
         self.assertIn("cpu", header["devices"])
+
+    def test_records_follow_the_format(self):
+        # The format checks that every writer's output passes (trace_format.py):
+        # this walk's here, the native walk's in test_recorder_native.py.
+        prof, model = small_step(with_model=True)
+        recorder.save(prof, self.path("a.trace.jsonl.gz"), model=model)
+        self.assertEqual(check_trace(self.path("a.trace.jsonl.gz")), [])
 
     def test_records_are_preorder_with_parents_first(self):
         prof = small_step()

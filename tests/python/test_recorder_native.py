@@ -21,6 +21,7 @@ import torch  # noqa: E402
 
 from memtl import _recorder as recorder  # noqa: E402
 from test_recorder import profile, small_step  # noqa: E402
+from trace_format import check_trace  # noqa: E402
 
 # CTest sets this when the build made the extension: the tests then fail,
 # instead of skipping, when it does not load.
@@ -92,6 +93,9 @@ class NativeWalkTest(unittest.TestCase):
         with opener(python, "rb") as f:
             b = saved_at.sub(b'"recorded_at":""', f.read(), count=1)
         self.assertGreater(a.count(b"\n"), 10)
+        # The format checks of every writer (trace_format.py), on both walks.
+        self.assertEqual(check_trace(native), [])
+        self.assertEqual(check_trace(python), [])
         for k, (x, y) in enumerate(zip(a.split(b"\n"), b.split(b"\n"))):
             self.assertEqual(x, y, "line %d" % k)
         self.assertEqual(a, b)
