@@ -108,6 +108,11 @@ std::string PolicyMeta(bool chart) {
       "'sha256-";
   out += report_assets::kReportJsSha256;
   out += "'";
+  if (chart) {
+    out += " 'sha256-";
+    out += report_assets::kFlameJsSha256;
+    out += "'";
+  }
   if (chart && !report_assets::kDygraphsJsSha256.empty()) {
     out += " 'sha256-";
     out += report_assets::kDygraphsJsSha256;

@@ -1,8 +1,8 @@
 # The HTML report's scripts and styles, embedded at configure time into a
 # generated header (report_assets.h, read by html_export.cpp), so that a
 # report is one file that loads nothing: dygraphs (Debian libjs-dygraphs,
-# MIT licence) draws the interactive chart; report.js and report.css are
-# memtl's. Without the package the report is written without the chart and
+# MIT licence) draws the interactive chart; report.js, flame.js (the flame
+# graph) and report.css are memtl's. Without the package the report is written without the chart and
 # says why in one line.
 set(MEMTL_DYGRAPHS_DIR /usr/share/javascript/dygraphs CACHE PATH
     "dygraphs (Debian libjs-dygraphs) for the HTML report's interactive chart")
@@ -59,6 +59,7 @@ function(memtl_embed_asset name file)
 endfunction()
 
 memtl_embed_asset(kReportJs ${CMAKE_CURRENT_SOURCE_DIR}/report.js)
+memtl_embed_asset(kFlameJs ${CMAKE_CURRENT_SOURCE_DIR}/flame.js)
 memtl_embed_asset(kReportCss ${CMAKE_CURRENT_SOURCE_DIR}/report.css)
 if(EXISTS ${MEMTL_DYGRAPHS_DIR}/dygraph.min.js AND EXISTS ${MEMTL_DYGRAPHS_DIR}/dygraph.min.css)
   memtl_embed_asset(kDygraphsJs ${MEMTL_DYGRAPHS_DIR}/dygraph.min.js)

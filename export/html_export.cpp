@@ -2,14 +2,15 @@
 // (a selector picks one; the export's device first) its peak as one figure,
 // an interactive chart of its timeline (dygraphs and report.js, embedded at
 // build time: export/embed_assets.cmake), PyTorch's plot as a PNG, who holds
-// the memory at the peak, and the memory tables by op, by module and by
-// call site, all sortable. A Content-Security-Policy forbids every load, so the page
-// cannot reach the network even by mistake.
+// the memory at the peak, its flame graph (flame.js, flame_html.cpp), and
+// the memory tables by op, by module and by call site, all sortable. A Content-Security-Policy
+// forbids every load, so the page cannot reach the network even by mistake.
 #include <algorithm>
 #include <cstdio>
 #include <string_view>
 
 #include "export/export.h"
+#include "export/flame_html.h"
 #include "export/html_util.h"
 #include "export/report_assets.h"
 
@@ -203,7 +204,8 @@ std::string DeviceJson(const DeviceReport& d) {
     j += "]";
   }
   return j + ",\"peak\":{\"bytes\":" + std::to_string(d.peak.bytes) +
-         ",\"us\":" + std::to_string(d.peak.time_us - first) + "}}";
+         ",\"us\":" + std::to_string(d.peak.time_us - first) + "},\"flame\":" + html::FlameJson(d) +
+         "}";
 }
 
 // The data block of the report's devices, the `selected`th shown first.
@@ -301,6 +303,7 @@ Expected<std::string> DeviceSection(const ExportInput& in, const DeviceReport& d
   html += "<img class=\"plot\" alt=\"" + Escape(alt) + ".\" src='data:image/png;base64," +
           Base64(png) + "'>\n";
   html += PeakSection(peak);
+  html += html::FlameSection(d, inferred);
   html += HelpSection(d);
   if (d.has_tables) html += TablesSection(d.tables);
   return html + "</section>\n";
@@ -397,6 +400,7 @@ Expected<std::string> HtmlReport(const ExportInput& in, DeviceIndex device) {
           DataJson(report, source, selected) + "</script>\n";
   if (!report_assets::kDygraphsJs.empty()) html += html::InlineScript(report_assets::kDygraphsJs);
   html += html::InlineScript(report_assets::kReportJs);
+  html += html::InlineScript(report_assets::kFlameJs);
   return html + "</body>\n</html>\n";
 }
 

@@ -80,7 +80,8 @@ inline std::string InlineScript(std::string_view js) {
 
 // The <meta> with every page's Content-Security-Policy: nothing is loaded,
 // images only as data: URLs, styles inline (the pages' style attributes),
-// and no script runs but report.js and, when `chart`, dygraphs, named by
+// and no script runs but report.js and, when `chart` (the report), flame.js
+// and dygraphs, named by
 // their SHA-256 (computed when the assets are embedded,
 // export/embed_assets.cmake), so that markup from a trace that escaped
 // anyway could not run a script of its own.

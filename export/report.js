@@ -1,13 +1,14 @@
 // memtl's HTML report: the interactive chart of each device (dygraphs), the
 // device selector and the sortable tables. Embedded into every report with
 // its data (the #memtl-data JSON that html_export.cpp writes); it loads
-// nothing. window.memtlReport exposes the charts to the browser tests.
+// nothing. window.memtlReport exposes the charts to the browser tests, and
+// the data and helpers to flame.js, which runs after it.
 (function () {
   'use strict';
   var data = JSON.parse(document.getElementById('memtl-data').textContent);
   var UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
   var charts = {};
-  window.memtlReport = {data: data, charts: charts};
+  window.memtlReport = {data: data, charts: charts, human: human, label: label};
 
   // Bytes as memtl prints them (HumanBytes in core/explain/peak.cpp).
   function human(b) {

@@ -1,6 +1,7 @@
 // The bytes alive at the peak as folded stacks ("frame;frame;... bytes"
 // per line), the input of flame graph tools (flamegraph.pl, speedscope,
-// inferno): memtl peak --format folded.
+// inferno): memtl peak --format folded, and the HTML report's flame graph,
+// which reads the same stacks (FoldPeak) rather than parsing the text.
 //
 // A tensor's stack is where it was made, outermost first: the modules
 // around its creator (Sequential_0, Linear_1), the ops around it
@@ -14,13 +15,34 @@
 // stacks are summed, so the lines add up to the peak's bytes.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/explain/peak.h"
 
 namespace memtl {
 
-// `report` from ExplainPeak with every live tensor listed (top: all).
+struct FoldedStack {
+  // Outermost first; the last is the category's label ("ACTIVATION", or
+  // "ACTIVATION (inferred)"). No frame holds ';' or a line end (the folded
+  // format's separators: they become ',' and ' ').
+  std::vector<std::string> frames;
+  int category = kUnknownIndex;  // the leaf's category, by export index
+  int64_t bytes = 0;             // > 0
+};
+
+// The stacks of `report` (from ExplainPeak), equal stacks summed, in the
+// order of their folded lines (by their text); their bytes add up to
+// report.bytes. memtl peak lists every live tensor (top: all); a report
+// of the largest only gives the bytes of the others by category, under
+// "(N smaller tensors)" ("allocations" where the categories are inferred).
+std::vector<FoldedStack> FoldPeak(const PeakReport& report);
+
+// The stacks as folded lines, "frame;...;frame bytes\n" each.
+std::string FormatFolded(const std::vector<FoldedStack>& stacks);
+
+// FormatFolded(FoldPeak(report)): memtl peak --format folded.
 std::string FoldedPeak(const PeakReport& report);
 
 }  // namespace memtl

@@ -1,10 +1,11 @@
 // The report's data (report.h): the sampled rows of each device, the op
-// running at each kept row, and the steps.
+// running at each kept row, the flame graph's stacks, and the steps.
 #include "core/explain/report.h"
 
 #include <algorithm>
 #include <iterator>
 #include <map>
+#include <numeric>
 #include <utility>
 
 namespace memtl {
@@ -122,6 +123,39 @@ ChartSeries SampleRows(const std::vector<TimelineEvent>& timeline, const Categor
   return s;
 }
 
+std::vector<FoldedStack> ReportFlame(std::vector<FoldedStack> stacks, size_t keep) {
+  if (stacks.size() <= keep) return stacks;
+  // The largest, ties in the stacks' order, so that a trace gives one page.
+  std::vector<size_t> order(stacks.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return stacks[a].bytes > stacks[b].bytes; });
+  std::vector<bool> kept(stacks.size(), false);
+  for (size_t i = 0; i < keep; ++i) kept[order[i]] = true;
+  std::vector<FoldedStack> out;
+  out.reserve(keep + 8);
+  std::array<FoldedStack, 8> rest;
+  for (size_t i = 0; i < stacks.size(); ++i) {
+    if (kept[i]) {
+      out.push_back(std::move(stacks[i]));
+      continue;
+    }
+    const size_t c = stacks[i].category >= 0 && stacks[i].category < 8
+                         ? static_cast<size_t>(stacks[i].category)
+                         : static_cast<size_t>(kUnknownIndex);
+    if (rest[c].frames.empty()) rest[c].frames = {"", stacks[i].frames.back()};
+    rest[c].category = static_cast<int>(c);
+    rest[c].bytes += stacks[i].bytes;
+  }
+  const std::string frame = "(" + std::to_string(stacks.size() - keep) + " smaller stacks)";
+  for (FoldedStack& r : rest) {
+    if (r.frames.empty()) continue;
+    r.frames[0] = frame;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 std::vector<DeviceIndex> AcceleratorsFirst(const Trace& trace) {
   std::vector<DeviceIndex> order;
   for (const bool cpu : {false, true}) {
@@ -198,6 +232,8 @@ Report MakeReport(const ExplainInput& in, size_t top, const PeakReport* known) {
     ExplainInput at_device = in;
     at_device.device = device;
     r.peak = known != nullptr && device == in.device ? *known : ExplainPeak(at_device, top);
+    // The flame graph holds many more live tensors than the table.
+    r.flame = ReportFlame(FoldPeak(ExplainPeak(at_device, kReportFlameTensors)));
     r.tables = tables[d];
     r.has_tables = true;
     r.series = std::move(series);
@@ -223,6 +259,12 @@ Report ReportFromTimeline(const Trace& trace, const std::vector<TimelineEvent>& 
     r.peak =
         peak != nullptr && r.device == device ? *peak : FindPeak(timeline, categories, r.device);
     r.peak.device = r.name;
+    // Without the analysis no tensor is known: the categories at the peak.
+    PeakReport categories = r.peak;
+    categories.largest.clear();
+    categories.live_tensors = 0;
+    categories.untracked_bytes = 0;
+    r.flame = FoldPeak(categories);
     report.devices.push_back(std::move(r));
   }
   return report;

@@ -1,9 +1,10 @@
 // What the HTML report shows of every device of a trace: the peak (peak.h),
 // the memory tables (tables.h) and the timeline sampled for the interactive
 // chart, each point with the op running then, plus the trace's steps
-// (ProfilerStep#N). MakeReport reads the stages up to the timeline, so the
-// pipeline makes it before they go (PipelineOptions::report); the report
-// refers to none of them.
+// (ProfilerStep#N), and the flame graph of the bytes alive at the peak (the
+// folded stacks of memtl peak --format folded, folded.h). MakeReport reads
+// the stages up to the timeline, so the pipeline makes it before they go
+// (PipelineOptions::report); the report refers to none of them.
 //
 // Sampling keeps peaks: a device with more rows than kChartBuckets * 4
 // keeps, per time bucket, the bucket's first, lowest, highest and last row
@@ -22,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/explain/folded.h"
 #include "core/explain/peak.h"
 #include "core/explain/tables.h"
 
@@ -30,6 +32,13 @@ namespace memtl {
 inline constexpr size_t kChartBuckets = 2000;
 // The largest tensors alive at each device's peak that the report lists.
 inline constexpr size_t kReportLargestTensors = 20;
+// The flame graph's live tensors (the largest; the others by category)
+// and stacks (ReportFlame) per device at most: describing each of the
+// 560,000 tensors alive at the peak of the generated 10^7-event trace cost
+// 10 s and 270 MiB, and put stacks in the page that are each far narrower
+// than a pixel.
+inline constexpr size_t kReportFlameTensors = 10000;
+inline constexpr size_t kReportFlameStacks = 3000;
 
 struct ChartPoint {
   int64_t time_us = 0;             // the row's time, as the .json export writes it
@@ -84,6 +93,10 @@ struct DeviceReport {
   // What would help, the most bytes saved first (empty: nothing tried
   // saves any, or the report was made from the timeline alone).
   std::vector<HelpRow> help;
+  // The bytes alive at the peak as folded stacks (ReportFlame of FoldPeak
+  // of the kReportFlameTensors largest), adding up to peak.bytes; by
+  // category alone when the report was made from the timeline alone.
+  std::vector<FoldedStack> flame;
 };
 
 struct ProfilerStep {
@@ -106,6 +119,12 @@ struct Report {
   std::vector<ProfilerStep> steps;  // by time
   bool inferred = false;            // the categories are inferred (ExplainInput::inferred)
 };
+
+// `stacks` (FoldPeak's) as the report keeps them: the `keep` largest in
+// their order, and the rest summed per category under one frame,
+// "(N smaller stacks)", so that the bytes still add up to the peak.
+std::vector<FoldedStack> ReportFlame(std::vector<FoldedStack> stacks,
+                                     size_t keep = kReportFlameStacks);
 
 // The trace's devices as reports list them: accelerators first, then cpu,
 // each group in the trace's order.

@@ -91,6 +91,32 @@ grep -qx "Sequential_0;Linear_1;.weight exp_avg;OPTIMIZER_STATE 65536" "$tmp/o.f
   grep -qx "blocks;0;linear1;weight exp_avg;OPTIMIZER_STATE 1048576" &&
   pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL peak-o-folded: $(head -3 "$tmp/o.folded")"; }
 check peak-o-trace 2 "being read; choose another output path" -- "$bin" peak "$pk" -o "$pk"
+# The report's flame graph: per device, the stacks of peak --format folded
+# (a memtl trace, a Kineto trace with inferred categories, a raw timeline,
+# the demo, a CUDA run's two devices), adding up to the device's peak.
+for f in "$pk" "$root/fixtures/kineto/e2e_adam.kineto.json.gz" "$root/fixtures/et/checkpoint_rng.torch.raw.json.gz" \
+  "$root/docs/transformer_adamw_3steps.trace.jsonl.gz" "$root/fixtures/cuda/mlp_sgd_momentum.trace.jsonl.gz"; do
+  if "$bin" export "$f" -o "$tmp/fl.html" --quiet 2>/dev/null && python3 - "$bin" "$f" "$tmp/fl.html" <<'PY'; then
+import json, subprocess, sys
+bin, trace, page = sys.argv[1:]
+html = open(page, encoding="utf-8").read()
+start = html.index('<script id="memtl-data" type="application/json">')
+data = json.loads(html[html.index(">", start) + 1:html.index("</script>", start)])
+assert data["devices"] and html.count('<div class="flame">') == len(data["devices"])
+for dev in data["devices"]:
+    flame = dev["flame"]
+    stacks = sorted(";".join(flame["names"][i] for i in s[2]) + " " + str(s[0]) for s in flame["stacks"])
+    assert sum(s[0] for s in flame["stacks"]) == dev["peak"]["bytes"], dev["name"]
+    folded = subprocess.run([bin, "peak", trace, "--device", dev["name"], "--format", "folded"],
+                            capture_output=True, text=True, check=True).stdout.splitlines()
+    assert stacks == sorted(folded), (dev["name"], stacks[:3], folded[:3])
+    assert all(s[1] in range(8) for s in flame["stacks"])
+PY
+    pass=$((pass + 1))
+  else
+    fail=$((fail + 1)); echo "FAIL report-flame $f"
+  fi
+done
 # Over budget: the summary is written all the same, then status 3.
 "$bin" summary "$pk" -o "$tmp/s.json" --budget total=1KB 2>/dev/null
 [ $? -eq 3 ] && grep -q '"peak_bytes"' "$tmp/s.json" && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL summary-o-budget"; }

@@ -370,6 +370,85 @@ def test_report_in_the_browser(report, browser):
     shot(browser, "report_table_sorted")
 
 
+def flame_frames(driver, index):
+    """The drawn frames of device `index`'s flame graph: rect, bytes, id, label."""
+    return driver.execute_script("""
+        return Array.prototype.map.call(
+            document.querySelectorAll('#device-' + arguments[0] + ' .flame-frames .fr'), function (f) {
+          var r = f.getBoundingClientRect();
+          return {left: r.left, right: r.right, top: r.top, bytes: Number(f.getAttribute('data-bytes')),
+                  id: Number(f.getAttribute('data-id')), text: f.textContent,
+                  cut: f.scrollWidth > f.clientWidth, ellipsis: getComputedStyle(f).textOverflow};
+        });""", index)
+
+
+def test_flame_graph(report, browser):
+    """The flame graph of the bytes alive at the peak: its root holds the
+    peak's bytes, frames of a row never overlap, a cut label ends in an
+    ellipsis, hovering a frame shows its bytes, clicking one zooms to it and
+    the top frame or Reset zooms out; each device has its own."""
+    html, _ = report
+    browser.get("file://" + html)
+    time.sleep(0.5)
+    data = browser.execute_script("return window.memtlReport.data")
+    box = browser.find_element(By.CSS_SELECTOR, "#device-0 .flame-frames")
+    browser.execute_script("arguments[0].scrollIntoView()", box.find_element(By.XPATH, ".."))
+    frames = flame_frames(browser, 0)
+    assert len(frames) > 5
+    root = frames[0]
+    assert root["bytes"] == data["devices"][0]["peak"]["bytes"] and root["text"] == "all"
+    width = box.rect["width"]
+    assert abs((root["right"] - root["left"]) - width) < 1
+    rows = {}
+    for f in frames:
+        rows.setdefault(round(f["top"]), []).append(f)
+    for row in rows.values():
+        row.sort(key=lambda f: f["left"])
+        overlaps = [(a, b) for a, b in zip(row, row[1:]) if a["right"] > b["left"] + 0.5]
+        assert not overlaps, overlaps
+    assert all(f["ellipsis"] == "ellipsis" for f in frames) and any(f["text"] for f in frames[1:])
+    shot(browser, "flame")
+
+    # Hovering a leaf (a category) shows its bytes, exact and in units, its share and category.
+    leaf = max((f for f in frames if f["top"] > root["top"] and f["text"] in CATEGORIES),
+               key=lambda f: f["bytes"])
+    el = browser.find_element(By.CSS_SELECTOR, "#device-0 .fr[data-id='%d']" % leaf["id"])
+    ActionChains(browser).move_to_element(el).perform()
+    time.sleep(0.2)
+    info = browser.find_element(By.CSS_SELECTOR, "#device-0 .flame-info")
+    assert int(info.get_attribute("data-bytes")) == leaf["bytes"]
+    assert "{:,} bytes".format(leaf["bytes"]) in info.text and "% of the peak" in info.text
+    assert "category: " + leaf["text"] in info.text
+    shot(browser, "flame_hover")
+
+    # Clicking the largest frame under the root zooms to it: it spans the
+    # graph, and the others under the root are gone.
+    child = max((f for f in frames if f["top"] > root["top"] and f["top"] < root["top"] + 20),
+                key=lambda f: f["bytes"])
+    browser.find_element(By.CSS_SELECTOR, "#device-0 .fr[data-id='%d']" % child["id"]).click()
+    time.sleep(0.2)
+    zoomed = flame_frames(browser, 0)
+    z = [f for f in zoomed if f["id"] == child["id"]][0]
+    assert abs((z["right"] - z["left"]) - width) < 1
+    assert all(f["bytes"] <= child["bytes"] for f in zoomed if f["id"] != root["id"])
+    reset = browser.find_element(By.CSS_SELECTOR, "#device-0 .flame-reset")
+    assert reset.is_enabled()
+    shot(browser, "flame_zoomed")
+    # The top frame zooms out; so does Reset.
+    browser.find_element(By.CSS_SELECTOR, "#device-0 .fr[data-id='%d']" % root["id"]).click()
+    time.sleep(0.2)
+    assert len(flame_frames(browser, 0)) == len(frames) and not reset.is_enabled()
+    browser.find_element(By.CSS_SELECTOR, "#device-0 .fr[data-id='%d']" % child["id"]).click()
+    reset.click()
+    assert len(flame_frames(browser, 0)) == len(frames)
+
+    # The other device has its own graph, drawn when shown.
+    Select(browser.find_element(By.ID, "device")).select_by_visible_text("cpu")
+    time.sleep(0.3)
+    cpu = flame_frames(browser, 1)
+    assert cpu and cpu[0]["bytes"] == data["devices"][1]["peak"]["bytes"]
+
+
 def test_inferred_categories_are_labelled_so_but_unknown(browser):
     """A Kineto trace read alone has inferred categories: the chart's toggles
     say "(inferred)" after each category's name, but not after "unknown",
@@ -383,6 +462,11 @@ def test_inferred_categories_are_labelled_so_but_unknown(browser):
     time.sleep(0.5)
     labels = [label.text for label in browser.find_elements(By.CSS_SELECTOR, "#device-0 .toggles label")]
     assert labels == [c + " (inferred)" for c in CATEGORIES[:7]] + ["unknown"], labels
+    # The flame graph's leaves say so too.
+    leaves = browser.execute_script("""
+        return window.memtlFlame.graphs[0].tree.nodes.filter(function (n) {
+          return !n.children.length; }).map(function (n) { return n.name; });""")
+    assert leaves and all(n.endswith(" (inferred)") or n == "unknown" for n in leaves), leaves
     shot(browser, "report_inferred")
 
 
@@ -442,7 +526,7 @@ def test_markup_from_the_trace_stays_text(browser, tmp_path):
     two_devices(os.path.join(ROOT, "fixtures", "e2e_adam.trace.jsonl.gz"), doubled, tmp)
     # The op reaches the tables, the module (the first Linear's) the chart's data too.
     op = "aten::empty" + HOSTILE + "</script><script>document.title='pwned'</script>"
-    module = "Linear" + HOSTILE + "</script>_0"
+    module = "Linear" + HOSTILE + "</script><img src=x onerror=\"document.title='pwned'\">_0"
     with gzip.open(doubled, "rt") as f:
         text = f.read().replace('"name":"aten::empty"', '"name":' + json.dumps(op))
     text = text.replace('"name":"nn.Module: Linear_0"', '"name":' + json.dumps("nn.Module: " + module))
@@ -491,7 +575,16 @@ def test_markup_from_the_trace_stays_text(browser, tmp_path):
     header.click()
     assert values() == sorted(values())
     assert browser.execute_script(
-        "return document.querySelectorAll('script').length") == 3  # the page's own, none from a name
+        "return document.querySelectorAll('script').length") == 4  # the page's own, none from a name
+    # The module is a frame of the flame graph: zoomed to, its label is the
+    # name as text, and no image but the plots came of it.
+    shown = browser.execute_script("""
+        var g = window.memtlFlame.graphs[1], name = arguments[0];
+        var n = g.tree.nodes.filter(function (n) { return n.name === name; })[0];
+        g.zoomTo(n);
+        return document.querySelector('#device-1 .fr.zoom').textContent;""", module)
+    assert shown == module
+    assert browser.execute_script("return document.querySelectorAll('img:not(.plot)').length") == 0
     shot(browser, "report_hostile")
 
     # The diff page: its names as text, its one script run.

@@ -1,8 +1,10 @@
 // Markup from a trace in the HTML report (docs/reliability.md, "Markup from
 // a trace"): names that carry "<!--<script>" or "</script>" leave no "<" in
 // the data block, the policy lets only the page's own scripts run (by their
-// SHA-256, checked here with coreutils' sha256sum, not memtl's build), and a
-// trace with more devices than the report draws names how many it left out.
+// SHA-256, checked here with coreutils' sha256sum, not memtl's build), a
+// trace with more devices than the report draws names how many it left out,
+// and the flame graph's stacks (folded.h, report.h's ReportFlame) add up to
+// each device's peak.
 #include <doctest/doctest.h>
 #include <unistd.h>
 
@@ -208,11 +210,15 @@ TEST_CASE("report markup: names from the trace cannot end or open a script") {
   for (const auto& dev : data["devices"]) {
     REQUIRE(dev["ops"].size() == 1);
     CHECK(dev["ops"][0][1] == module);
+    // The flame graph's stacks hold every byte of the peak.
+    int64_t bytes = 0;
+    for (const auto& stack : dev["flame"]["stacks"]) bytes += stack[0].get<int64_t>();
+    CHECK(bytes == dev["peak"]["bytes"].get<int64_t>());
   }
-  // The page's three elements only (the data, dygraphs, report.js): none
-  // from a name, which the page shows as text.
+  // The page's four elements only (the data, dygraphs, report.js,
+  // flame.js): none from a name, which the page shows as text.
   const std::vector<Script> scripts = Scripts(html);
-  CHECK(scripts.size() == 3);
+  CHECK(scripts.size() == 4);
   size_t closes = 0;
   for (size_t at = html.find("</script"); at != std::string::npos;
        at = html.find("</script", at + 1))
@@ -298,4 +304,63 @@ TEST_CASE("report markup: a trace with many devices draws the highest peaks and 
   CHECK(options == kReportMaxDevices);
   CHECK(html.find("5 more devices are not drawn") != std::string::npos);
   CheckPolicy(html);
+}
+
+TEST_CASE("report: the flame graph's stacks are the folded lines, the smallest summed") {
+  // A tensor whose name carries the folded format's separators, one made
+  // by an op in a module, and untracked bytes.
+  PeakReport r;
+  r.bytes = 4096 + 1024 + 100;
+  LiveTensor named;
+  named.bytes = 4096;
+  named.category = Category::kParameter;
+  named.creator = 3;
+  named.name = "Net_0 > Linear;1 .weight\nx";
+  LiveTensor made;
+  made.bytes = 1024;
+  made.category = Category::kActivation;
+  made.creator = 5;
+  made.module = "Net_0";
+  made.ops = {"aten::linear", "aten::addmm"};
+  r.largest = {named, made};
+  r.live_tensors = 2;
+  r.untracked_bytes = 100;
+  const std::vector<FoldedStack> stacks = FoldPeak(r);
+  REQUIRE(stacks.size() == 3);
+  CHECK(stacks[0].frames == std::vector<std::string>{"(no tensor identity)", "unknown"});
+  CHECK(stacks[1].frames ==
+        std::vector<std::string>{"Net_0", "Linear,1", ".weight x", "PARAMETER"});
+  CHECK(stacks[2].frames ==
+        std::vector<std::string>{"Net_0", "aten::linear", "aten::addmm", "ACTIVATION"});
+  CHECK(stacks[2].category == ExportIndex(Category::kActivation));
+  CHECK(FoldedPeak(r) ==
+        "(no tensor identity);unknown 100\nNet_0;Linear,1;.weight x;PARAMETER 4096\n"
+        "Net_0;aten::linear;aten::addmm;ACTIVATION 1024\n");
+
+  // Kept: the two largest, in their order; the rest summed per category
+  // under one frame, so the bytes still add up.
+  const std::vector<FoldedStack> kept = ReportFlame(stacks, 2);
+  REQUIRE(kept.size() == 3);
+  CHECK(kept[0].bytes == 4096);
+  CHECK(kept[1].bytes == 1024);
+  CHECK(kept[2].frames == std::vector<std::string>{"(1 smaller stacks)", "unknown"});
+  CHECK(kept[2].bytes == 100);
+  CHECK(kept[2].category == kUnknownIndex);
+  CHECK(ReportFlame(stacks).size() == 3);
+
+  // A report of the largest tensor alone: the other two by category.
+  r.largest = {named};
+  r.live_tensors = 3;
+  r.by_category[ExportIndex(Category::kParameter)] = 4096 + 512;
+  r.by_category[ExportIndex(Category::kActivation)] = 1024;
+  r.by_category[kUnknownIndex] = 100;
+  CHECK(FoldedPeak(r) ==
+        "(2 smaller tensors);ACTIVATION 1024\n(2 smaller tensors);PARAMETER 512\n"
+        "(no tensor identity);unknown 100\nNet_0;Linear,1;.weight x;PARAMETER 4096\n");
+
+  // No tensors (a raw timeline): a stack per category at the peak.
+  PeakReport raw;
+  raw.by_category[0] = 10;
+  raw.by_category[4] = 20;
+  CHECK(FoldedPeak(raw) == "ACTIVATION 20\nPARAMETER 10\n");
 }
