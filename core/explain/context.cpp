@@ -44,14 +44,20 @@ std::string ModulePath(const Trace& trace, uint32_t event) {
   return path;
 }
 
-std::string CallSiteLabel(std::string_view frame, uint32_t line) {
+std::string CallSiteLabel(std::string_view frame, uint32_t line, bool at_line) {
   const std::string_view file = FrameFile(frame);
   if (file.empty()) return std::string(frame);
   const size_t close = frame.find("): ", file.size());
   const std::string_view defined = frame.substr(file.size() + 1, close - file.size() - 1);
   const std::string_view function = frame.substr(close + 3);
   std::string out(file);
-  if (line != 0) {
+  if (line == 0 && at_line) {
+    out += ":";
+    out += defined;
+    out += " in ";
+    out += function;
+    out += "()";
+  } else if (line != 0) {
     out += ":" + std::to_string(line) + " in ";
     out += function;
     out += "()";
@@ -129,7 +135,8 @@ EventContext ContextOf(const Trace& trace, const OpTree& tree, uint32_t event) {
     }
   }
   EventContext c;
-  if (!call_site.empty()) c.call_site = CallSiteLabel(call_site, line);
+  if (!call_site.empty())
+    c.call_site = CallSiteLabel(call_site, line, trace.header.py_names_at_line);
   if (compiled) c.call_site += c.call_site.empty() ? "compiled region" : " (compiled region)";
   c.module = ModulePath(trace, event);
   c.phase = tree.in_backward(event) ? "backward"

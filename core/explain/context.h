@@ -71,7 +71,10 @@ std::string ModulePath(const Trace& trace, uint32_t event);
 // function is defined): with `line` (the line of that frame that made a
 // call, 0: unknown) "train.py:57 in forward()"; without,
 // "train.py: forward(), defined at line 42". Any other name stays as it is.
-std::string CallSiteLabel(std::string_view frame, uint32_t line);
+// `at_line`: the name's line is the one executing in the frame (a memory
+// snapshot's frames, TraceHeader::py_names_at_line), which serves when
+// `line` is 0.
+std::string CallSiteLabel(std::string_view frame, uint32_t line, bool at_line = false);
 
 // Whether a python call's name is a frame of the user's code (EventContext::
 // call_site): "FILE(LINE): FUNC" with FILE outside PyTorch and outside

@@ -12,6 +12,13 @@
 
 namespace memtl {
 
+std::string FragmentationLine(int64_t reserved_at_peak, int64_t peak_bytes) {
+  if (reserved_at_peak == 0) return {};
+  const int64_t free_bytes = std::max<int64_t>(reserved_at_peak - peak_bytes, 0);
+  return "at the peak the allocator reserved " + HumanBytes(reserved_at_peak) + ", of which " +
+         HumanBytes(free_bytes) + " free inside its segments (fragmentation)\n";
+}
+
 std::string HumanBytes(int64_t bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double v = static_cast<double>(bytes);
@@ -156,8 +163,10 @@ PeakReport ExplainPeak(const PeakInput& c, size_t top) {
   PeakReport r = FindPeak(c.timeline, c.categories, c.device);
   r.device = c.device < trace.devices.size() ? trace.devices[c.device].name : "cpu";
   r.inferred = c.inferred != nullptr;
-  if (r.inferred && c.device < trace.devices.size())
+  if (r.inferred && c.device < trace.devices.size()) {
     r.max_reserved = trace.devices[c.device].max_total_reserved;
+    r.reserved_at_peak = trace.devices[c.device].reserved_at_peak;
+  }
   if (!r.any) return r;
 
   // Replay through the end of the peak row: per key, the version alive.
@@ -253,6 +262,7 @@ std::string FormatPeak(const PeakReport& r) {
              : ")\n";
   if (r.max_reserved != 0)
     out += "the allocator reserved at most " + HumanBytes(r.max_reserved) + " (Total Reserved)\n";
+  out += FragmentationLine(r.reserved_at_peak, r.bytes);
   if (r.inferred) {
     out +=
         "\ncategories are inferred: the trace records no tensors, so each allocation's category "
@@ -333,6 +343,8 @@ std::string PeakJson(const PeakReport& r) {
          ",\"untracked_bytes\":" + std::to_string(r.untracked_bytes) +
          (r.inferred ? ",\"inferred\":true" : "") +
          (r.max_reserved != 0 ? ",\"max_reserved\":" + std::to_string(r.max_reserved) : "") +
+         (r.reserved_at_peak != 0 ? ",\"reserved_at_peak\":" + std::to_string(r.reserved_at_peak)
+                                  : "") +
          ",\"by_category\":{";
   for (int i = 0; i < 8; ++i) {
     out +=

@@ -69,6 +69,10 @@ struct PeakReport {
   // The allocator's largest reserved total on the device, where the trace
   // reports it (a Kineto trace's "Total Reserved"); 0 when not.
   int64_t max_reserved = 0;
+  // The reserved total when the allocated total peaked, where the trace
+  // says (a memory snapshot's segments: DeviceInfo::reserved_at_peak); 0
+  // when not. Less the peak's bytes: free memory inside the segments.
+  int64_t reserved_at_peak = 0;
 };
 
 // A category's name as the explaining outputs print it: "ACTIVATION", or
@@ -106,6 +110,10 @@ std::string FormatPeak(const PeakReport& report);
 std::string PeakJson(const PeakReport& report);
 // Bytes in the largest binary unit that keeps the number at least 1 ("12.3 MiB").
 std::string HumanBytes(int64_t bytes);
+// "at the peak the allocator reserved R, of which F free inside its
+// segments (fragmentation)\n" for a reserved total at the peak of
+// `peak_bytes`; empty when `reserved_at_peak` is 0 (not known).
+std::string FragmentationLine(int64_t reserved_at_peak, int64_t peak_bytes);
 // A difference of bytes with its sign ("+1.5 KiB", "-512 B", "0 B").
 std::string SignedBytes(int64_t bytes);
 // `after` against `before` in percent ("+12.5%"); "new" from nothing, ""

@@ -104,7 +104,10 @@ Summary Summarize(const ExplainInput& in, const std::string& trace_name, size_t 
     ds.peak_time_us = peak.time_us;
     ds.since_start_us = peak.since_start_us;
     ds.at_peak = peak.by_category;
-    if (s.inferred) ds.max_reserved = in.trace.devices[d].max_total_reserved;
+    if (s.inferred) {
+      ds.max_reserved = in.trace.devices[d].max_total_reserved;
+      ds.reserved_at_peak = in.trace.devices[d].reserved_at_peak;
+    }
     CoalescedSizes(in.timeline, in.categories, d, [&](const std::array<int64_t, 9>& row) {
       for (int c = 0; c < 8; ++c) ds.largest[c] = std::max(ds.largest[c], row[c + 1]);
     });
@@ -133,6 +136,8 @@ std::string FormatSummary(const Summary& s) {
            " from the first row\n";
     if (d.max_reserved != 0)
       out += "  the allocator reserved at most " + HumanBytes(d.max_reserved) + "\n";
+    if (const std::string f = FragmentationLine(d.reserved_at_peak, d.peak_bytes); !f.empty())
+      out += "  " + f;
     out +=
         "  " + Pad("category", width) + PadLeft("at the peak", 12) + PadLeft("largest", 12) + "\n";
     for (int c = 0; c < 8; ++c) {
@@ -165,7 +170,10 @@ std::string SummaryJson(const Summary& s) {
         ",\"at_peak\":" + ByCategoryJson(d.at_peak) + ",\"largest\":" + ByCategoryJson(d.largest) +
         ",\"top_ops\":" + RowsJson(d.top_ops) + ",\"top_modules\":" + RowsJson(d.top_modules) +
         ",\"top_call_sites\":" + RowsJson(d.top_call_sites) +
-        (d.max_reserved != 0 ? ",\"max_reserved\":" + std::to_string(d.max_reserved) : "") + "}";
+        (d.max_reserved != 0 ? ",\"max_reserved\":" + std::to_string(d.max_reserved) : "") +
+        (d.reserved_at_peak != 0 ? ",\"reserved_at_peak\":" + std::to_string(d.reserved_at_peak)
+                                 : "") +
+        "}";
   }
   return out + "]}\n";
 }

@@ -33,6 +33,9 @@ struct DeviceSummary {
   // The allocator's largest reserved total, in a trace without tensors that
   // reports it (a Kineto trace's "Total Reserved"); 0 otherwise.
   int64_t max_reserved = 0;
+  // The reserved total when the allocated total peaked (a memory
+  // snapshot's segments: PeakReport::reserved_at_peak); 0 otherwise.
+  int64_t reserved_at_peak = 0;
 };
 
 struct Summary {

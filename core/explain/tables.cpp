@@ -343,7 +343,10 @@ MemoryTables TablesOf(const Trace& trace, const Places& places, const PlaceLabel
     if (c.label.op) {
       AddTo(by_op, trace.strings.Get(c.label.name), m, false);
     } else {
-      AddTo(by_site, CallSiteLabel(trace.strings.Get(c.label.name), c.label.line), m, false);
+      AddTo(by_site,
+            CallSiteLabel(trace.strings.Get(c.label.name), c.label.line,
+                          trace.header.py_names_at_line),
+            m, false);
     }
   }
   for (uint32_t p = 0; p < u.by_place.size(); ++p) {
@@ -356,7 +359,9 @@ MemoryTables TablesOf(const Trace& trace, const Places& places, const PlaceLabel
     if (site.name == kNone32)
       AddTo(by_site, kNoCallSite, m, true);
     else
-      AddSelf(by_site, CallSiteLabel(trace.strings.Get(site.name), site.line), m, false);
+      AddSelf(by_site,
+              CallSiteLabel(trace.strings.Get(site.name), site.line, trace.header.py_names_at_line),
+              m, false);
     // The model's state made here counts under its module instead.
     MemoryUse in_module = m;
     if (const auto it = u.moved.find(p); it != u.moved.end()) in_module.at_peak -= it->second;

@@ -39,6 +39,11 @@ struct DeviceInfo {
   // allocation event on this device reported; 0 when none did.
   int64_t max_total_allocated = 0;
   int64_t max_total_reserved = 0;
+  // The reserved total when the allocated total was at its largest, where
+  // the trace says (a memory snapshot's segments); 0 otherwise. Less the
+  // allocated peak, it is the memory free inside the allocator's segments
+  // then (fragmentation).
+  int64_t reserved_at_peak = 0;
 };
 
 // The names of a trace, each stored once. Every name in it is valid UTF-8,
@@ -91,6 +96,11 @@ struct TraceHeader {
   // an impl is seen with in its id instead of splitting it (torch 1.13's
   // raw, reused addresses: dealias.cpp).
   bool impls_held = false;
+  // Set by the memory-snapshot reader: a python call's name
+  // "FILE(LINE): FUNC" gives the line executing in that frame (a
+  // snapshot's frames), not the function's first line (the python
+  // tracer's), so a call site reads "FILE:LINE in FUNC()" by it.
+  bool py_names_at_line = false;
   // A distributed run's rank and world size (-1: not said), and what names
   // the run (a memtl trace's "run"; empty: not said): `memtl ranks` checks
   // that the traces it is given are one run's distinct ranks.

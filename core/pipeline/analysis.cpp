@@ -21,6 +21,7 @@
 #include "core/read/kineto/kineto_reader.h"
 #include "core/read/memtl/trace_reader.h"
 #include "core/read/raw/raw_timeline.h"
+#include "core/read/snapshot/snapshot_reader.h"
 #include "passes/pass.h"
 
 namespace memtl {
@@ -496,8 +497,10 @@ Expected<std::unique_ptr<Analysis>> AnalyzeFileOnce(const std::string& path,
   Diagnostics read_diagnostics;
   std::vector<ReservedPoint> reserved;
   std::optional<Trace> trace;
-  // A Kineto trace alone records no tensors: its categories are inferred.
-  const bool infer = format == InputFormat::kKineto && options.et_path.empty();
+  // A Kineto trace alone, or a memory snapshot, records no tensors: their
+  // categories are inferred.
+  const bool infer = (format == InputFormat::kKineto && options.et_path.empty()) ||
+                     format == InputFormat::kSnapshot;
   switch (format) {
     case InputFormat::kKineto: {
       // With --et, joined to the execution trace (core/read/et/et_join.h).
@@ -508,6 +511,15 @@ Expected<std::unique_ptr<Analysis>> AnalyzeFileOnce(const std::string& path,
       read_diagnostics = std::move(k.value().diagnostics);
       trace = std::move(k.value().trace);
       reserved = std::move(k.value().reserved);
+      break;
+    }
+    case InputFormat::kSnapshot: {
+      auto snap = ReadSnapshotInput(std::move(input.value()), options);
+      if (!snap.ok()) return snap.status();
+      info = snap.value().info;
+      read_diagnostics = std::move(snap.value().diagnostics);
+      trace = std::move(snap.value().trace);
+      reserved = std::move(snap.value().reserved);
       break;
     }
     case InputFormat::kRawTimeline: {

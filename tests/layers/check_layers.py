@@ -46,6 +46,9 @@ LAYERS = [
      "a Kineto trace alone (`kTraceFormatVersion` is the model's)"),
     ("core/read/raw", ["core/read/raw/*"], ["core/read/common"], [],
      "PyTorch's raw memory timeline"),
+    ("core/read/snapshot", ["core/read/snapshot/*"], ["core/read/kineto"], [],
+     "CUDA memory snapshots: a pickle subset, decoded and never run; the reserved series is the "
+     "Kineto reader's type (`ReservedPoint`)"),
     ("core/read/et", ["core/read/et/*"],
      ["core/read/kineto", "core/read/memtl", "core/schema"], [],
      "`--et`: joins an execution trace to the Kineto reader's result (`ReadKinetoJoinedInput` calls "
@@ -74,7 +77,8 @@ LAYERS = [
      "summary's, ranks' and whatif's data, whose types are `export.h`'s parameters; not the "
      "passes, nor the pipeline"),
     ("core/pipeline", ["core/pipeline/*"],
-     ["core/read/memtl", "core/read/kineto", "core/read/raw", "core/read/et", "core/identity",
+     ["core/read/memtl", "core/read/kineto", "core/read/raw", "core/read/snapshot", "core/read/et",
+      "core/identity",
       "core/checks", "core/infer", "passes", "core/timeline", "core/explain",
       "core/plan (whatif)"], [],
      "wires every stage up to the report (the pipeline runs the passes and `help.*`); not the "

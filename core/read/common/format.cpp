@@ -144,6 +144,8 @@ std::string_view FormatName(InputFormat f) {
       return "PyTorch execution trace";
     case InputFormat::kOtherJson:
       return "JSON document of another kind";
+    case InputFormat::kSnapshot:
+      return "CUDA memory snapshot";
     case InputFormat::kNeedMore:
       break;
   }
@@ -177,6 +179,13 @@ InputFormat OtherJsonOr(std::string_view head, bool at_end) {
 }
 
 InputFormat SniffFormat(std::string_view head, bool at_end) {
+  // A pickle starts with PROTO and its protocol (2 and up: Python 3's
+  // pickle.dump writes 4 or 5); no JSON text starts with byte 0x80.
+  if (!head.empty() && static_cast<unsigned char>(head[0]) == 0x80) {
+    if (head.size() < 2) return at_end ? InputFormat::kMemtlTrace : InputFormat::kNeedMore;
+    const auto protocol = static_cast<unsigned char>(head[1]);
+    if (protocol >= 2 && protocol <= 5) return InputFormat::kSnapshot;
+  }
   // A UTF-8 byte order mark is not JSON, but editors write one (OpenInput
   // drops it before the readers see the text).
   if (head.starts_with("\xef\xbb\xbf")) head.remove_prefix(3);
@@ -287,7 +296,8 @@ std::string FormatAdvice(InputFormat format) {
       "prof.export_chrome_trace(\"trace.json\"))";
   std::string reads =
       "memtl reads memtl traces, Kineto traces (export_chrome_trace or "
-      "tensorboard_trace_handler with profile_memory=True) and PyTorch's raw memory "
+      "tensorboard_trace_handler with profile_memory=True), CUDA memory snapshots "
+      "(torch.cuda.memory._dump_snapshot) and PyTorch's raw memory "
       "timelines (export_memory_timeline(\"*.raw.json.gz\")); " +
       std::string(kRecord);
   switch (format) {

@@ -1,6 +1,6 @@
 // What kind of file an input is, decided by its first decoded bytes (gzip is
 // undone first), never by its name: memtl reads its own traces, Kineto
-// (Chrome) traces and PyTorch's raw memory timelines, and names the other
+// (Chrome) traces, CUDA memory snapshots and PyTorch's raw memory timelines, and names the other
 // files PyTorch writes, which it cannot read (yet), with what to pass instead.
 //
 // The bytes read to decide stay with the opened source (OpenedInput::head),
@@ -36,6 +36,9 @@ enum class InputFormat : uint8_t {
   // pretty-printed config or list. The memtl reader, which reads a line at
   // a time, would call the first line of a pretty-printed one invalid.
   kOtherJson,
+  // A pickle (protocol 2 to 5: 0x80 PROTO first): a CUDA memory snapshot,
+  // torch.cuda.memory._dump_snapshot (core/read/snapshot/).
+  kSnapshot,
   kNeedMore,  // SniffFormat only: the head ends before the answer
 };
 
