@@ -84,7 +84,7 @@ Expected<std::string> ExplainAllocation(const ExplainInput& in, uint32_t alloc, 
   if (info.bytes < 0) {
     text += "  allocated: before the profile\n";
     free_event = event;
-  } else if (rule == InferRule::kBeforeProfile) {
+  } else if (FromBeforeProfile(rule)) {
     text += "  allocated: before the profile (the allocator's total when profiling began)\n";
   } else if (event != kNone32) {
     text += "  allocated by: " + Where(in, event, first, &where_json) + "\n";

@@ -92,7 +92,7 @@ void LargestAllocations(const PeakInput& c, size_t top, PeakReport& r) {
     t.alloc = a;
     t.bytes = bytes(a);
     t.category = inf.Get(a);
-    const bool before = trace.allocs[a].bytes < 0 || inf.rule[a] == InferRule::kBeforeProfile;
+    const bool before = trace.allocs[a].bytes < 0 || FromBeforeProfile(inf.rule[a]);
     // The op the allocation was made in: the innermost op around it.
     for (uint32_t p = trace.events[event_of[a]].parent; p != kNone32 && !before;
          p = trace.events[p].parent) {

@@ -5,10 +5,16 @@
 // (Evidence::node), and a free's phase is its scope, or for a free in no
 // scope the scope of the last event that started before it.
 //
-//  1. before the profile: the allocation the Kineto reader adds for the
-//     memory the allocator held when profiling began (kPreProfileAddress)
-//     stays unknown. It is parameters, optimizer state, gradients and
-//     inputs of earlier steps together; nothing in the trace splits it.
+//  1. before the profile: the allocations the Kineto reader adds for the
+//     memory the allocator held when profiling began (kPreProfileAddress).
+//     Where the reader split off the leaves a backward pass accumulates
+//     into and the optimizer state kept for them (PreProfilePart, by the
+//     rules and limits of core/read/kineto/kineto_pre_profile.h), the
+//     leaves are PARAMETER unless the profile builds parameters itself
+//     (rule 3 finds one on that device: the leaves are those), and the
+//     state OPTIMIZER_STATE unless a step makes state (rule 5 finds some on
+//     that device: the state is that). The rest stays unknown: gradients,
+//     buffers, inputs and the like of earlier steps together.
 //  2. TEMPORARY: F is inside the node A was made in. PyTorch's rule
 //     (intermediates of a data-flow node), with the node found by nesting.
 //     Wrong where Kineto's nesting puts a free into the op that just
@@ -95,6 +101,10 @@ std::string_view InferRuleName(InferRule rule) {
       return "made for the loss";
     case InferRule::kInput:
       return "made for the forward";
+    case InferRule::kLeavesBefore:
+      return "leaves from before the profile";
+    case InferRule::kStateBefore:
+      return "optimizer state from before the profile";
   }
   return "?";
 }
@@ -127,6 +137,12 @@ std::string_view InferRuleText(InferRule rule) {
       return "allocated after the forward's last module and before the backward (the loss)";
     case InferRule::kInput:
       return "allocated before the forward and alive when it starts";
+    case InferRule::kLeavesBefore:
+      return "memory the allocator held when profiling began, as large as the leaves a "
+             "backward pass accumulates gradients into (their AccumulateGrad ops' sizes)";
+    case InferRule::kStateBefore:
+      return "memory the allocator held when profiling began, as large as the state the "
+             "optimizer keeps for the leaves (so many tensors of each leaf's size per its class)";
   }
   return "?";
 }
@@ -141,6 +157,7 @@ std::optional<Category> CategoryOf(InferRule rule) {
     case InferRule::kTemporary:
       return Category::kTemporary;
     case InferRule::kParameter:
+    case InferRule::kLeavesBefore:
       return Category::kParameter;
     case InferRule::kGradient:
     case InferRule::kGradientFreed:
@@ -148,6 +165,7 @@ std::optional<Category> CategoryOf(InferRule rule) {
     case InferRule::kAutogradDetail:
       return Category::kAutogradDetail;
     case InferRule::kOptimizerState:
+    case InferRule::kStateBefore:
       return Category::kOptimizerState;
     case InferRule::kActivationSaved:
     case InferRule::kActivationModule:
@@ -163,9 +181,16 @@ std::optional<Category> CategoryOf(InferRule rule) {
 // live one), in the order of the file's comment.
 InferRule RuleFor(const Trace& t, const std::vector<uint64_t>& alloc_ptrs, const Evidence& ev,
                   const Pairing& p, uint32_t a) {
-  const uint64_t ptr = alloc_ptrs[a];
-  if (ptr >= kPreProfileAddress && ptr - kPreProfileAddress < t.devices.size())
-    return InferRule::kBeforeProfile;
+  if (const auto part = PreProfilePartOf(alloc_ptrs[a], t.devices.size())) {
+    switch (*part) {
+      case PreProfilePart::kRest:
+        return InferRule::kBeforeProfile;
+      case PreProfilePart::kLeaves:
+        return InferRule::kLeavesBefore;
+      case PreProfilePart::kOptimizerState:
+        return InferRule::kStateBefore;
+    }
+  }
   const uint32_t e = p.event_of[a];
   const int64_t time = t.event_t0[e];
   const uint32_t f = p.free_of[a];
@@ -201,6 +226,27 @@ InferRule RuleFor(const Trace& t, const std::vector<uint64_t>& alloc_ptrs, const
   }
   return ev.NextDecisiveAfter(time) == Scope::kBackward ? InferRule::kActivationLoss
                                                         : InferRule::kNone;
+}
+
+// Rule 1's conditions: on a device where the profile builds parameters
+// (rule 3) or makes optimizer state (rule 5), the leaves, or the state,
+// from before the profile are not what the reader took them for.
+void KeepMadeInProfile(const Trace& t, InferredCategories& out) {
+  std::vector<bool> built(t.devices.size(), false), made(t.devices.size(), false);
+  for (uint32_t a = 0; a < out.rule.size(); ++a) {
+    if (out.rule[a] == InferRule::kParameter) built[t.allocs[a].device] = true;
+    if (out.rule[a] == InferRule::kOptimizerState) made[t.allocs[a].device] = true;
+  }
+  for (uint32_t a = 0; a < out.rule.size(); ++a) {
+    const InferRule r = out.rule[a];
+    const bool drop = (r == InferRule::kLeavesBefore && built[t.allocs[a].device]) ||
+                      (r == InferRule::kStateBefore && made[t.allocs[a].device]);
+    if (!drop) continue;
+    out.bytes_by_rule[static_cast<int>(r)] -= t.allocs[a].bytes;
+    out.bytes_by_rule[static_cast<int>(InferRule::kBeforeProfile)] += t.allocs[a].bytes;
+    out.rule[a] = InferRule::kBeforeProfile;
+    out.category[a] = InferredCategories::kNoCategory;
+  }
 }
 
 }  // namespace
@@ -239,6 +285,7 @@ Expected<InferredCategories> InferCategories(const OpTree& tree, const TensorRec
       out.bytes_by_rule[static_cast<int>(rule)] -= info.bytes;
     }
   }
+  KeepMadeInProfile(t, out);
   for (uint32_t a = 0; a < n; ++a) {
     if (p.pair[a] == kNone32) continue;
     out.rule[a] = out.rule[p.pair[a]];

@@ -44,8 +44,17 @@ enum class InferRule : uint8_t {
   kActivationModule,  // made inside an nn.Module's forward
   kActivationLoss,    // made between the forward's last module and the backward
   kInput,             // made before the forward and alive when it starts
+  kLeavesBefore,      // from before the profile: the leaves backward accumulates into
+  kStateBefore,       // from before the profile: the optimizer's state for those leaves
 };
-inline constexpr int kNumInferRules = 12;
+inline constexpr int kNumInferRules = 14;
+
+// The rules for memory the allocator held when profiling began (rule 1,
+// whatever part of it the allocation stands for).
+constexpr bool FromBeforeProfile(InferRule rule) {
+  return rule == InferRule::kBeforeProfile || rule == InferRule::kLeavesBefore ||
+         rule == InferRule::kStateBefore;
+}
 
 // What one rule says, for memtl explain: a short name and its statement.
 std::string_view InferRuleName(InferRule rule);

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "core/model/ids.h"
@@ -147,6 +148,25 @@ inline constexpr int64_t kMaxAllocBytes = (int64_t{1} << 47) - 1;  // 128 TiB
 // traces without "Addr"; the execution-trace join and the inference
 // (core/infer/) find them by it.
 inline constexpr uint64_t kPreProfileAddress = (uint64_t{1} << 63) - (uint64_t{1} << 32);
+// What part of that memory an allocation stands for: the Kineto reader
+// splits off, on one device, the leaves a backward pass accumulates into
+// and the optimizer state kept for them (core/read/kineto/kineto_pre_profile.h),
+// each at its own address above the rest's; the rest is what nothing in
+// the trace explains.
+enum class PreProfilePart : uint8_t { kRest, kLeaves, kOptimizerState };
+inline constexpr uint64_t kPreProfilePartStride = uint64_t{1} << 16;  // > any DeviceIndex
+inline constexpr uint64_t PreProfileAddress(PreProfilePart part, size_t device) {
+  return kPreProfileAddress + static_cast<uint64_t>(part) * kPreProfilePartStride + device;
+}
+// The part an address stands for; nullopt for any other address.
+inline constexpr std::optional<PreProfilePart> PreProfilePartOf(uint64_t ptr, size_t num_devices) {
+  if (ptr < kPreProfileAddress) return std::nullopt;
+  const uint64_t part = (ptr - kPreProfileAddress) / kPreProfilePartStride;
+  const uint64_t device = (ptr - kPreProfileAddress) % kPreProfilePartStride;
+  if (part > static_cast<uint64_t>(PreProfilePart::kOptimizerState) || device >= num_devices)
+    return std::nullopt;
+  return static_cast<PreProfilePart>(part);
+}
 
 struct StateEntry {
   uint32_t name = 0;  // string id

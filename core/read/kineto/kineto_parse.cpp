@@ -2,6 +2,7 @@
 #include "core/read/kineto/kineto_parse.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -26,6 +27,28 @@ constexpr std::string_view kDeviceTypes[] = {
     "cpu",  "cuda", "mkldnn", "opengl", "opencl", "ideep", "hip",
     "fpga", "maia", "xla",    "vulkan", "metal",  "xpu",   "mps",
     "meta", "hpu",  "ve",     "lazy",   "ipu",    "mtia",  "privateuseone"};
+
+// The element size of a dtype as Kineto's "Input type" names it (c10's
+// C++ type names: "float", "c10::Half", "long int", ...); 0 when unknown.
+uint32_t KinetoElementSize(std::string_view type) {
+  static constexpr std::pair<std::string_view, uint32_t> kCppNames[] = {
+      {"long int", 8},
+      {"unsigned char", 1},
+      {"signed char", 1},
+      {"short int", 2},
+      {"c10::complex<float>", 8},
+      {"c10::complex<double>", 16},
+      {"c10::complex<c10::Half>", 4},
+      {"unsigned short", 2},
+      {"unsigned int", 4},
+      {"long unsigned int", 8}};
+  for (const auto& [name, size] : kCppNames)
+    if (name == type) return size;
+  if (type.starts_with("c10::")) type.remove_prefix(5);
+  std::string lower(type);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return ElementSize(lower);
+}
 
 // The raw text of the value at the cursor, which is skipped.
 std::string_view RawValue(JsonCursor& c, std::string_view text) {
@@ -251,6 +274,57 @@ uint64_t KinetoParser::RecordFunctionId(std::string_view args) {
   return rf;
 }
 
+int64_t KinetoParser::FirstInputBytes(std::string_view args) {
+  JsonCursor a(args);
+  if (a.Peek() != Kind::kObject) return 0;
+  a.BeginObject();
+  std::string_view key;
+  std::optional<int64_t> numel;
+  uint32_t element = 0;
+  std::string scratch;
+  while (a.NextKey(&key)) {
+    if (key == "Input Dims" && a.Peek() == Kind::kArray) {
+      a.BeginArray();
+      bool first = true;
+      while (a.NextItem()) {
+        const bool take = first && a.Peek() == Kind::kArray;
+        first = false;
+        if (!take) {
+          a.SkipValue();
+          continue;
+        }
+        numel = 1;
+        a.BeginArray();
+        while (a.NextItem()) {
+          if (!numel || a.Peek() != Kind::kNumber) {
+            a.SkipValue();
+            numel.reset();
+            continue;
+          }
+          bool is_int = false, overflow = false;
+          const int64_t d = a.ReadInt64(&is_int, &overflow);
+          numel = is_int && !overflow && d >= 0 ? CheckedMul<int64_t>(*numel, d) : std::nullopt;
+        }
+      }
+    } else if (key == "Input type" && a.Peek() == Kind::kArray) {
+      a.BeginArray();
+      bool first = true;
+      while (a.NextItem()) {
+        if (first && a.Peek() == Kind::kString)
+          element = KinetoElementSize(a.ReadString(&scratch));
+        else
+          a.SkipValue();
+        first = false;
+      }
+    } else {
+      a.SkipValue();
+    }
+  }
+  if (!numel || element == 0) return 0;
+  const std::optional<int64_t> bytes = CheckedMul<int64_t>(*numel, element);
+  return bytes && *bytes <= kMaxAllocBytes ? *bytes : 0;
+}
+
 // The fields of an element that memtl reads: views into its text, or into
 // the strings here where a name or category had escapes (so it is neither
 // copied nor moved).
@@ -367,6 +441,10 @@ bool KinetoParser::AddSpan(const Fields& f, KinetoEvent e) {
       e.rf = static_cast<uint32_t>(rf_ids.size());
       rf_ids.push_back(rf);
     }
+  }
+  if (e.kind == KinetoKind::kOp && f.name == "torch::autograd::AccumulateGrad" && !f.args.empty()) {
+    if (const int64_t bytes = FirstInputBytes(f.args); bytes > 0)
+      leaves.push_back({static_cast<uint32_t>(events.size()), bytes});
   }
   events.push_back(e);
   return true;

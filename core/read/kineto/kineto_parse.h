@@ -70,6 +70,15 @@ class KinetoParser {
   bool want_rf_ids = false;            // read ops' "Record function id" (KinetoEvent::rf)
   // The record function ids that KinetoEvent::rf indexes; [0] stands for none.
   std::vector<uint64_t> rf_ids;
+  // Per autograd AccumulateGrad op (one per leaf tensor, a parameter, in each
+  // backward pass): its index in `events` and the bytes of its first input
+  // (the gradient, as large as its leaf) from "Input Dims" and "Input type";
+  // ops whose size is not said are left out.
+  struct Leaf {
+    uint32_t event = 0;
+    int64_t bytes = 0;
+  };
+  std::vector<Leaf> leaves;
 
  private:
   struct Fields;      // an element's fields that memtl reads
@@ -89,6 +98,9 @@ class KinetoParser {
   bool ReadMemoryArgs(std::string_view args, MemoryArgs& a);
   void MemoryArg(std::string_view key, std::string_view raw, MemoryArgs& a);
   static uint64_t RecordFunctionId(std::string_view args);
+  // The bytes of an op's first input from its "Input Dims" and "Input
+  // type"; 0 when they are missing or name no known dtype.
+  static int64_t FirstInputBytes(std::string_view args);
   std::string Where() const;
   uint32_t Thread(std::string_view pid, std::string_view tid);
 

@@ -18,7 +18,9 @@
 #include "core/model/flat_map.h"
 #include "core/model/quote.h"
 #include "core/read/common/kineto_stream.h"
+#include "core/read/kineto/kineto_nesting.h"
 #include "core/read/kineto/kineto_parse.h"
+#include "core/read/kineto/kineto_pre_profile.h"
 
 namespace memtl {
 
@@ -28,6 +30,7 @@ using read::KinetoEvent;
 using read::KinetoKind;
 using read::KinetoMemory;
 using read::KinetoParser;
+using read::Nesting;
 
 // Sort rank at one start time: python calls around the ops they call,
 // annotations around ops, memory events inside all of them.
@@ -44,18 +47,6 @@ int Rank(KinetoKind k) {
   }
   return 3;
 }
-
-// What nesting found: per event (by position in `order`), its parent's
-// position, and the root subtrees as ranges of `order`.
-struct Nesting {
-  std::vector<uint32_t> order;   // event indices: by thread, then pre-order
-  std::vector<uint32_t> parent;  // per position: the parent's position, or kNone32
-  struct Root {
-    uint32_t begin, end;
-    int64_t ts;
-  };
-  std::vector<Root> roots;  // in start-time order (ties: thread order)
-};
 
 // Kineto has no parent links: an event's parent is the innermost op or
 // python call on its thread whose span holds it. Intervals are [start, end)
@@ -344,19 +335,33 @@ Expected<KinetoRead> Build(KinetoParser& p, KinetoRead r, const std::string& nam
   for (const KinetoEvent& e : p.events)
     if (e.kind == KinetoKind::kMemory)
       first_ts[p.memory[e.ref].device] = std::min(first_ts[p.memory[e.ref].device], e.ts);
+  // Split by what the trace says of it (kineto_pre_profile.h), but not for
+  // the execution-trace join, which maps that memory to its tensors.
+  const read::PreProfileSplit split =
+      p.want_rf_ids ? read::PreProfileSplit{std::vector<int64_t>(unseen.size(), 0),
+                                            std::vector<int64_t>(unseen.size(), 0)}
+                    : read::SplitPreProfile(p, t.strings, n, unseen);
   uint64_t next_synthetic = kPreProfileAddress;
-  for (size_t d = 0; d < unseen.size(); ++d) {
-    if (unseen[d] <= 0) continue;
+  auto add_block = [&](int64_t bytes, size_t d, uint64_t address) {
     Event e;
     e.kind = EventKind::kAlloc;
     e.payload = static_cast<uint32_t>(t.allocs.size());
     AllocInfo a;
-    a.bytes = std::min(unseen[d], kMaxAllocBytes);
+    a.bytes = std::min(bytes, kMaxAllocBytes);
     a.device = static_cast<DeviceIndex>(d);
     t.allocs.push_back(a);
-    t.alloc_ptrs.push_back(next_synthetic++);
+    t.alloc_ptrs.push_back(address);
     t.events.push_back(e);
     t.event_t0.push_back(p.base_ns + first_ts[d]);
+  };
+  for (size_t d = 0; d < unseen.size(); ++d) {
+    if (unseen[d] <= 0) continue;
+    const int64_t rest = unseen[d] - split.leaves[d] - split.state[d];
+    if (rest > 0) add_block(rest, d, next_synthetic++);
+    if (split.leaves[d] > 0)
+      add_block(split.leaves[d], d, PreProfileAddress(PreProfilePart::kLeaves, d));
+    if (split.state[d] > 0)
+      add_block(split.state[d], d, PreProfileAddress(PreProfilePart::kOptimizerState, d));
   }
 
   constexpr std::string_view kEvaluate = "autograd::engine::evaluate_function: ";
