@@ -11,6 +11,10 @@ command -v clang-tidy >/dev/null || { echo "tidy: clang-tidy not found (Debian c
 cmake -S . -B build-tidy -DMEMTL_PCH=OFF -DMEMTL_BUILD_TESTS=OFF >/dev/null
 if [ $# -gt 0 ]; then files=("$@"); else
   mapfile -t files < <(git ls-files 'core/*.cpp' 'passes/*.cpp' 'export/*.cpp' 'cli/*.cpp')
+  # The CUPTI collector, where the CUDA toolkit let it be configured.
+  if grep -q collect/cupti/ build-tidy/compile_commands.json; then
+    mapfile -t -O "${#files[@]}" files < <(git ls-files 'collect/cupti/*.cpp')
+  fi
 fi
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
