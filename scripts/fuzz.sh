@@ -17,13 +17,13 @@
 # MEMTL_FUZZ_ASAN=0 builds in build-fuzz-ubsan/ with UBSan alone, several
 # times as many executions a second, for the long runs (docs/reliability.md).
 #   scripts/fuzz.sh [SECONDS] [TARGET...]
-#     TARGET: reader schema pipeline structured kineto et raw
+#     TARGET: reader schema pipeline structured kineto et raw snapshot
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[ "${#targets[@]}" -eq 0 ] && targets=(reader schema pipeline structured kineto et raw)
+[ "${#targets[@]}" -eq 0 ] && targets=(reader schema pipeline structured kineto et raw snapshot)
 
 missing=()
 for p in clang-14 libclang-rt-14-dev; do
@@ -56,7 +56,7 @@ cmake --build "$out" -j"$jobs" --target "${build[@]}"
 corpus=$out/corpus
 seeds=$out/seeds
 rm -rf "$seeds"
-all=(reader schema pipeline structured kineto et raw)
+all=(reader schema pipeline structured kineto et raw snapshot)
 for t in "${all[@]}"; do mkdir -p "$seeds/$t" "$corpus/$t"; done
 mkdir -p "$out/crashes"
 for f in fixtures/*.trace.jsonl.gz; do
@@ -87,6 +87,10 @@ done
 python3 tests/fuzz/cut_json_seeds.py 8192 "$seeds/et" et "${pairs[@]}"
 cp fixtures/bad/kineto_*.json "$seeds/kineto/"
 for t in kineto et raw; do cp tests/fuzz/seeds/"$t"/* "$seeds/$t/"; done
+# Snapshots as pickles (decoded: the mutations reach the pickle, not gzip),
+# and the bad ones.
+for f in fixtures/snapshot/*.pickle.gz; do gzip -dc "$f" >"$seeds/snapshot/$(basename "$f" .gz)"; done
+cp fixtures/bad/snapshot_*.pickle "$seeds/snapshot/"
 # every 15th built-in schema, one per file (the header comment is skipped)
 awk 'NR > 1 && NR % 15 == 0 { f = sprintf("%s/builtin%04d", dir, NR); printf "%s", $0 > f; close(f) }' \
   dir="$seeds/schema" core/schema/data/builtin_schemas.txt

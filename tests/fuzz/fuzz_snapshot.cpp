@@ -1,0 +1,24 @@
+// Fuzz target: the CUDA memory snapshot reader (core/read/snapshot/): the
+// pickle decoder, which must refuse any opcode that would import, call or
+// build an object and stay within its limits on any bytes, then the
+// snapshot's entries, segments and frames, the inferred categories and
+// the pipeline's outputs (fuzz_file_pipeline.h). Pickles are binary, so
+// libFuzzer's own byte mutations drive it; inputs of other formats are
+// other targets'.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "core/read/common/format.h"
+#include "tests/fuzz/fuzz_file_pipeline.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size > (1u << 20)) return 0;
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  if (memtl::OpenInputFromMemory(text, "fuzz").format != memtl::InputFormat::kSnapshot) return 0;
+  static memtl_fuzz::MemFile file("snapshot");
+  memtl::ReadOptions options;
+  options.partial = size % 3 == 0;
+  (void)memtl_fuzz::RunFilePipeline(file.Set(text), options);
+  return 0;
+}
