@@ -74,31 +74,32 @@ Walk WalkNesting(const KinetoParser& p, const StringTable& strings, const Nestin
   Walk w;
   w.in_accumulate.assign(num_devices, 0);
   w.in_backward.assign(num_devices, 0);
-  // Per position: 2 inside an AccumulateGrad op, 1 inside a backward
-  // function, else 0; and the step it is inside (kNone32: none).
-  struct Around {
-    uint32_t step = kNone32;
-    uint8_t where = 0;
-  };
-  std::vector<Around> around(n.order.size());
+  // Per position, in 4 bytes (a trace holds up to 2^30 events): the low two
+  // bits 2 inside an AccumulateGrad op, 1 inside a backward function, else
+  // 0; above them, one more than the step it is inside (0: none).
+  std::vector<uint32_t> around(n.order.size(), 0);
   for (uint32_t pos = 0; pos < n.order.size(); ++pos) {
     const KinetoEvent& e = p.events[n.order[pos]];
     const uint32_t parent = n.parent[pos];
-    if (parent != kNone32) around[pos] = around[parent];
-    uint8_t& where = around[pos].where;
-    uint32_t& step = around[pos].step;
+    const uint32_t inherited = parent != kNone32 ? around[parent] : 0;
+    uint32_t where = inherited & 3;
+    uint32_t step = (inherited >> 2) - 1;  // kNone32 when none
+    auto keep = [&] { around[pos] = where | ((step + 1) << 2); };
     if (e.kind == KinetoKind::kMemory) {
       const KinetoMemory& m = p.memory[e.ref];
       if (m.bytes > 0 && m.device < num_devices && where > 0)
         (where == 2 ? w.in_accumulate : w.in_backward)[m.device] += m.bytes;
       continue;
     }
-    if (e.kind == KinetoKind::kPython) continue;
+    if (e.kind == KinetoKind::kPython) {
+      keep();
+      continue;
+    }
     const std::string_view name = NameOf(e, strings);
     if (name == kAccumulate) {
       where = 2;
     } else if (name.starts_with(kEvaluate)) {
-      where = std::max<uint8_t>(where, 1);
+      where = std::max<uint32_t>(where, 1);
     } else if (e.kind == KinetoKind::kAnnotation && name.starts_with(kStep)) {
       std::string_view cls = name.substr(kStep.size());
       cls = cls.substr(0, cls.rfind(".step"));
@@ -109,6 +110,7 @@ Walk WalkNesting(const KinetoParser& p, const StringTable& strings, const Nestin
       s.maximum |= name.find("maximum") != std::string_view::npos;
       s.mul |= name == "aten::mul_" || name == "aten::_foreach_mul_";
     }
+    keep();
   }
   return w;
 }
