@@ -331,7 +331,12 @@ class Decoder {
     Push(memo_[key]);
   }
 
+  // One opcode: the framing, the stack's own, scalars and strings
+  // (StepStack), then containers and the memo (StepContainer); anything
+  // else is refused.
   void Step();
+  bool StepStack();
+  bool StepContainer();
 
   Document& d_;
   std::string_view s_;
@@ -345,156 +350,167 @@ class Decoder {
   size_t items_total_ = 0;
 };
 
-void Decoder::Step() {
+bool Decoder::StepStack() {
   switch (op_) {
     case kProto: {
       const uint8_t v = Byte();
       if (v < 2 || v > 5)
         throw Stop{Fault::kNotPickle,
                    "pickle protocol " + std::to_string(v) + " (memtl reads 2 to 5)"};
-      return;
+      return true;
     }
     case kFrame:
       Le(8);  // a hint for buffered reading; the input is whole here
-      return;
+      return true;
     case kMark:
       if (marks_.size() >= kMaxMarks)
         Limit("more than " + std::to_string(kMaxMarks) + " MARKs open (nested too deep)");
       marks_.push_back(stack_.size());
-      return;
+      return true;
     case kPop:
       if (!marks_.empty() && marks_.back() == stack_.size()) {
         marks_.pop_back();
       } else {
         Pop();
       }
-      return;
+      return true;
     case kPopMark:
       PopMark();
-      return;
+      return true;
     case kDup:
       Push(Top());
-      return;
+      return true;
     case kNone:
       Push(New(Kind::kNone));
-      return;
+      return true;
     case kNewTrue:
     case kNewFalse:
       Push(New(Kind::kBool, 0, op_ == kNewTrue ? 1 : 0));
-      return;
+      return true;
     case kBinInt:
       Push(New(Kind::kInt, 0,
                static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(Le(4))))));
-      return;
+      return true;
     case kBinInt1:
       Push(New(Kind::kInt, 0, Le(1)));
-      return;
+      return true;
     case kBinInt2:
       Push(New(Kind::kInt, 0, Le(2)));
-      return;
+      return true;
     case kLong1:
       Long(Le(1));
-      return;
+      return true;
     case kLong4:
       Long(Le(4));
-      return;
+      return true;
     case kBinFloat: {
       Need(8);
       uint64_t v = 0;  // big-endian
       for (size_t i = 0; i < 8; ++i) v = v << 8 | static_cast<uint8_t>(s_[p_ + i]);
       p_ += 8;
       Push(New(Kind::kFloat, 0, v));
-      return;
+      return true;
     }
     case kShortBinString:
     case kShortBinUnicode:
       Text(Kind::kString, Le(1));
-      return;
+      return true;
     case kBinString:
     case kBinUnicode:
       Text(Kind::kString, Le(4));
-      return;
+      return true;
     case kBinUnicode8:
       Text(Kind::kString, Le(8));
-      return;
+      return true;
     case kShortBinBytes:
       Text(Kind::kBytes, Le(1));
-      return;
+      return true;
     case kBinBytes:
       Text(Kind::kBytes, Le(4));
-      return;
+      return true;
     case kBinBytes8:
     case kByteArray8:
       Text(Kind::kBytes, Le(8));
-      return;
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool Decoder::StepContainer() {
+  switch (op_) {
     case kEmptyDict:
       Push(NewContainer(Kind::kDict));
-      return;
+      return true;
     case kEmptyList:
       Push(NewContainer(Kind::kList));
-      return;
+      return true;
     case kEmptyTuple:
       Tuple({});
-      return;
+      return true;
     case kDict: {
       const std::vector<uint32_t> items = PopMark();
       const uint32_t d = NewContainer(Kind::kDict);
       Push(d);
       SetItems(items);
-      return;
+      return true;
     }
     case kList: {
       const std::vector<uint32_t> items = PopMark();
       Push(NewContainer(Kind::kList));
       Append(items);
-      return;
+      return true;
     }
     case kTuple:
       Tuple(PopMark());
-      return;
+      return true;
     case kTuple1:
     case kTuple2:
     case kTuple3: {
       std::vector<uint32_t> items(op_ - kTuple1 + 1);
       for (size_t i = items.size(); i-- > 0;) items[i] = Pop();
       Tuple(std::move(items));
-      return;
+      return true;
     }
     case kAppend: {
       const uint32_t v = Pop();
       Append({v});
-      return;
+      return true;
     }
     case kAppends:
       Append(PopMark());
-      return;
+      return true;
     case kSetItem: {
       const uint32_t v = Pop();
       const uint32_t k = Pop();
       SetItems({k, v});
-      return;
+      return true;
     }
     case kSetItems:
       SetItems(PopMark());
-      return;
+      return true;
     case kBinPut:
       Put(Le(1));
-      return;
+      return true;
     case kLongBinPut:
       Put(Le(4));
-      return;
+      return true;
     case kMemoize:
       Put(memo_.size());
-      return;
+      return true;
     case kBinGet:
       Get(Le(1));
-      return;
+      return true;
     case kLongBinGet:
       Get(Le(4));
-      return;
+      return true;
     default:
-      break;
+      return false;
   }
+}
+
+void Decoder::Step() {
+  if (StepStack() || StepContainer()) return;
   const std::string_view name = OpcodeName(op_);
   if (Forbidden(op_)) {
     throw Stop{Fault::kForbiddenOpcode,
