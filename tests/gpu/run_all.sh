@@ -4,8 +4,10 @@
 # profiler on every CUDA workload), then, on fresh recordings of the same
 # runs as Kineto and execution traces (record_inputs.py), the Kineto path's
 # totals (no "Total Allocated" difference may be reported) and the
-# execution-trace join (it must succeed; its coverage is printed); then the
-# CUPTI collector on a CUDA program that is not PyTorch (cupti_check.sh).
+# execution-trace join (it must succeed; its coverage is printed); CUDA
+# memory snapshots of three workloads against the allocator's own peak
+# (snapshot_check.py); then the CUPTI collector on a CUDA program that is
+# not PyTorch (cupti_check.sh).
 #   MEMTL_BIN=build/cli/memtl tests/gpu/run_all.sh OUT_DIR
 # Exits non-zero when any check fails; OUT_DIR gets results.json, the
 # traces and a log per check.
@@ -42,6 +44,10 @@ for k in "$out"/inputs/*.kineto.json.gz; do
   printf '%-30s kineto: status %d, totals differ %d; et join: status %d, %s  %s\n' \
     "$name" "$rc" "$differs" "$et_rc" "${joined:-?}" "$verdict"
 done
+
+echo "== CUDA memory snapshots"
+"$py" "$root/tests/gpu/snapshot_check.py" --out "$out/snapshots" 2>&1 | grep -Ev "$quiet" || status=1
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 
 echo "== CUPTI collector"
 bash "$root/tests/gpu/cupti_check.sh" "$(dirname "$(dirname "$bin")")" "$out/cupti" || status=1
