@@ -86,9 +86,9 @@ int Fail(const std::string& message) {
   return 2;
 }
 
-std::string PartialNote(const memtl::Analysis& a) {
-  return "the trace is truncated: analyzed up to line " +
-         std::to_string(a.read_info.stopped_at_line - 1) + ", the last complete record";
+std::string PartialNote(const memtl::ReadInfo& info) {
+  return "the trace is truncated: analyzed up to line " + std::to_string(info.stopped_at_line - 1) +
+         ", the last complete record";
 }
 
 // --strict: the first diagnostic, as the one-line error.
@@ -117,7 +117,7 @@ memtl::Expected<std::unique_ptr<memtl::Analysis>> Load(const Args& args) {
   const memtl::Analysis& a = *analysis.value();
   if (args.strict && !a.diagnostics.empty()) return StrictError(path, a.diagnostics);
   if (a.read_info.stopped_early)
-    PrintErrLine("memtl: " + memtl::QuotePath(path) + ": " + PartialNote(a));
+    PrintErrLine("memtl: " + memtl::QuotePath(path) + ": " + PartialNote(a.read_info));
   if (!a.read_info.note.empty() && !args.quiet) PrintErrLine("memtl: note: " + a.read_info.note);
   return analysis;
 }
@@ -125,24 +125,7 @@ memtl::Expected<std::unique_ptr<memtl::Analysis>> Load(const Args& args) {
 void PrintTimings(const Args& args, const memtl::PhaseTimer& timer) {
   if (!args.timings) return;
   ClearProgress();
-  double total = 0;
-  int64_t peak = 0, faults = 0;
-  char buf[200];
-  for (const auto& p : timer.phases()) {
-    std::snprintf(buf, sizeof buf,
-                  "memtl: timing: %-10s %.3f s  peak RSS %.1f MiB  page faults %lld  resident "
-                  "after %.1f MiB\n",
-                  p.name, p.seconds, static_cast<double>(p.peak_rss) / (1 << 20),
-                  static_cast<long long>(p.minor_faults), static_cast<double>(p.rss) / (1 << 20));
-    std::fputs(buf, stderr);
-    total += p.seconds;
-    peak = std::max(peak, p.peak_rss);
-    faults += p.minor_faults;
-  }
-  std::snprintf(buf, sizeof buf,
-                "memtl: timing: %-10s %.3f s  peak RSS %.1f MiB  page faults %lld\n", "total",
-                total, static_cast<double>(peak) / (1 << 20), static_cast<long long>(faults));
-  std::fputs(buf, stderr);
+  std::fputs(memtl::FormatTimings(timer).c_str(), stderr);
 }
 
 void PrintNotes(const memtl::Diagnostics& diag) {
@@ -221,44 +204,66 @@ int RunGraph(const Args& args) {
   return 0;
 }
 
-// The whole pipeline through the timeline, keeping what `retain` says;
-// `peak_top` adds the peak report with that many tensors.
-memtl::Expected<std::unique_ptr<memtl::Categorized>> Categorize(
-    const Args& args, memtl::Retain retain, std::optional<size_t> peak_top = std::nullopt,
-    bool report = false) {
-  auto analysis = Load(args);
-  if (!analysis.ok()) return analysis.status();
+// The options the commands run the pipeline with; `peak_top` adds the
+// peak report with that many tensors.
+memtl::PipelineOptions OptionsOf(const Args& args, std::optional<size_t> peak_top, bool report) {
   memtl::PipelineOptions options;
-  options.retain = retain;
   options.device = args.device;
   options.explain_peak = peak_top;
   options.report = report;
-  auto c = memtl::Categorize(std::move(analysis.value()), options);
-  // The timeline adds its own diagnostic (a row below zero).
-  if (c.ok() && args.strict && !c.value()->analysis->diagnostics.empty())
-    return StrictError(args.trace == "-" ? "/dev/stdin" : args.trace,
-                       c.value()->analysis->diagnostics);
+  return options;
+}
+
+// --strict: a diagnostic is an error (the timeline adds its own: a row
+// below zero).
+std::optional<memtl::Status> StrictFailure(const Args& args, const memtl::Diagnostics& d) {
+  if (!args.strict || d.empty()) return std::nullopt;
+  return StrictError(args.trace == "-" ? "/dev/stdin" : args.trace, d);
+}
+
+// The whole pipeline through the timeline, every stage kept.
+memtl::Expected<std::unique_ptr<memtl::Categorized>> Categorize(
+    const Args& args, std::optional<size_t> peak_top = std::nullopt) {
+  auto analysis = Load(args);
+  if (!analysis.ok()) return analysis.status();
+  auto c = memtl::Categorize(std::move(analysis.value()), OptionsOf(args, peak_top, false));
+  if (c.ok()) {
+    if (auto failed = StrictFailure(args, c.value()->analysis->diagnostics)) return *failed;
+  }
+  return c;
+}
+
+// The pipeline for an export: the peak (`peak_top` tensors) and the report
+// are made before the stages go.
+memtl::Expected<std::unique_ptr<memtl::Exportable>> CategorizeForExport(
+    const Args& args, std::optional<size_t> peak_top, bool report) {
+  auto analysis = Load(args);
+  if (!analysis.ok()) return analysis.status();
+  auto c =
+      memtl::CategorizeForExport(std::move(analysis.value()), OptionsOf(args, peak_top, report));
+  if (c.ok()) {
+    if (auto failed = StrictFailure(args, c.value()->view.diagnostics)) return *failed;
+  }
   return c;
 }
 
 int RunPeak(const Args& args) {
-  // The report is made before the analysis goes (Retain::kExport); folded
-  // stacks hold every live tensor.
+  // The peak is made before the stages go; folded stacks hold every live
+  // tensor.
   const bool folded = args.format == Format::kFolded;
-  auto c = Categorize(args, memtl::Retain::kExport,
-                      folded ? std::numeric_limits<size_t>::max() : args.top);
+  auto c = CategorizeForExport(args, folded ? std::numeric_limits<size_t>::max() : args.top, false);
   if (!c.ok()) return Fail(c.status().message());
   const memtl::PeakReport& report = *c.value()->peak;
   const std::string text = folded                         ? memtl::FoldedPeak(report)
                            : args.format == Format::kJson ? memtl::PeakJson(report)
                                                           : memtl::FormatPeak(report);
   if (int rc = Output(args, text); rc != 0) return rc;
-  PrintNotes(c.value()->analysis->diagnostics);
+  PrintNotes(c.value()->view.diagnostics);
   return 0;
 }
 
-// What the explaining outputs read, from a pipeline run with Retain::kAll
-// (shapes when the reader kept them).
+// What the explaining outputs read, from a pipeline run that kept every
+// stage (shapes when the reader kept them).
 memtl::ExplainInput ExplainInputOf(const memtl::Categorized& c) {
   const memtl::Analysis& a = *c.analysis;
   return memtl::ExplainInput{a.trace,  a.keys,        *a.tree,
@@ -267,7 +272,7 @@ memtl::ExplainInput ExplainInputOf(const memtl::Categorized& c) {
 }
 
 int RunEvents(const Args& args) {
-  auto c = Categorize(args, memtl::Retain::kAll);
+  auto c = Categorize(args);
   if (!c.ok()) return Fail(c.status().message());
   const memtl::Analysis& a = *c.value()->analysis;
   const memtl::EventsFormat format = args.format == Format::kTsv ? memtl::EventsFormat::kTsv
@@ -288,7 +293,7 @@ int RunExplain(const Args& args) {
                 " (write T12 for every version of tensor 12, T12:v1 for one; in a Kineto trace, "
                 "A12 for allocation 12)");
   }
-  auto c = Categorize(args, memtl::Retain::kAll);
+  auto c = Categorize(args);
   if (!c.ok()) return Fail(c.status().message());
   const memtl::Analysis& a = *c.value()->analysis;
   const memtl::ExplainInput in = ExplainInputOf(*c.value());
@@ -306,9 +311,9 @@ int RunExplain(const Args& args) {
   return 0;
 }
 
-// The summary of `args.trace` (Retain::kAll: the tables read the records).
+// The summary of `args.trace` (every stage kept: the tables read the records).
 memtl::Expected<memtl::Summary> SummaryOf(const Args& args, size_t top) {
-  auto c = Categorize(args, memtl::Retain::kAll);
+  auto c = Categorize(args);
   if (!c.ok()) return c.status();
   const memtl::Analysis& a = *c.value()->analysis;
   const memtl::ExplainInput in = ExplainInputOf(*c.value());
@@ -403,7 +408,7 @@ int RunWhatIf(const Args& args) {
   auto changes = memtl::cli::WhatIfChangesOf(args);
   if (!changes.ok()) return Fail(changes.status().message());
   const Format format = args.format;
-  auto c = Categorize(args, memtl::Retain::kAll);
+  auto c = Categorize(args);
   if (!c.ok()) return Fail(c.status().message());
   auto r = memtl::WhatIf(ExplainInputOf(*c.value()), changes.value(), args.trace);
   if (!r.ok()) return Fail(r.status().message());
@@ -415,7 +420,7 @@ int RunWhatIf(const Args& args) {
 }
 
 int RunCategories(const Args& args) {
-  auto c = Categorize(args, memtl::Retain::kAll);
+  auto c = Categorize(args);
   if (!c.ok()) return Fail(c.status().message());
   const memtl::Analysis& a = *c.value()->analysis;
   if (int rc = Output(
@@ -473,16 +478,16 @@ int RunExport(const Args& args) {
     } else if (auto f = memtl::FormatForPath(o); f.ok()) {
       html |= f.value() == memtl::ExportFormat::kHtml;
     }
-  auto c = Categorize(args, memtl::Retain::kExport,
-                      html ? std::optional<size_t>(kReportPeakTensors) : std::nullopt, html);
+  auto c = CategorizeForExport(
+      args, html ? std::optional<size_t>(kReportPeakTensors) : std::nullopt, html);
   if (!c.ok()) return Fail(c.status().message());
-  const memtl::Analysis& a = *c.value()->analysis;
+  memtl::ExportView& a = c.value()->view;
   const memtl::DeviceIndex device = c.value()->device;
   memtl::ExportInput in{a.trace, c.value()->timeline, c.value()->categories, a.diagnostics, a.name,
                         ""};
   if (c.value()->peak) in.peak = &*c.value()->peak;
   if (c.value()->report) in.report = &*c.value()->report;
-  if (a.read_info.stopped_early) in.note = PartialNote(a);
+  if (a.read_info.stopped_early) in.note = PartialNote(a.read_info);
   in.threaded = args.threads > 1;
   progress.Set("writing");
   // Every output is written in full before any is published: a run that
@@ -497,12 +502,12 @@ int RunExport(const Args& args) {
   for (const auto& file : outputs.files) {
     if (auto s = file->Publish(); !s.ok()) return Fail(s.message());
   }
-  c.value()->analysis->timer.Mark("export");
+  a.timer.Mark("export");
   PrintTimings(args, a.timer);
   PrintNotes(a.diagnostics);
   if (!args.quiet) {
     // The report the HTML export asked for has the peak already.
-    const memtl::Categorized& cz = *c.value();
+    const memtl::Exportable& cz = *c.value();
     PrintErrLine(ResultLine(
         args, a.trace, cz.peak ? *cz.peak : memtl::FindPeak(cz.timeline, cz.categories, device),
         device));

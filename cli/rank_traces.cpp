@@ -27,7 +27,6 @@ RankRow Analyze(const std::string& path) {
   PipelineOptions options;
   options.read.partial = true;    // a rank cut off is still a rank
   options.read.threaded = false;  // the ranks are the parallel work
-  options.retain = Retain::kAll;  // the steps are read from the op records
   auto row = OutOfMemoryIsAnError(QuotePath(path), [&]() -> Expected<RankRow> {
     auto a = AnalyzeFile(path, options.read);
     if (!a.ok()) return a.status();

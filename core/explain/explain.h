@@ -27,7 +27,7 @@ struct TensorRef {
 std::optional<TensorRef> ParseTensorRef(std::string_view text);
 
 struct ExplainTensorInput {
-  const ExplainInput& in;  // the stages up to the timeline, kept (Retain::kAll)
+  const ExplainInput& in;  // the stages up to the timeline, kept (Categorize)
   const SizeMap& sizes;
   // The operator schemas the analysis used: with them, the creating op's
   // matched overloads are named (none: not named).

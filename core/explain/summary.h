@@ -44,7 +44,7 @@ struct Summary {
   bool inferred = false;               // the categories are inferred (ExplainInput::inferred)
 };
 
-// Reads the stages up to the timeline (Retain::kAll); `top` rows of each table.
+// Reads the stages up to the timeline (Categorize keeps them); `top` rows of each table.
 Summary Summarize(const ExplainInput& in, const std::string& trace_name, size_t top);
 std::string FormatSummary(const Summary& s);
 std::string SummaryJson(const Summary& s);

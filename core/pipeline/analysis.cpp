@@ -1,17 +1,12 @@
 // The core pipeline, stage by stage.
 #include "core/pipeline/analysis.h"
 
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <exception>
 #include <filesystem>
 #include <iterator>
 #include <optional>
 #include <system_error>
 #include <thread>
-
-#include <sys/resource.h>
 
 #include "core/model/large_array.h"
 #include "core/model/quote.h"
@@ -25,37 +20,6 @@
 #include "passes/pass.h"
 
 namespace memtl {
-
-namespace {
-
-// A "Vm...:" field of /proc/self/status (kB there), in bytes; 0 if unknown.
-int64_t StatusBytes(const char* field) {
-  FILE* f = std::fopen("/proc/self/status", "r");
-  if (f == nullptr) return 0;
-  const size_t len = std::strlen(field);
-  char line[256];
-  int64_t kb = 0;
-  while (std::fgets(line, sizeof line, f) != nullptr) {
-    if (std::strncmp(line, field, len) == 0) {
-      kb = std::strtoll(line + len, nullptr, 10);
-      break;
-    }
-  }
-  std::fclose(f);
-  return kb * 1024;
-}
-
-}  // namespace
-
-int64_t PeakRssBytes() { return StatusBytes("VmHWM:"); }
-
-int64_t RssBytes() { return StatusBytes("VmRSS:"); }
-
-int64_t MinorFaults() {
-  struct rusage u {};
-  if (getrusage(RUSAGE_SELF, &u) != 0) return 0;
-  return u.ru_minflt;
-}
 
 namespace {
 
@@ -244,20 +208,17 @@ Expected<std::unique_ptr<Analysis>> AnalyzeTimed(Trace trace, const std::string&
 
 namespace {
 
-// What an export reads of an analysis (Retain::kExport): its name, what the
-// reader said, the diagnostics, the timer, and the trace's header, strings
-// and devices. Everything else of `a` goes with it when its owner's scope
-// ends (Categorize's).
-std::unique_ptr<Analysis> WhatExportsRead(Analysis& a) {
-  auto kept = std::make_unique<Analysis>();
-  kept->name = std::move(a.name);
-  kept->read_info = std::move(a.read_info);
-  kept->diagnostics = std::move(a.diagnostics);
-  kept->timer = std::move(a.timer);
-  kept->trace.header = std::move(a.trace.header);
-  kept->trace.strings = std::move(a.trace.strings);
-  kept->trace.devices = std::move(a.trace.devices);
-  return kept;
+// What an export reads of an analysis (ExportView), moved out of it.
+ExportView ViewOf(Analysis& a) {
+  ExportView v;
+  v.name = std::move(a.name);
+  v.read_info = std::move(a.read_info);
+  v.diagnostics = std::move(a.diagnostics);
+  v.timer = std::move(a.timer);
+  v.trace.header = std::move(a.trace.header);
+  v.trace.strings = std::move(a.trace.strings);
+  v.trace.devices = std::move(a.trace.devices);
+  return v;
 }
 
 }  // namespace
@@ -459,10 +420,18 @@ Expected<std::unique_ptr<Categorized>> Categorize(std::unique_ptr<Analysis> anal
     AddWhatWouldHelp(in, *c->report);
     a.timer.Mark("what would help");
   }
-  // An export keeps only what it reads; the rest of the analysis goes when
-  // `analysis` goes out of scope, on return.
-  c->analysis = options.retain == Retain::kExport ? WhatExportsRead(a) : std::move(analysis);
+  c->analysis = std::move(analysis);
   return c;
+}
+
+Expected<std::unique_ptr<Exportable>> CategorizeForExport(std::unique_ptr<Analysis> analysis,
+                                                          const PipelineOptions& options) {
+  auto c = Categorize(std::move(analysis), options);
+  if (!c.ok()) return c.status();
+  auto e = std::make_unique<Exportable>();
+  static_cast<CategorizedTimeline&>(*e) = std::move(static_cast<CategorizedTimeline&>(*c.value()));
+  e->view = ViewOf(*c.value()->analysis);
+  return e;  // the rest of the analysis goes with `c`
 }
 
 PeakReport ExplainPeak(const Categorized& c, size_t top) {

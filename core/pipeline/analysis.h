@@ -5,7 +5,6 @@
 // pipeline; exporters then read what Categorized holds.
 #pragma once
 
-#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,6 +21,7 @@
 #include "core/identity/identity.h"
 #include "core/infer/infer.h"
 #include "core/model/diagnostics.h"
+#include "core/pipeline/phase_timer.h"
 #include "core/read/kineto/kineto_reader.h"
 #include "core/read/memtl/trace_reader.h"
 #include "core/read/raw/raw_timeline.h"
@@ -29,46 +29,6 @@
 #include "core/timeline/timeline.h"
 
 namespace memtl {
-
-// Peak resident memory of the process so far, in bytes (0 if unknown).
-int64_t PeakRssBytes();
-// Resident memory of the process now, in bytes (0 if unknown).
-int64_t RssBytes();
-// Minor page faults of the process so far: first touches of memory, each
-// mapping a 4 KiB page (or a 2 MiB one where the kernel uses huge pages on
-// its own). Their cost is the cost of fresh memory.
-int64_t MinorFaults();
-
-// Wall time of each stage, in run order, and the process's peak resident
-// memory when it ended, for --timings and benchmarks.
-class PhaseTimer {
- public:
-  struct Phase {
-    const char* name;
-    double seconds;
-    int64_t peak_rss;
-    int64_t rss;           // when the phase ended
-    int64_t minor_faults;  // during this phase
-  };
-  void Start() {
-    last_ = std::chrono::steady_clock::now();
-    last_faults_ = MinorFaults();
-  }
-  void Mark(const char* phase) {
-    const auto now = std::chrono::steady_clock::now();
-    const int64_t faults = MinorFaults();
-    phases_.push_back({phase, std::chrono::duration<double>(now - last_).count(), PeakRssBytes(),
-                       RssBytes(), faults - last_faults_});
-    last_ = now;
-    last_faults_ = faults;
-  }
-  const std::vector<Phase>& phases() const { return phases_; }
-
- private:
-  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
-  int64_t last_faults_ = MinorFaults();
-  std::vector<Phase> phases_;
-};
 
 struct Analysis {
   std::string name;  // file name used in messages
@@ -130,22 +90,10 @@ Expected<std::unique_ptr<Analysis>> AnalyzeFile(const std::string& path,
 Expected<DeviceIndex> ResolveDevice(const Trace& trace, const std::string& requested,
                                     const std::vector<int64_t>& peaks);
 
-// What stays of an analysis once Categorize has built the timeline. No
-// stage's data is dropped by hand: each goes when the value that owns it
-// goes out of scope (the tensor records when identity and the size map are
-// done, AnalyzeTimed; the rest of the analysis, for an export, when
-// Categorize returns).
-enum class Retain {
-  kAll,     // every stage's result (the commands that print the timeline,
-            // explain it or summarize it, tests and tools)
-  kExport,  // what an export reads: the analysis's name, diagnostics and
-            // timer, and the trace's header, strings and devices (the
-            // categories hold their own numbering)
-};
-
-// An analysis categorized and turned into the timeline.
-struct Categorized {
-  std::unique_ptr<Analysis> analysis;
+// What categorizing an analysis adds to it: the categories, the timeline,
+// the export device, and what the explaining outputs make while the
+// stages are there (the peak report, the HTML report's data).
+struct CategorizedTimeline {
   CategoryDict categories;
   std::vector<TimelineEvent> timeline;
   DeviceIndex device = 0;  // the export device (ResolveDevice)
@@ -153,16 +101,42 @@ struct Categorized {
   // explaining outputs say so.
   bool inferred = false;
   // Who holds the memory at the peak, when PipelineOptions::explain_peak
-  // asked for it (made before an export lets the analysis go).
+  // asked for it.
   std::optional<PeakReport> peak;
   // What the HTML report shows of every device, when PipelineOptions::report
-  // asked for it (made, as the peak, before an export lets the analysis go).
+  // asked for it.
   std::optional<Report> report;
+};
+
+// An analysis categorized, with every stage kept: what the commands that
+// print, explain or summarize the timeline read, and tests and tools.
+// `analysis` is never null, nor is any of its stages (a raw timeline's are
+// empty: it names no ops or tensors).
+struct Categorized : CategorizedTimeline {
+  std::unique_ptr<Analysis> analysis;
+};
+
+// What an export reads of an analysis once its stages are gone: its name,
+// what the reader said, the diagnostics, the timer, and of the trace its
+// header, strings and devices (its events and records are empty). The
+// categories hold their own numbering.
+struct ExportView {
+  std::string name;
+  ReadInfo read_info;
+  Diagnostics diagnostics;
+  PhaseTimer timer;
+  Trace trace;
+};
+
+// An analysis categorized for an export: the stages went once the timeline,
+// the peak and the report were made (CategorizeForExport). No stage is
+// reachable from it, so none can be read after it went.
+struct Exportable : CategorizedTimeline {
+  ExportView view;
 };
 
 struct PipelineOptions {
   ReadOptions read;
-  Retain retain = Retain::kAll;
   std::string device;  // requested export device; empty: the default
   // A peak report listing this many of the largest live tensors (none: no report).
   std::optional<size_t> explain_peak;
@@ -178,8 +152,12 @@ struct PipelineOptions {
 // _memory_profile; so is a requested device the trace lacks.
 Expected<std::unique_ptr<Categorized>> Categorize(std::unique_ptr<Analysis> analysis,
                                                   const PipelineOptions& options = {});
-// The peak report of a categorized analysis that kept everything
-// (Retain::kAll).
+// Categorize for an export: the peak and the report are made while the
+// stages are there, then all of the analysis goes but its ExportView, when
+// `analysis` goes out of scope on return.
+Expected<std::unique_ptr<Exportable>> CategorizeForExport(std::unique_ptr<Analysis> analysis,
+                                                          const PipelineOptions& options = {});
+// The peak report of a categorized analysis.
 PeakReport ExplainPeak(const Categorized& c, size_t top);
 
 // The whole pipeline on a file: AnalyzeFile, then Categorize.

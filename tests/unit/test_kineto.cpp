@@ -195,7 +195,6 @@ TEST_CASE("kineto: eight GPUs in one file come out per device") {
   for (int d = 0; d < 8; ++d) {
     PipelineOptions options;
     options.device = "cuda:" + std::to_string(d);
-    options.retain = Retain::kAll;
     auto again = ReadKinetoString(Doc(events), "t.json");
     REQUIRE(again.ok());
     auto an = Analyze(std::move(again.value().trace), "t.json", false, true);

@@ -474,12 +474,13 @@ TEST_CASE("report: made before the stages go, it equals the one made with everyt
     const auto kept = Run(f);
     const Report full = MakeReport(InputOf(*kept), 20);
     PipelineOptions options;
-    options.retain = Retain::kExport;
     options.report = true;
-    auto dropped = RunPipeline(f.string(), options);
+    auto analysis = AnalyzeFile(f.string());
+    REQUIRE(analysis.ok());
+    auto dropped = CategorizeForExport(std::move(analysis.value()), options);
     REQUIRE(dropped.ok());
-    const Categorized& d = *dropped.value();
-    CHECK(d.analysis->graph == nullptr);
+    const Exportable& d = *dropped.value();
+    CHECK(d.view.trace.events.empty());
     REQUIRE(d.report.has_value());
     REQUIRE(d.report->devices.size() == full.devices.size());
     for (size_t i = 0; i < full.devices.size(); ++i) {
