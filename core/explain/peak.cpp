@@ -19,6 +19,50 @@ std::string FragmentationLine(int64_t reserved_at_peak, int64_t peak_bytes) {
          HumanBytes(free_bytes) + " free inside its segments (fragmentation)\n";
 }
 
+SegmentFree FreeInSegments(const DeviceInfo& device, const InferredCategories& inferred) {
+  SegmentFree f;
+  f.any = !device.segments_at_peak.empty();
+  for (const DeviceInfo::Segment& seg : device.segments_at_peak) {
+    std::array<int64_t, 8> held{};
+    int64_t live = 0;
+    for (const auto& [record, bytes] : seg.held) {
+      held[ExportIndex(inferred.Get(record))] += bytes;
+      live += bytes;
+    }
+    const int64_t free_bytes = std::max<int64_t>(seg.bytes - live, 0);
+    if (live == 0) {
+      f.in_empty += free_bytes;
+      continue;
+    }
+    // The category holding the most of it (the first of a tie).
+    const auto most = std::max_element(held.begin(), held.end());
+    f.by_holder[static_cast<size_t>(most - held.begin())] += free_bytes;
+  }
+  return f;
+}
+
+std::string SegmentFreeLine(const SegmentFree& f, bool inferred) {
+  std::string parts;
+  for (int k = 0; k < 8; ++k) {
+    if (f.by_holder[k] == 0) continue;
+    parts += (parts.empty() ? "" : ", ") + ExportCategoryLabel(k, inferred) + " " +
+             HumanBytes(f.by_holder[k]);
+  }
+  if (parts.empty() && f.in_empty == 0) return {};
+  std::string out = "free inside segments, by what holds each most: " +
+                    (parts.empty() ? std::string("none") : parts);
+  if (f.in_empty != 0) out += "; in segments holding nothing " + HumanBytes(f.in_empty);
+  return out + "\n";
+}
+
+std::string SegmentFreeJson(const SegmentFree& f) {
+  std::string out = "{";
+  for (int k = 0; k < 8; ++k)
+    out +=
+        (k ? "," : "") + JsonString(ExportCategoryName(k)) + ":" + std::to_string(f.by_holder[k]);
+  return out + ",\"empty_segments\":" + std::to_string(f.in_empty) + "}";
+}
+
 std::string HumanBytes(int64_t bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double v = static_cast<double>(bytes);
@@ -166,6 +210,7 @@ PeakReport ExplainPeak(const PeakInput& c, size_t top) {
   if (r.inferred && c.device < trace.devices.size()) {
     r.max_reserved = trace.devices[c.device].max_total_reserved;
     r.reserved_at_peak = trace.devices[c.device].reserved_at_peak;
+    r.segment_free = FreeInSegments(trace.devices[c.device], *c.inferred);
   }
   if (!r.any) return r;
 
@@ -263,6 +308,7 @@ std::string FormatPeak(const PeakReport& r) {
   if (r.max_reserved != 0)
     out += "the allocator reserved at most " + HumanBytes(r.max_reserved) + " (Total Reserved)\n";
   out += FragmentationLine(r.reserved_at_peak, r.bytes);
+  out += SegmentFreeLine(r.segment_free, r.inferred);
   if (r.inferred) {
     out +=
         "\ncategories are inferred: the trace records no tensors, so each allocation's category "
@@ -345,6 +391,7 @@ std::string PeakJson(const PeakReport& r) {
          (r.max_reserved != 0 ? ",\"max_reserved\":" + std::to_string(r.max_reserved) : "") +
          (r.reserved_at_peak != 0 ? ",\"reserved_at_peak\":" + std::to_string(r.reserved_at_peak)
                                   : "") +
+         (r.segment_free.any ? ",\"segment_free\":" + SegmentFreeJson(r.segment_free) : "") +
          ",\"by_category\":{";
   for (int i = 0; i < 8; ++i) {
     out +=

@@ -49,6 +49,17 @@ struct LiveTensor {
   std::vector<std::string> ops;
 };
 
+// What is free inside a device's segments at the peak
+// (DeviceInfo::segments_at_peak: a memory snapshot's), by the category
+// holding the most bytes of each segment (the export's order; the
+// categories inferred per allocation record), and in segments holding
+// nothing (the allocator's cache). `any`: the trace names its segments.
+struct SegmentFree {
+  bool any = false;
+  std::array<int64_t, 8> by_holder{};
+  int64_t in_empty = 0;
+};
+
 struct PeakReport {
   bool any = false;            // the device has memory events
   std::string device;          // its name
@@ -73,6 +84,8 @@ struct PeakReport {
   // says (a memory snapshot's segments: DeviceInfo::reserved_at_peak); 0
   // when not. Less the peak's bytes: free memory inside the segments.
   int64_t reserved_at_peak = 0;
+  // That free memory by what holds each segment.
+  SegmentFree segment_free;
 };
 
 // A category's name as the explaining outputs print it: "ACTIVATION", or
@@ -114,6 +127,13 @@ std::string HumanBytes(int64_t bytes);
 // segments (fragmentation)\n" for a reserved total at the peak of
 // `peak_bytes`; empty when `reserved_at_peak` is 0 (not known).
 std::string FragmentationLine(int64_t reserved_at_peak, int64_t peak_bytes);
+SegmentFree FreeInSegments(const DeviceInfo& device, const InferredCategories& inferred);
+// "free inside segments, by what holds each most: ACTIVATION (inferred)
+// 1.2 MiB, ...; in segments holding nothing 300.0 KiB\n"; empty when
+// nothing is free or the segments are not known.
+std::string SegmentFreeLine(const SegmentFree& f, bool inferred);
+// The same as a JSON object ("segment_free"), with "empty_segments".
+std::string SegmentFreeJson(const SegmentFree& f);
 // A difference of bytes with its sign ("+1.5 KiB", "-512 B", "0 B").
 std::string SignedBytes(int64_t bytes);
 // `after` against `before` in percent ("+12.5%"); "new" from nothing, ""

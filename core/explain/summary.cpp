@@ -107,6 +107,7 @@ Summary Summarize(const ExplainInput& in, const std::string& trace_name, size_t 
     if (s.inferred) {
       ds.max_reserved = in.trace.devices[d].max_total_reserved;
       ds.reserved_at_peak = in.trace.devices[d].reserved_at_peak;
+      ds.segment_free = FreeInSegments(in.trace.devices[d], *in.inferred);
     }
     CoalescedSizes(in.timeline, in.categories, d, [&](const std::array<int64_t, 9>& row) {
       for (int c = 0; c < 8; ++c) ds.largest[c] = std::max(ds.largest[c], row[c + 1]);
@@ -137,6 +138,8 @@ std::string FormatSummary(const Summary& s) {
     if (d.max_reserved != 0)
       out += "  the allocator reserved at most " + HumanBytes(d.max_reserved) + "\n";
     if (const std::string f = FragmentationLine(d.reserved_at_peak, d.peak_bytes); !f.empty())
+      out += "  " + f;
+    if (const std::string f = SegmentFreeLine(d.segment_free, s.inferred); !f.empty())
       out += "  " + f;
     out +=
         "  " + Pad("category", width) + PadLeft("at the peak", 12) + PadLeft("largest", 12) + "\n";
@@ -173,7 +176,7 @@ std::string SummaryJson(const Summary& s) {
         (d.max_reserved != 0 ? ",\"max_reserved\":" + std::to_string(d.max_reserved) : "") +
         (d.reserved_at_peak != 0 ? ",\"reserved_at_peak\":" + std::to_string(d.reserved_at_peak)
                                  : "") +
-        "}";
+        (d.segment_free.any ? ",\"segment_free\":" + SegmentFreeJson(d.segment_free) : "") + "}";
   }
   return out + "]}\n";
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/explain/context.h"
+#include "core/explain/peak.h"
 #include "core/explain/tables.h"
 #include "core/model/status.h"
 
@@ -36,6 +37,8 @@ struct DeviceSummary {
   // The reserved total when the allocated total peaked (a memory
   // snapshot's segments: PeakReport::reserved_at_peak); 0 otherwise.
   int64_t reserved_at_peak = 0;
+  // That free memory by what holds each segment (PeakReport::segment_free).
+  SegmentFree segment_free;
 };
 
 struct Summary {

@@ -44,6 +44,18 @@ struct DeviceInfo {
   // allocated peak, it is the memory free inside the allocator's segments
   // then (fragmentation).
   int64_t reserved_at_peak = 0;
+  // The allocator's segments alive then, where the trace says (a memory
+  // snapshot's: cudaMalloc'd regions, an expandable segment's mapped
+  // ranges), each with the allocation records alive in it (the record for
+  // the memory from before the trace stands for its blocks). A segment's bytes less its
+  // records' are free inside it; the peak tells that fragmentation apart
+  // by the category that holds each segment. Empty for other inputs.
+  struct Segment {
+    int64_t bytes = 0;
+    // The records alive in it, each with the bytes of its blocks there.
+    std::vector<std::pair<uint32_t, int64_t>> held;
+  };
+  std::vector<Segment> segments_at_peak;
 };
 
 // The names of a trace, each stored once. Every name in it is valid UTF-8,

@@ -95,5 +95,28 @@ ok pipe-same $?
 [ $? -eq 2 ] && grep -qF -- "--et goes with a Kineto trace; this is a CUDA memory snapshot" "$tmp/err"
 ok et-refused $?
 
+
+# Fragmentation by what holds each segment: the free bytes of the
+# segments alive at the peak add up to the reserved total less the peak,
+# on every snapshot (an expandable segment's block spans its mapped ranges).
+for f in "$snap"/*.pickle.gz; do
+  n=$(basename "$f" .pickle.gz)
+  for cmd in peak summary; do
+    "$bin" $cmd "$f" --format json >"$tmp/frag.json" 2>/dev/null
+    python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+for v in ([d] if "bytes" in d else d["devices"]):
+    free = v["segment_free"]
+    peak = v.get("bytes", v.get("peak_bytes"))
+    assert sum(free.values()) == v["reserved_at_peak"] - peak, (free, v["reserved_at_peak"], peak)
+' "$tmp/frag.json"
+    ok "segment-free-sums-$cmd-$n" $?
+  done
+done
+"$bin" peak "$snap/expandable.pickle.gz" >"$tmp/e.txt" 2>/dev/null
+has segment-free-line "$tmp/e.txt" "free inside segments, by what holds each most: "
+has segment-free-bytes "$tmp/e.txt" " 1.0 MiB"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -13,6 +13,7 @@
 #include "core/model/quote.h"
 #include "core/read/snapshot/pickle.h"
 #include "core/read/snapshot/snapshot_frames.h"
+#include "core/read/snapshot/snapshot_segments.h"
 
 namespace memtl {
 
@@ -58,6 +59,25 @@ Action ActionOf(std::string_view a) {
   return Action::kUnknown;
 }
 
+// What an entry is to the segments at the peak (snapshot_segments.h).
+read::SegmentEntry::Kind KindOf(Action a) {
+  using Kind = read::SegmentEntry::Kind;
+  switch (a) {
+    case Action::kAlloc:
+      return Kind::kAlloc;
+    case Action::kFreeCompleted:
+      return Kind::kFree;
+    case Action::kSegmentAlloc:
+    case Action::kSegmentMap:
+      return Kind::kGrow;
+    case Action::kSegmentFree:
+    case Action::kSegmentUnmap:
+      return Kind::kShrink;
+    default:
+      return Kind::kOther;
+  }
+}
+
 // One trace entry, read.
 struct Entry {
   int64_t t_ns = 0;
@@ -98,7 +118,9 @@ class Builder {
   Status Emit();
   uint32_t Under(uint32_t stack, int64_t t);
   Status AddEvent(Event e, int64_t t);
-  void NotePeak(DeviceIndex d);
+  // `replayed`: how many entries the totals hold.
+  void NotePeak(DeviceIndex d, size_t replayed);
+  void SegmentsAtPeak();
   DeviceIndex Device(int64_t index);
 
   const Document& doc_;
@@ -111,6 +133,14 @@ class Builder {
   std::vector<int64_t> first_ns_, segments_total_, reserved_delta_, unseen_, freed_unseen_;
   std::vector<int64_t> running_, reserved_, peak_;
   std::vector<bool> has_segments_;
+  // What the segments at the peak are found from (snapshot_segments.h): the
+  // segments at the end, each entry as they read it, how many entries each
+  // device's peak follows, the blocks from before the trace and the record
+  // standing for them per device.
+  std::vector<read::AddressRange> segment_ranges_, early_;
+  std::vector<read::SegmentEntry> segment_entries_;
+  std::vector<size_t> peak_after_;
+  std::vector<uint32_t> pre_record_;
   // Blocks allocated at the snapshot, by address: their sizes.
   LiveMap active_;
   size_t event_budget_ = 0;
@@ -127,6 +157,8 @@ DeviceIndex Builder::Device(int64_t index) {
                     &reserved_, &peak_})
       v->resize(n, 0);
     has_segments_.resize(n, false);
+    peak_after_.resize(n, 0);
+    pre_record_.resize(n, kNone32);
   }
   return d;
 }
@@ -210,6 +242,8 @@ Status Builder::ReadSegments(uint32_t segments) {
     const DeviceIndex d = Device(*device);
     has_segments_[d] = true;
     segments_total_[d] = std::min(segments_total_[d] + *total, kMaxAllocBytes);
+    if (const std::optional<uint64_t> addr = doc_.UInt(doc_.Get(s, "address")))
+      segment_ranges_.push_back({*addr, *total, d});
     const std::span<const uint32_t> blocks = doc_.Items(doc_.Get(s, "blocks"));
     blocks_seen += blocks.size();
     if (blocks_seen > doc_.size())
@@ -260,6 +294,7 @@ void Builder::FirstReplay() {
   for (const auto& [key, size] : active_) {
     if (live.contains(key)) continue;
     unseen_[key.device] = std::min(unseen_[key.device] + size, kMaxAllocBytes);
+    early_.push_back({key.addr, size, key.device});
     ++blocks[key.device];
   }
   for (size_t d = 0; d < unseen_.size(); ++d) {
@@ -311,6 +346,7 @@ void Builder::AddPreProfile() {
     AllocInfo a;
     a.bytes = unseen_[d];
     a.device = static_cast<DeviceIndex>(d);
+    pre_record_[d] = static_cast<uint32_t>(t_.allocs.size());
     t_.allocs.push_back(a);
     t_.alloc_ptrs.push_back(next++);
     t_.events.push_back(e);
@@ -363,10 +399,11 @@ uint32_t Builder::Under(uint32_t stack, int64_t t) {
   return open_.empty() ? kNone32 : open_.back().second;
 }
 
-void Builder::NotePeak(DeviceIndex d) {
+void Builder::NotePeak(DeviceIndex d, size_t replayed) {
   DeviceInfo& info = t_.devices[d];
   if (running_[d] > peak_[d]) {
     peak_[d] = running_[d];
+    peak_after_[d] = replayed;
     info.max_total_allocated = running_[d];
     info.reserved_at_peak = has_segments_[d] ? reserved_[d] : 0;
   }
@@ -378,9 +415,11 @@ Status Builder::Emit() {
   std::unordered_map<LiveKey, uint32_t, LiveKeyHash> requested;  // free_requested's frames
   uint64_t ooms = 0;
   std::string oom_example;
-  for (size_t d = 0; d < running_.size(); ++d) NotePeak(static_cast<DeviceIndex>(d));
+  for (size_t d = 0; d < running_.size(); ++d) NotePeak(static_cast<DeviceIndex>(d), 0);
+  segment_entries_.reserve(entries_.size());
   for (size_t i = 0; i < entries_.size(); ++i) {
     const Entry& x = entries_[i];
+    segment_entries_.push_back({x.addr, x.size, kNone32, x.device, KindOf(x.action)});
     const LiveKey key{x.addr, x.device};
     int64_t bytes = 0;
     uint32_t frames = x.frames;
@@ -437,6 +476,7 @@ Status Builder::Emit() {
       AllocInfo a;
       a.bytes = x.action == Action::kAlloc ? x.size : bytes;
       a.device = x.device;
+      segment_entries_.back().record = static_cast<uint32_t>(t_.allocs.size());
       t_.allocs.push_back(a);
       t_.alloc_ptrs.push_back(x.addr);
       if (Status s = AddEvent(e, x.t_ns); !s.ok()) return s;
@@ -445,7 +485,7 @@ Status Builder::Emit() {
     // A device's row ends where its time does (the timeline's rows).
     const bool row_ends = i + 1 == entries_.size() || entries_[i + 1].t_ns != x.t_ns ||
                           entries_[i + 1].device != x.device;
-    if (row_ends) NotePeak(x.device);
+    if (row_ends) NotePeak(x.device, i + 1);
   }
   if (ooms > 0)
     r_.diagnostics.Add("out-of-memory error in the snapshot's trace", oom_example, ooms);
@@ -455,6 +495,14 @@ Status Builder::Emit() {
                        "filename, line and name",
                        stacks_.bad_frames());
   return {};
+}
+
+void Builder::SegmentsAtPeak() {
+  for (read::AddressRange& b : early_) b.record = pre_record_[b.device];
+  auto per_device = read::SegmentsAtPeak(segment_ranges_, segment_entries_, peak_after_, early_,
+                                         t_.devices.size());
+  for (size_t d = 0; d < per_device.size(); ++d)
+    t_.devices[d].segments_at_peak = std::move(per_device[d]);
 }
 
 Status Builder::Run() {
@@ -473,6 +521,7 @@ Status Builder::Run() {
   FirstReplay();
   AddPreProfile();
   if (Status s = Emit(); !s.ok()) return s;
+  SegmentsAtPeak();
   if (t_.allocs.empty()) {
     return Fail(
         "the snapshot holds no allocation (no trace entry, no allocated block); record with "
