@@ -1,4 +1,4 @@
-// What fuzz_kineto, fuzz_et and fuzz_raw run on an input: the pipeline as
+// What fuzz_kineto, fuzz_et, fuzz_raw and fuzz_snapshot run on an input: the pipeline as
 // the CLI runs it on a file (AnalyzeFile: the format decided by the bytes,
 // the reader, the execution-trace join read from its own path, the
 // inference of a Kineto trace's categories, the raw timeline's analysis),
@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "core/pipeline/analysis.h"
+#include "core/read/common/format.h"
 #include "tests/fuzz/fuzz_outputs.h"
 
 namespace memtl_fuzz {
@@ -67,6 +68,21 @@ inline memtl::Status RunFilePipeline(const std::string& path, memtl::ReadOptions
   if (!c.ok()) return c.status();
   RunOutputs(*c.value());
   return {};
+}
+
+// The body of the targets of one format (fuzz_kineto, fuzz_raw,
+// fuzz_snapshot): an input of at most 1 MiB whose bytes are `format`'s
+// (the others are other targets') goes through RunFilePipeline as the file
+// `file`, a third of them with --partial (a trace cut off is read up to the
+// cut, or refused).
+inline void RunInputOfFormat(const uint8_t* data, size_t size, memtl::InputFormat format,
+                             MemFile& file) {
+  if (size > (1u << 20)) return;
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  if (memtl::OpenInputFromMemory(text, "fuzz").format != format) return;
+  memtl::ReadOptions options;
+  options.partial = size % 3 == 0;
+  (void)RunFilePipeline(file.Set(text), options);
 }
 
 }  // namespace memtl_fuzz

@@ -5,21 +5,13 @@
 // edits the events and their args rather than bytes.
 #include <cstddef>
 #include <cstdint>
-#include <string>
 
-#include "core/read/common/format.h"
 #include "tests/fuzz/fuzz_file_pipeline.h"
 #include "tests/fuzz/json_mutator.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  if (size > (1u << 20)) return 0;
-  const std::string text(reinterpret_cast<const char*>(data), size);
-  // Other formats are other targets' (fuzz_reader, fuzz_raw).
-  if (memtl::OpenInputFromMemory(text, "fuzz").format != memtl::InputFormat::kKineto) return 0;
   static memtl_fuzz::MemFile file("kineto");
-  memtl::ReadOptions options;
-  options.partial = size % 3 == 0;  // a trace cut off read up to the cut, or refused
-  (void)memtl_fuzz::RunFilePipeline(file.Set(text), options);
+  memtl_fuzz::RunInputOfFormat(data, size, memtl::InputFormat::kKineto, file);
   return 0;
 }
 

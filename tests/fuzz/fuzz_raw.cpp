@@ -5,21 +5,13 @@
 // duplicated, moved and copied, times and sizes at their limits.
 #include <cstddef>
 #include <cstdint>
-#include <string>
 
-#include "core/read/common/format.h"
 #include "tests/fuzz/fuzz_file_pipeline.h"
 #include "tests/fuzz/json_mutator.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  if (size > (1u << 20)) return 0;
-  const std::string text(reinterpret_cast<const char*>(data), size);
-  // Other formats are other targets' (fuzz_reader, fuzz_kineto).
-  if (memtl::OpenInputFromMemory(text, "fuzz").format != memtl::InputFormat::kRawTimeline) return 0;
   static memtl_fuzz::MemFile file("raw");
-  memtl::ReadOptions options;
-  options.partial = size % 3 == 0;
-  (void)memtl_fuzz::RunFilePipeline(file.Set(text), options);
+  memtl_fuzz::RunInputOfFormat(data, size, memtl::InputFormat::kRawTimeline, file);
   return 0;
 }
 

@@ -7,18 +7,11 @@
 // other targets'.
 #include <cstddef>
 #include <cstdint>
-#include <string>
 
-#include "core/read/common/format.h"
 #include "tests/fuzz/fuzz_file_pipeline.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  if (size > (1u << 20)) return 0;
-  const std::string text(reinterpret_cast<const char*>(data), size);
-  if (memtl::OpenInputFromMemory(text, "fuzz").format != memtl::InputFormat::kSnapshot) return 0;
   static memtl_fuzz::MemFile file("snapshot");
-  memtl::ReadOptions options;
-  options.partial = size % 3 == 0;
-  (void)memtl_fuzz::RunFilePipeline(file.Set(text), options);
+  memtl_fuzz::RunInputOfFormat(data, size, memtl::InputFormat::kSnapshot, file);
   return 0;
 }
