@@ -13,6 +13,9 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <type_traits>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include <unistd.h>
@@ -98,8 +101,9 @@ memtl::Status StrictError(const std::string& path, const memtl::Diagnostics& dia
                               std::to_string(entry.count) + "x, e.g. " + entry.example + ")");
 }
 
-// Reads and analyzes the one TRACE argument; prints notes to stderr.
-memtl::Expected<std::unique_ptr<memtl::Analysis>> Load(const Args& args) {
+// Reads and analyzes the one TRACE argument (a raw timeline is read only);
+// prints notes to stderr.
+memtl::Expected<memtl::FileAnalysis> LoadAny(const Args& args) {
   // "-": standard input, through its /dev name (pipes are read as streams).
   const std::string path = args.trace == "-" ? "/dev/stdin" : args.trace;
   memtl::ReadOptions options;
@@ -112,14 +116,31 @@ memtl::Expected<std::unique_ptr<memtl::Analysis>> Load(const Args& args) {
                         args.command == Command::kWhatIf;
   progress_line = std::make_unique<memtl::ProgressLine>(
       &progress, args.trace == "-" ? "standard input" : memtl::QuotePath(args.trace), !args.quiet);
-  auto analysis = memtl::AnalyzeFile(path, options);
-  if (!analysis.ok()) return analysis;
-  const memtl::Analysis& a = *analysis.value();
-  if (args.strict && !a.diagnostics.empty()) return StrictError(path, a.diagnostics);
-  if (a.read_info.stopped_early)
-    PrintErrLine("memtl: " + memtl::QuotePath(path) + ": " + PartialNote(a.read_info));
-  if (!a.read_info.note.empty() && !args.quiet) PrintErrLine("memtl: note: " + a.read_info.note);
-  return analysis;
+  auto file = memtl::AnalyzeAnyFile(path, options);
+  if (!file.ok()) return file;
+  const auto [info, diagnostics] = std::visit(
+      [](const auto& read) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(read)>,
+                                     std::unique_ptr<memtl::Analysis>>) {
+          return std::pair{&read->read_info, &read->diagnostics};
+        } else {
+          return std::pair{&read->view.read_info, &read->view.diagnostics};
+        }
+      },
+      file.value());
+  if (args.strict && !diagnostics->empty()) return StrictError(path, *diagnostics);
+  if (info->stopped_early)
+    PrintErrLine("memtl: " + memtl::QuotePath(path) + ": " + PartialNote(*info));
+  if (!info->note.empty() && !args.quiet) PrintErrLine("memtl: note: " + info->note);
+  return file;
+}
+
+// LoadAny for the commands that read the stages: a raw timeline has none.
+memtl::Expected<std::unique_ptr<memtl::Analysis>> Load(const Args& args) {
+  auto file = LoadAny(args);
+  if (!file.ok()) return file.status();
+  if (auto* a = std::get_if<std::unique_ptr<memtl::Analysis>>(&file.value())) return std::move(*a);
+  return memtl::RawTimelineHasNoStages(args.trace == "-" ? "/dev/stdin" : args.trace);
 }
 
 void PrintTimings(const Args& args, const memtl::PhaseTimer& timer) {
@@ -237,7 +258,7 @@ memtl::Expected<std::unique_ptr<memtl::Categorized>> Categorize(
 // are made before the stages go.
 memtl::Expected<std::unique_ptr<memtl::Exportable>> CategorizeForExport(
     const Args& args, std::optional<size_t> peak_top, bool report) {
-  auto analysis = Load(args);
+  auto analysis = LoadAny(args);
   if (!analysis.ok()) return analysis.status();
   auto c =
       memtl::CategorizeForExport(std::move(analysis.value()), OptionsOf(args, peak_top, report));
@@ -311,14 +332,26 @@ int RunExplain(const Args& args) {
   return 0;
 }
 
-// The summary of `args.trace` (every stage kept: the tables read the records).
+// The summary of `args.trace` (every stage kept: the tables read the
+// records); of a raw timeline, its categories only.
 memtl::Expected<memtl::Summary> SummaryOf(const Args& args, size_t top) {
-  auto c = Categorize(args);
+  auto file = LoadAny(args);
+  if (!file.ok()) return file.status();
+  if (auto* raw = std::get_if<std::unique_ptr<memtl::RawTimelineRead>>(&file.value())) {
+    auto e = memtl::CategorizeForExport(std::move(*raw), OptionsOf(args, std::nullopt, false));
+    if (!e.ok()) return e.status();
+    const memtl::Exportable& x = *e.value();
+    if (auto failed = StrictFailure(args, x.view.diagnostics)) return *failed;
+    PrintNotes(x.view.diagnostics);
+    return memtl::SummarizeTimeline(x.view.trace, x.timeline, x.categories, args.trace);
+  }
+  auto c = memtl::Categorize(std::move(std::get<std::unique_ptr<memtl::Analysis>>(file.value())),
+                             OptionsOf(args, std::nullopt, false));
   if (!c.ok()) return c.status();
   const memtl::Analysis& a = *c.value()->analysis;
-  const memtl::ExplainInput in = ExplainInputOf(*c.value());
+  if (auto failed = StrictFailure(args, a.diagnostics)) return *failed;
   PrintNotes(a.diagnostics);
-  return memtl::Summarize(in, args.trace, top);
+  return memtl::Summarize(ExplainInputOf(*c.value()), args.trace, top);
 }
 
 int RunSummary(const Args& args) {

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <system_error>
 #include <thread>
+#include <utility>
+#include <variant>
 
 #include "core/model/quote.h"
 #include "core/pipeline/analysis.h"
@@ -28,14 +30,26 @@ RankRow Analyze(const std::string& path) {
   options.read.partial = true;    // a rank cut off is still a rank
   options.read.threaded = false;  // the ranks are the parallel work
   auto row = OutOfMemoryIsAnError(QuotePath(path), [&]() -> Expected<RankRow> {
-    auto a = AnalyzeFile(path, options.read);
-    if (!a.ok()) return a.status();
-    const ReadInfo info = a.value()->read_info;
-    auto c = Categorize(std::move(a.value()), options);
-    if (!c.ok()) return c.status();
-    const Categorized& cat = *c.value();
-    RankRow r = RankOf(cat.analysis->trace, cat.timeline, cat.categories, cat.device, path);
-    r.inferred = cat.inferred;
+    auto file = AnalyzeAnyFile(path, options.read);
+    if (!file.ok()) return file.status();
+    ReadInfo info;
+    RankRow r;
+    if (auto* raw = std::get_if<std::unique_ptr<RawTimelineRead>>(&file.value())) {
+      info = (*raw)->view.read_info;
+      auto e = CategorizeForExport(std::move(*raw), options);
+      if (!e.ok()) return e.status();
+      const Exportable& x = *e.value();
+      r = RankOf(x.view.trace, x.timeline, x.categories, x.device, path);
+    } else {
+      std::unique_ptr<Analysis>& a = std::get<std::unique_ptr<Analysis>>(file.value());
+      info = a->read_info;
+      auto c = Categorize(std::move(a), options);
+      if (!c.ok()) return c.status();
+      const Categorized& cat = *c.value();
+      // The steps are read from the trace's events.
+      r = RankOf(cat.analysis->trace, cat.timeline, cat.categories, cat.device, path);
+      r.inferred = cat.inferred;
+    }
     r.truncated = info.stopped_early;
     r.analyzed_lines = info.stopped_early ? info.stopped_at_line - 1 : 0;
     return r;

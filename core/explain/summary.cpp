@@ -90,37 +90,54 @@ std::vector<std::string> DiffDevices(const Summary& a, const Summary& b) {
   return names;
 }
 
-Summary Summarize(const ExplainInput& in, const std::string& trace_name, size_t top) {
+namespace {
+
+// Summarize's rows; the tables from `tables` (by device) when given.
+Summary SummaryOf(const Trace& trace, const std::vector<TimelineEvent>& timeline,
+                  const CategoryDict& categories, const InferredCategories* inferred,
+                  const std::vector<MemoryTables>* tables, const std::string& trace_name,
+                  size_t top) {
   Summary s;
   s.trace = trace_name;
-  s.inferred = in.inferred != nullptr;
-  const std::vector<MemoryTables> tables = ComputeTables(in);
-  for (const DeviceIndex d : AcceleratorsFirst(in.trace)) {
-    const PeakReport peak = FindPeak(in.timeline, in.categories, d);
+  s.inferred = inferred != nullptr;
+  for (const DeviceIndex d : AcceleratorsFirst(trace)) {
+    const PeakReport peak = FindPeak(timeline, categories, d);
     if (!peak.any) continue;
     DeviceSummary ds;
-    ds.device = in.trace.devices[d].name;
+    ds.device = trace.devices[d].name;
     ds.peak_bytes = peak.bytes;
     ds.peak_time_us = peak.time_us;
     ds.since_start_us = peak.since_start_us;
     ds.at_peak = peak.by_category;
-    if (s.inferred) {
-      ds.max_reserved = in.trace.devices[d].max_total_reserved;
-      ds.reserved_at_peak = in.trace.devices[d].reserved_at_peak;
-      ds.segment_free = FreeInSegments(in.trace.devices[d], *in.inferred);
+    if (inferred != nullptr) {
+      ds.max_reserved = trace.devices[d].max_total_reserved;
+      ds.reserved_at_peak = trace.devices[d].reserved_at_peak;
+      ds.segment_free = FreeInSegments(trace.devices[d], *inferred);
     }
-    CoalescedSizes(in.timeline, in.categories, d, [&](const std::array<int64_t, 9>& row) {
+    CoalescedSizes(timeline, categories, d, [&](const std::array<int64_t, 9>& row) {
       for (int c = 0; c < 8; ++c) ds.largest[c] = std::max(ds.largest[c], row[c + 1]);
     });
-    if (d < tables.size()) {
-      ds.top_ops = TopBySelfAtPeak(tables[d].by_op, top);
-      ds.top_modules = TopBySelfAtPeak(tables[d].by_module, top);
-      if (HasCallSites(tables[d].by_call_site))
-        ds.top_call_sites = TopBySelfAtPeak(tables[d].by_call_site, top);
+    if (tables != nullptr && d < tables->size()) {
+      const MemoryTables& t = (*tables)[d];
+      ds.top_ops = TopBySelfAtPeak(t.by_op, top);
+      ds.top_modules = TopBySelfAtPeak(t.by_module, top);
+      if (HasCallSites(t.by_call_site)) ds.top_call_sites = TopBySelfAtPeak(t.by_call_site, top);
     }
     s.devices.push_back(std::move(ds));
   }
   return s;
+}
+
+}  // namespace
+
+Summary Summarize(const ExplainInput& in, const std::string& trace_name, size_t top) {
+  const std::vector<MemoryTables> tables = ComputeTables(in);
+  return SummaryOf(in.trace, in.timeline, in.categories, in.inferred, &tables, trace_name, top);
+}
+
+Summary SummarizeTimeline(const Trace& trace, const std::vector<TimelineEvent>& timeline,
+                          const CategoryDict& categories, const std::string& trace_name) {
+  return SummaryOf(trace, timeline, categories, nullptr, nullptr, trace_name, 0);
 }
 
 std::string FormatSummary(const Summary& s) {

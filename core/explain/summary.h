@@ -49,6 +49,10 @@ struct Summary {
 
 // Reads the stages up to the timeline (Categorize keeps them); `top` rows of each table.
 Summary Summarize(const ExplainInput& in, const std::string& trace_name, size_t top);
+// The same of a timeline with no stages behind it (a raw timeline, which
+// names no op, module or call site): the peaks and categories, no tables.
+Summary SummarizeTimeline(const Trace& trace, const std::vector<TimelineEvent>& timeline,
+                          const CategoryDict& categories, const std::string& trace_name);
 std::string FormatSummary(const Summary& s);
 std::string SummaryJson(const Summary& s);
 

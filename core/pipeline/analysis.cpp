@@ -233,36 +233,23 @@ constexpr Category kRawCategories[] = {Category::kParameter,     Category::kOpti
                                        Category::kAutogradDetail};
 constexpr uint32_t kRawKeys = std::size(kRawCategories);
 
-// The analysis of a raw timeline: one device (the file names none: cpu
-// until Categorize's device renames it), a key per category (T0 PARAMETER
-// .. T6 AUTOGRAD_DETAIL, each with one version), no events, and the empty
-// op tree, size map and graph that the commands expect.
-Expected<std::unique_ptr<Analysis>> RawTimelineAnalysis(RawTimeline raw, const std::string& name) {
-  auto a = std::make_unique<Analysis>();
-  a->name = name;
-  Trace& t = a->trace;
+// A raw timeline as read: one device (the file names none: cpu until
+// --device names it), no events.
+std::unique_ptr<RawTimelineRead> RawRead(RawTimeline raw, const std::string& name) {
+  auto r = std::make_unique<RawTimelineRead>();
+  r->view.name = name;
+  Trace& t = r->view.trace;
   t.header.version = kTraceFormatVersion;
   t.header.producer = "PyTorch raw memory timeline";
   t.header.profile_memory = 1;
   t.InternDevice("cpu");
   t.Finish();
-  KeyTable& kt = a->keys;
-  for (uint32_t k = 0; k < kRawKeys; ++k) {
-    kt.keys.push_back(t.KeyOf(TensorId(k), AllocationId(k), 0));
-    kt.id_slot.push_back(k);
-  }
-  kt.num_ids = kRawKeys;
-  a->tree = std::make_unique<OpTree>(t);
-  a->sizes = std::make_unique<SizeMap>(*a->tree, kt, TensorRecords());
-  auto graph = DataFlowGraph::Build(*a->tree, kt);
-  if (!graph.ok()) return graph.status().Prefixed(name + ": ");
-  a->graph = std::make_unique<DataFlowGraph>(std::move(graph.value()));
   if (raw.times_were_us) {
-    a->diagnostics.Add("raw timeline in microseconds (written by an older PyTorch)",
-                       "its times were multiplied by 1000");
+    r->view.diagnostics.Add("raw timeline in microseconds (written by an older PyTorch)",
+                            "its times were multiplied by 1000");
   }
-  a->raw_timeline = std::move(raw);
-  return a;
+  r->raw = std::move(raw);
+  return r;
 }
 
 // The timeline of a raw timeline's rows, in their order. A version bump
@@ -270,52 +257,63 @@ Expected<std::unique_ptr<Analysis>> RawTimelineAnalysis(RawTimeline raw, const s
 // that changes it is a destroy of the old category and a create of the new
 // (the keys are categories, with no versions to bump), the same bytes in
 // every export but for the raw export's action numbers.
-Status CategorizeRaw(Analysis& a, const PipelineOptions& options, Categorized& c) {
-  Trace& t = a.trace;
+Status CategorizeRaw(RawTimelineRead& r, const PipelineOptions& options, Exportable& c) {
+  ExportView& v = r.view;
   // The file names no device: --device names it, by the rule every trace's
   // devices follow (it was taken as it came).
-  if (Status s = CheckDeviceOption(options.device); !s.ok()) return s.Prefixed(a.name + ": ");
-  if (!options.device.empty()) t.devices[0].name = options.device;
+  if (Status s = CheckDeviceOption(options.device); !s.ok()) return s.Prefixed(v.name + ": ");
+  if (!options.device.empty()) v.trace.devices[0].name = options.device;
   c.device = 0;
-  c.categories.Reset(a.keys.id_slot, a.keys.num_ids, a.graph->value_begin());
+  // The categories are keys T0..T6 of one version each (kRawCategories'
+  // order, the export's), so that the exports read them as any trace's.
+  KeyTable keys;
+  std::vector<uint32_t> value_begin;
+  for (uint32_t k = 0; k < kRawKeys; ++k) {
+    keys.keys.push_back(v.trace.KeyOf(TensorId(k), AllocationId(k), 0));
+    keys.id_slot.push_back(k);
+    value_begin.push_back(k);
+  }
+  keys.num_ids = kRawKeys;
+  value_begin.push_back(kRawKeys);
+  c.categories.Reset(keys.id_slot, keys.num_ids, value_begin);
   CategoryWriter w(c.categories);
   for (uint32_t k = 0; k < kRawKeys; ++k) w.SetByKey(KeySlot(k), kRawCategories[k]);
-  const std::vector<RawTimelineRow>& rows = a.raw_timeline->rows;
-  auto event = [](const RawTimelineRow& r, Action action) {
+  const std::vector<RawTimelineRow>& rows = r.raw.rows;
+  auto event = [](const RawTimelineRow& row, Action action) {
     TimelineEvent e;
-    e.time = r.time;
-    e.bytes = r.bytes < 0 ? -r.bytes : r.bytes;
+    e.time = row.time;
+    e.bytes = row.bytes < 0 ? -row.bytes : row.bytes;
     e.device = 0;
-    e.slot = r.category < kRawKeys ? r.category : KeySlot::kNone;
+    e.slot = row.category < kRawKeys ? row.category : KeySlot::kNone;
     e.ver = 0;
     e.action = action;
     return e;
   };
   for (size_t i = 0; i < rows.size(); ++i) {
-    const RawTimelineRow& r = rows[i];
-    const auto action = static_cast<Action>(r.action);
+    const RawTimelineRow& row = rows[i];
+    const auto action = static_cast<Action>(row.action);
     if (action == Action::kIncrementVersion && i + 1 < rows.size() &&
-        rows[i + 1].action == r.action && rows[i + 1].time == r.time) {
+        rows[i + 1].action == row.action && rows[i + 1].time == row.time) {
       const RawTimelineRow& next = rows[++i];
-      if (next.category == r.category) {
+      if (next.category == row.category) {
         c.timeline.push_back(event(next, Action::kIncrementVersion));
       } else {
-        c.timeline.push_back(event(r, Action::kDestroy));
+        c.timeline.push_back(event(row, Action::kDestroy));
         c.timeline.push_back(event(next, Action::kCreate));
       }
       continue;
     }
     // A lone bump row: its sign says which half it is.
     const Action as = action != Action::kIncrementVersion ? action
-                      : r.bytes < 0                       ? Action::kDestroy
+                      : row.bytes < 0                     ? Action::kDestroy
                                                           : Action::kCreate;
-    c.timeline.push_back(event(r, as));
+    c.timeline.push_back(event(row, as));
   }
-  if (Status s = CheckTimelineSums(t, a.keys, c.timeline, c.categories, a.diagnostics); !s.ok())
-    return s.Prefixed(a.name + ": ");
+  if (Status s = CheckTimelineSums(v.trace, keys, c.timeline, c.categories, v.diagnostics); !s.ok())
+    return s.Prefixed(v.name + ": ");
   if (options.explain_peak) {
     c.peak = FindPeak(c.timeline, c.categories, c.device);
-    c.peak->device = t.devices[0].name;
+    c.peak->device = v.trace.devices[0].name;
   }
   return Status();
 }
@@ -369,12 +367,6 @@ void AddReserved(const std::vector<ReservedPoint>& reserved, Report& report) {
 Expected<std::unique_ptr<Categorized>> Categorize(std::unique_ptr<Analysis> analysis,
                                                   const PipelineOptions& options) {
   Analysis& a = *analysis;
-  if (a.raw_timeline) {
-    auto c = std::make_unique<Categorized>();
-    if (Status s = CategorizeRaw(a, options, *c); !s.ok()) return s;
-    c->analysis = std::move(analysis);
-    return c;
-  }
   const bool no_memory_events = a.allocations.allocations + a.allocations.frees == 0;
   if (a.trace.header.profile_memory == 0 ||
       (no_memory_events && a.trace.header.profile_memory != 1)) {
@@ -434,6 +426,21 @@ Expected<std::unique_ptr<Exportable>> CategorizeForExport(std::unique_ptr<Analys
   return e;  // the rest of the analysis goes with `c`
 }
 
+Expected<std::unique_ptr<Exportable>> CategorizeForExport(std::unique_ptr<RawTimelineRead> raw,
+                                                          const PipelineOptions& options) {
+  auto e = std::make_unique<Exportable>();
+  if (Status s = CategorizeRaw(*raw, options, *e); !s.ok()) return s;
+  e->view = std::move(raw->view);
+  return e;
+}
+
+Expected<std::unique_ptr<Exportable>> CategorizeForExport(FileAnalysis file,
+                                                          const PipelineOptions& options) {
+  return std::visit(
+      [&](auto&& read) { return CategorizeForExport(std::forward<decltype(read)>(read), options); },
+      std::move(file));
+}
+
 PeakReport ExplainPeak(const Categorized& c, size_t top) {
   const Analysis& a = *c.analysis;
   return ExplainPeak(PeakInput{a.trace, a.keys, *a.tree, *a.graph, c.categories, c.timeline,
@@ -451,10 +458,8 @@ Expected<std::unique_ptr<Categorized>> RunPipeline(const std::string& path,
 namespace {
 
 // One read and analysis of a file; AnalyzeTimed's `splits` and `retry`.
-Expected<std::unique_ptr<Analysis>> AnalyzeFileOnce(const std::string& path,
-                                                    const ReadOptions& options,
-                                                    const StorageSplits& splits,
-                                                    StorageSplits* retry) {
+Expected<FileAnalysis> AnalyzeFileOnce(const std::string& path, const ReadOptions& options,
+                                       const StorageSplits& splits, StorageSplits* retry) {
   PhaseTimer timer;
   timer.Start();
   ReadInfo info;
@@ -495,12 +500,10 @@ Expected<std::unique_ptr<Analysis>> AnalyzeFileOnce(const std::string& path,
       auto raw = ReadRawTimelineInput(std::move(input.value()), options, &info);
       if (!raw.ok()) return raw.status();
       timer.Mark("read");
-      auto a = RawTimelineAnalysis(std::move(raw.value()), path);
-      if (a.ok()) {
-        a.value()->timer = std::move(timer);
-        a.value()->read_info = info;
-      }
-      return a;
+      std::unique_ptr<RawTimelineRead> r = RawRead(std::move(raw.value()), path);
+      r->view.timer = std::move(timer);
+      r->view.read_info = info;
+      return FileAnalysis(std::move(r));
     }
     case InputFormat::kSizesTimeline:
     case InputFormat::kExecutionTrace:
@@ -523,18 +526,16 @@ Expected<std::unique_ptr<Analysis>> AnalyzeFileOnce(const std::string& path,
   if (options.progress != nullptr) options.progress->Set("analyzing");
   auto a = AnalyzeTimed(std::move(*trace), path, std::move(timer), options.threaded, infer, splits,
                         retry);
-  if (a.ok()) {
-    a.value()->read_info = info;
-    a.value()->diagnostics.Merge(read_diagnostics);
-    a.value()->reserved = std::move(reserved);
-  }
-  return a;
+  if (!a.ok()) return a.status();
+  a.value()->read_info = info;
+  a.value()->diagnostics.Merge(read_diagnostics);
+  a.value()->reserved = std::move(reserved);
+  return FileAnalysis(std::move(a.value()));
 }
 
 }  // namespace
 
-Expected<std::unique_ptr<Analysis>> AnalyzeFile(const std::string& path,
-                                                const ReadOptions& options) {
+Expected<FileAnalysis> AnalyzeAnyFile(const std::string& path, const ReadOptions& options) {
   // A storage freed without a record whose address is allocated again
   // breaks the graph; the file is then read again with those storages split
   // (the tensor records are gone by the time the graph is built, and
@@ -552,6 +553,20 @@ Expected<std::unique_ptr<Analysis>> AnalyzeFile(const std::string& path,
   }
   if (options.progress != nullptr) options.progress->Set("reading again");
   return AnalyzeFileOnce(path, options, splits, nullptr);
+}
+
+Status RawTimelineHasNoStages(const std::string& path) {
+  return Status::Error(QuotePath(path) +
+                       ": a PyTorch raw memory timeline holds sizes by category only, no op or "
+                       "tensor: memtl export, peak, summary, diff and ranks read it");
+}
+
+Expected<std::unique_ptr<Analysis>> AnalyzeFile(const std::string& path,
+                                                const ReadOptions& options) {
+  auto file = AnalyzeAnyFile(path, options);
+  if (!file.ok()) return file.status();
+  if (auto* a = std::get_if<std::unique_ptr<Analysis>>(&file.value())) return std::move(*a);
+  return RawTimelineHasNoStages(path);
 }
 
 }  // namespace memtl

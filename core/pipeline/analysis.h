@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "core/categories/category.h"
@@ -62,11 +63,6 @@ struct Analysis {
   // A Kineto trace's "Total Reserved" where it changes, per device that
   // reports one (KinetoRead::reserved): the HTML report's reserved line.
   std::vector<ReservedPoint> reserved;
-  // A PyTorch raw timeline (AnalyzeFile): it is the categorized timeline
-  // already, so Categorize turns its rows into the timeline and takes no
-  // other stage. The trace then holds one device and a key per category,
-  // and no events (the op tree and graph are empty).
-  std::optional<RawTimeline> raw_timeline;
 };
 
 // Runs the core stages on a trace already read. Errors name `name`.
@@ -77,6 +73,8 @@ struct Analysis {
 // Kineto trace read without an execution trace.
 Expected<std::unique_ptr<Analysis>> Analyze(Trace trace, const std::string& name,
                                             bool threaded = false, bool infer = false);
+// A raw timeline is an error here: it names no op or tensor for the stages
+// (AnalyzeAnyFile reads it).
 Expected<std::unique_ptr<Analysis>> AnalyzeFile(const std::string& path,
                                                 const ReadOptions& options = {});
 
@@ -110,8 +108,7 @@ struct CategorizedTimeline {
 
 // An analysis categorized, with every stage kept: what the commands that
 // print, explain or summarize the timeline read, and tests and tools.
-// `analysis` is never null, nor is any of its stages (a raw timeline's are
-// empty: it names no ops or tensors).
+// `analysis` is never null, nor is any of its stages.
 struct Categorized : CategorizedTimeline {
   std::unique_ptr<Analysis> analysis;
 };
@@ -135,6 +132,24 @@ struct Exportable : CategorizedTimeline {
   ExportView view;
 };
 
+// A PyTorch raw timeline (.raw.json.gz) as read. Its rows are a categorized
+// timeline already, of one device the file does not name, and it names no
+// op, tensor or module: no stage runs on it, and CategorizeForExport makes
+// its Exportable (a key per category, T0 PARAMETER .. T6 AUTOGRAD_DETAIL).
+struct RawTimelineRead {
+  ExportView view;  // its trace holds a header and one device, no events
+  RawTimeline raw;
+};
+
+// A file as read: a trace's analysis, or a raw timeline.
+using FileAnalysis = std::variant<std::unique_ptr<Analysis>, std::unique_ptr<RawTimelineRead>>;
+
+// AnalyzeFile for every input: a raw timeline is read, not analyzed.
+Expected<FileAnalysis> AnalyzeAnyFile(const std::string& path, const ReadOptions& options = {});
+// The error of asking a raw timeline at `path` for what only a trace's
+// stages hold (AnalyzeFile, and the commands that read tensors or ops).
+Status RawTimelineHasNoStages(const std::string& path);
+
 struct PipelineOptions {
   ReadOptions read;
   std::string device;  // requested export device; empty: the default
@@ -146,16 +161,23 @@ struct PipelineOptions {
 };
 
 // The passes (passes/passes.def order), then the timeline, on an analysis
-// from Analyze; on a raw timeline, its rows (no peak tensors or report
-// tables: a raw timeline names no tensor or op). A trace recorded without profile_memory (its
-// header says so, or says nothing and has no allocation event) is an error, as in PyTorch's
-// _memory_profile; so is a requested device the trace lacks.
+// from Analyze. A trace recorded without profile_memory (its header says
+// so, or says nothing and has no allocation event) is an error, as in
+// PyTorch's _memory_profile; so is a requested device the trace lacks.
 Expected<std::unique_ptr<Categorized>> Categorize(std::unique_ptr<Analysis> analysis,
                                                   const PipelineOptions& options = {});
 // Categorize for an export: the peak and the report are made while the
 // stages are there, then all of the analysis goes but its ExportView, when
 // `analysis` goes out of scope on return.
 Expected<std::unique_ptr<Exportable>> CategorizeForExport(std::unique_ptr<Analysis> analysis,
+                                                          const PipelineOptions& options = {});
+// A raw timeline's rows as the timeline (a version bump that changes the
+// category is a destroy and a create), on the device --device names; the
+// peak when asked for, without tensors (it names none), and no report
+// tables.
+Expected<std::unique_ptr<Exportable>> CategorizeForExport(std::unique_ptr<RawTimelineRead> raw,
+                                                          const PipelineOptions& options = {});
+Expected<std::unique_ptr<Exportable>> CategorizeForExport(FileAnalysis file,
                                                           const PipelineOptions& options = {});
 // The peak report of a categorized analysis.
 PeakReport ExplainPeak(const Categorized& c, size_t top);

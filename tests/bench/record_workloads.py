@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.join(ROOT, "python"))  # the source tree's package
 from memtl import _recorder as recorder  # noqa: E402
 
 
-def transformer_adam():
+def transformer_adam(optimizer=None):
     vocab, d_model, seq, batch = 100, 64, 16, 4
 
     class Model(torch.nn.Module):
@@ -45,7 +45,7 @@ def transformer_adam():
             return self.head(self.encoder(self.embed(tokens)))
 
     model = Model()
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    opt = (optimizer or torch.optim.Adam)(model.parameters(), lr=1e-3)
     tokens = torch.randint(0, vocab, (batch, seq))
     targets = torch.randint(0, vocab, (batch, seq))
 

@@ -663,6 +663,15 @@ check raw-device-not-a-device 2 "is not a device" -- \
   "$bin" export "$raw" --device "not a device at all" -o "$tmp/raw.json"
 [ ! -e "$tmp/raw.json" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL raw-device: output left"; }
 check raw-device-cuda 0 "wrote" -- "$bin" export "$raw" --device cuda:1 -o "$tmp/raw.json"
+# A raw timeline names no op or tensor: the commands that read them refuse
+# it in one line; the summary has its categories and no op or module table.
+for cmd in "explain $raw T1" "events $raw" "categories $raw" "graph $raw" "whatif $raw --optimizer sgd"; do
+  # shellcheck disable=SC2086
+  check "raw-refused-${cmd%% *}" 2 "a PyTorch raw memory timeline holds sizes by category only" -- "$bin" $cmd
+done
+"$bin" summary "$raw" >"$tmp/raw.summary" 2>&1 && grep -q "ACTIVATION" "$tmp/raw.summary" &&
+  ! grep -q "holding the most" "$tmp/raw.summary" && pass=$((pass + 1)) ||
+  { fail=$((fail + 1)); echo "FAIL raw-summary: $(cat "$tmp/raw.summary")"; }
 check trace-device-not-a-device 2 "is not a device" -- "$bin" peak "$fx" --device "cuda:x"
 
 echo "$pass passed, $fail failed"

@@ -1,11 +1,11 @@
 // What fuzz_kineto, fuzz_et, fuzz_raw and fuzz_snapshot run on an input: the pipeline as
-// the CLI runs it on a file (AnalyzeFile: the format decided by the bytes,
-// the reader, the execution-trace join read from its own path, the
-// inference of a Kineto trace's categories, the raw timeline's analysis),
-// then Categorize with the peak and the report's data, every dump and both
-// JSON exports of every device. The input is handed over as a memfd, read
-// through /proc/self/fd/N: the same path through OpenInput as a file on
-// disk, without the disk.
+// the CLI runs it on a file (AnalyzeAnyFile: the format decided by the
+// bytes, the reader, the execution-trace join read from its own path, the
+// inference of a Kineto trace's categories), then Categorize with the peak
+// and the report's data, every dump and both JSON exports of every device;
+// of a raw timeline, CategorizeForExport and the timeline's outputs. The input is handed over as a
+// memfd, read through /proc/self/fd/N: the same path through OpenInput as a file on disk, without
+// the disk.
 #pragma once
 
 #include <sys/mman.h>
@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <variant>
 
 #include "core/pipeline/analysis.h"
 #include "core/read/common/format.h"
@@ -57,14 +58,20 @@ class MemFile {
 // any row of any device, nor a negative peak (as fuzz_structured checks).
 inline memtl::Status RunFilePipeline(const std::string& path, memtl::ReadOptions read) {
   read.threaded = false;  // one thread: a fuzzer's run is small, and its stack one stack
-  auto analysis = memtl::AnalyzeFile(path, read);
-  if (!analysis.ok()) return analysis.status();
-  (void)memtl::FormatDataFlow(analysis.value()->trace, analysis.value()->keys,
-                              *analysis.value()->graph);
+  auto file = memtl::AnalyzeAnyFile(path, read);
+  if (!file.ok()) return file.status();
   memtl::PipelineOptions options;
   options.explain_peak = 5;
   options.report = true;
-  auto c = memtl::Categorize(std::move(analysis.value()), options);
+  if (auto* raw = std::get_if<std::unique_ptr<memtl::RawTimelineRead>>(&file.value())) {
+    auto e = memtl::CategorizeForExport(std::move(*raw), options);
+    if (!e.ok()) return e.status();
+    RunTimelineOutputs(e.value()->view.trace, *e.value(), e.value()->view.diagnostics.empty());
+    return {};
+  }
+  auto& analysis = std::get<std::unique_ptr<memtl::Analysis>>(file.value());
+  (void)memtl::FormatDataFlow(analysis->trace, analysis->keys, *analysis->graph);
+  auto c = memtl::Categorize(std::move(analysis), options);
   if (!c.ok()) return c.status();
   RunOutputs(*c.value());
   return {};

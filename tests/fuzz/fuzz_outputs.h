@@ -1,4 +1,5 @@
-// What every pipeline fuzz target runs on a categorized trace: every dump
+// What every pipeline fuzz target runs on a categorized trace (or a raw
+// timeline, of which the timeline's outputs): every dump
 // (categories, events in three formats, peak text and JSON) and both JSON
 // exports of every device. A trace with no counted defect must not give a
 // negative total in any row of any device, nor a negative peak (a free
@@ -17,23 +18,16 @@
 
 namespace memtl_fuzz {
 
-inline void RunOutputs(const memtl::Categorized& cz) {
-  const memtl::Analysis& a = *cz.analysis;
-  const bool clean = a.diagnostics.empty();
-  (void)memtl::FormatTimeline(a.trace, a.keys, cz.timeline, cz.categories);
-  memtl::ExplainInput in{a.trace, a.keys, *a.tree, *a.graph, cz.categories, cz.timeline, cz.device};
-  in.key_shapes = &a.key_shapes;
-  if (cz.inferred) in.inferred = &a.inferred;
-  for (const auto f :
-       {memtl::EventsFormat::kText, memtl::EventsFormat::kTsv, memtl::EventsFormat::kJsonLines}) {
-    (void)memtl::FormatEvents(in, f);
-  }
+// The outputs of the timeline alone (what a raw timeline has): the peak,
+// and every device's rows and JSON exports.
+inline void RunTimelineOutputs(const memtl::Trace& trace, const memtl::CategorizedTimeline& cz,
+                               bool clean) {
   if (cz.peak) {
     if (cz.peak->bytes < 0 && clean) __builtin_trap();
     (void)memtl::FormatPeak(*cz.peak);
     (void)memtl::PeakJson(*cz.peak);
   }
-  for (size_t d = 0; d < a.trace.devices.size(); ++d) {
+  for (size_t d = 0; d < trace.devices.size(); ++d) {
     const auto device = static_cast<memtl::DeviceIndex>(d);
     if (memtl::FindPeak(cz.timeline, cz.categories, device).bytes < 0 && clean) __builtin_trap();
     const memtl::CoalescedTimeline rows = memtl::Coalesce(cz.timeline, cz.categories, device);
@@ -45,6 +39,19 @@ inline void RunOutputs(const memtl::Categorized& cz) {
     (void)memtl::SizesJson(rows);
     (void)memtl::RawJson(cz.timeline, cz.categories, device);
   }
+}
+
+inline void RunOutputs(const memtl::Categorized& cz) {
+  const memtl::Analysis& a = *cz.analysis;
+  (void)memtl::FormatTimeline(a.trace, a.keys, cz.timeline, cz.categories);
+  memtl::ExplainInput in{a.trace, a.keys, *a.tree, *a.graph, cz.categories, cz.timeline, cz.device};
+  in.key_shapes = &a.key_shapes;
+  if (cz.inferred) in.inferred = &a.inferred;
+  for (const auto f :
+       {memtl::EventsFormat::kText, memtl::EventsFormat::kTsv, memtl::EventsFormat::kJsonLines}) {
+    (void)memtl::FormatEvents(in, f);
+  }
+  RunTimelineOutputs(a.trace, cz, a.diagnostics.empty());
 }
 
 }  // namespace memtl_fuzz

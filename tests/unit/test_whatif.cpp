@@ -17,7 +17,9 @@
 #include "core/pipeline/analysis.h"
 #include "core/plan/help.h"
 #include "core/plan/whatif.h"
+#include "core/read/memtl/trace_reader.h"
 #include "export/export.h"
+#include "tests/unit/trace_text.h"
 
 using namespace memtl;
 namespace fs = std::filesystem;
@@ -235,19 +237,27 @@ TEST_CASE("what would help: changes that lower the peak, the most saved first") 
 }
 
 TEST_CASE("whatif: bytes scaled past what 64 bits hold are no number, refused") {
-  // A raw timeline (its keys are categories, no dtypes: float32 taken) whose
-  // parameters sum to 2^61.6 bytes: within the exports' 64 bits, but not
-  // once an 8-byte dtype doubles them.
-  const fs::path path = fs::temp_directory_path() / "memtl_whatif_huge.raw.json";
-  {
-    std::ofstream out(path);
-    out << "[";
-    for (int i = 0; i < 25000; ++i)
-      out << (i ? ", " : "") << "[" << i << ", 2, 140737488355327, 0]";
-    out << "]";
+  // A module's 25,000 float parameters of 2^47-1 bytes each, 2^61.6 in
+  // all: within the exports' 64 bits, but not once an 8-byte dtype scales
+  // them.
+  using namespace memtl::test;
+  constexpr int kParams = 25000;
+  constexpr long kBytes = 140737488355327;
+  std::string text = Header(true), params;
+  for (int k = 0; k < kParams; ++k) {
+    const unsigned long ptr = 0x100000 + 0x1000ul * static_cast<unsigned long>(k);
+    text += Alloc(k, -1, 10 + k, ptr, kBytes, "cpu", k, k);
+    params += std::string(k ? "," : "") + R"({"name":"w","t":)" + T(0x900000 + k, ptr, 4, k, k) +
+              R"(,"grad":null})";
   }
-  auto c = RunPipeline(path.string());
-  fs::remove(path);
+  text += R"({"k":"py","i":)" + std::to_string(kParams) +
+          R"(,"p":-1,"name":"nn.Module: Linear_0","t0":100000,"t1":100001,"tid":1,)" +
+          R"("module":{"self":1,"cls":"Linear","params":[)" + params + "]}}\n";
+  auto trace = ReadTraceString(text, "huge.trace.jsonl");
+  REQUIRE_MESSAGE(trace.ok(), (trace.ok() ? "" : trace.status().message()));
+  auto a = Analyze(std::move(trace.value()), "huge.trace.jsonl");
+  REQUIRE(a.ok());
+  auto c = Categorize(std::move(a.value()));
   REQUIRE(c.ok());
   WhatIfChanges ch;
   ch.dtype_bytes[0] = DtypeBytes("fp64");
