@@ -41,25 +41,36 @@ int64_t MinorFaults() {
   return u.ru_minflt;
 }
 
+double CpuSeconds() {
+  struct rusage u {};
+  if (getrusage(RUSAGE_SELF, &u) != 0) return 0;
+  auto seconds = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+  };
+  return seconds(u.ru_utime) + seconds(u.ru_stime);
+}
+
 std::string FormatTimings(const PhaseTimer& timer) {
   std::string out;
-  double total = 0;
+  double total = 0, total_cpu = 0;
   int64_t peak = 0, faults = 0;
-  char buf[200];
+  char buf[240];
   for (const auto& p : timer.phases()) {
     std::snprintf(buf, sizeof buf,
-                  "memtl: timing: %-10s %.3f s  peak RSS %.1f MiB  page faults %lld  resident "
-                  "after %.1f MiB\n",
-                  p.name, p.seconds, static_cast<double>(p.peak_rss) / (1 << 20),
+                  "memtl: timing: %-10s %.3f s  cpu %.3f s  peak RSS %.1f MiB  page faults %lld  "
+                  "resident after %.1f MiB\n",
+                  p.name, p.seconds, p.cpu_seconds, static_cast<double>(p.peak_rss) / (1 << 20),
                   static_cast<long long>(p.minor_faults), static_cast<double>(p.rss) / (1 << 20));
     out += buf;
     total += p.seconds;
+    total_cpu += p.cpu_seconds;
     peak = std::max(peak, p.peak_rss);
     faults += p.minor_faults;
   }
   std::snprintf(buf, sizeof buf,
-                "memtl: timing: %-10s %.3f s  peak RSS %.1f MiB  page faults %lld\n", "total",
-                total, static_cast<double>(peak) / (1 << 20), static_cast<long long>(faults));
+                "memtl: timing: %-10s %.3f s  cpu %.3f s  peak RSS %.1f MiB  page faults %lld\n",
+                "total", total, total_cpu, static_cast<double>(peak) / (1 << 20),
+                static_cast<long long>(faults));
   return out + buf;
 }
 

@@ -1,4 +1,4 @@
-// The wall time, peak resident memory and page faults of each stage of a
+// The wall time, CPU time, peak resident memory and page faults of each stage of a
 // run (PhaseTimer), for --timings and the benchmarks, and the process's
 // counters it reads.
 #pragma once
@@ -18,14 +18,18 @@ int64_t RssBytes();
 // mapping a 4 KiB page (or a 2 MiB one where the kernel uses huge pages on
 // its own). Their cost is the cost of fresh memory.
 int64_t MinorFaults();
+// User and system CPU time of the process so far, all its threads, in
+// seconds: beside a stage's wall time, how many cores it kept busy.
+double CpuSeconds();
 
-// Wall time of each stage, in run order, and the process's peak resident
-// memory when it ended, for --timings and benchmarks.
+// Wall and CPU time of each stage, in run order, and the process's peak
+// resident memory when it ended, for --timings and benchmarks.
 class PhaseTimer {
  public:
   struct Phase {
     const char* name;
     double seconds;
+    double cpu_seconds;  // every thread's, during this phase
     int64_t peak_rss;
     int64_t rss;           // when the phase ended
     int64_t minor_faults;  // during this phase
@@ -33,25 +37,29 @@ class PhaseTimer {
   void Start() {
     last_ = std::chrono::steady_clock::now();
     last_faults_ = MinorFaults();
+    last_cpu_ = CpuSeconds();
   }
   void Mark(const char* phase) {
     const auto now = std::chrono::steady_clock::now();
     const int64_t faults = MinorFaults();
-    phases_.push_back({phase, std::chrono::duration<double>(now - last_).count(), PeakRssBytes(),
-                       RssBytes(), faults - last_faults_});
+    const double cpu = CpuSeconds();
+    phases_.push_back({phase, std::chrono::duration<double>(now - last_).count(), cpu - last_cpu_,
+                       PeakRssBytes(), RssBytes(), faults - last_faults_});
     last_ = now;
     last_faults_ = faults;
+    last_cpu_ = cpu;
   }
   const std::vector<Phase>& phases() const { return phases_; }
 
  private:
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
   int64_t last_faults_ = MinorFaults();
+  double last_cpu_ = CpuSeconds();
   std::vector<Phase> phases_;
 };
 
-// The --timings lines: one per phase, then the total (wall time summed,
-// the largest peak, the faults summed).
+// The --timings lines: one per phase, then the total (wall and CPU time
+// summed, the largest peak, the faults summed).
 std::string FormatTimings(const PhaseTimer& timer);
 
 }  // namespace memtl
