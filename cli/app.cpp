@@ -83,8 +83,8 @@ void AddReadOptions(CLI::App* cmd, Args& args) {
 // categorization and the outputs.
 void AddTimingsOption(CLI::App* cmd, Args& args) {
   cmd->add_flag("--timings", args.timings,
-                "print each stage's wall time, peak memory, page faults and the memory still "
-                "resident after it on stderr");
+                "print each stage's wall and CPU time, peak memory, page faults and the memory "
+                "still resident after it on stderr");
 }
 
 // The commands of one trace: an execution trace may go with it.
