@@ -4,6 +4,7 @@ when calling `memtl.export_memory_timeline(prof, path)` instead of
 events.
 
     .venv/bin/python tests/bench/bench_dropin.py [--reps 3] [--steps N] [mlp_adam] [transformer_adam]
+        [transformer_adamw]
 
 CPU only, one intra-op thread. Each workload runs one warm-up step, then
 --steps training steps inside torch.profiler.profile(record_shapes=True,
@@ -12,7 +13,9 @@ profile_memory=True, with_stack=True):
 - mlp_adam: 8 Linear+ReLU blocks (64 wide) and a head, batch 16, cross
   entropy, Adam;
 - transformer_adam: the 2-layer nn.TransformerEncoder Adam step of
-  record_workloads.py.
+  record_workloads.py;
+- transformer_adamw: the same with AdamW, 40 steps (about 1.8 * 10^5
+  events): the op-heavy profile of issue 36's 100x target.
 
 Every repetition profiles afresh for each measurement (PyTorch caches its
 analysis on the profile object, and a second walk of the same tree is
@@ -27,10 +30,15 @@ faster than the first), and times:
 - `analysis s`: `memtl export TRACE -o .json` on that trace;
 - `drop-in s`: `memtl.export_memory_timeline(prof, .json)` end to end;
 - `pytorch s`: `prof.export_memory_timeline(.json)` (PyTorch's own analysis,
-  its tree build not counted, as it happened at the profiler's exit).
+  its tree build not counted, as it happened at the profiler's exit);
+- `both s`: one `memtl export TRACE -o .json -o .raw.json.gz` on the saved
+  trace;
+- `pt both s`: PyTorch's two exports, `.json` then `.raw.json.gz`, on one
+  fresh profile (the second reuses the analysis it caches).
 
-It prints the best of --reps for each, and the two ratios of the issue:
-pytorch / drop-in (target at least 10) and walk / tree (target at most 2).
+It prints the best of --reps for each, and the ratios of the issues:
+pytorch / drop-in (target at least 10), walk / tree (target at most 2) and
+pt both / both (issue 36: at least 100).
 It also checks that the two .json files are equal after parsing.
 """
 
