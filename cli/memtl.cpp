@@ -3,30 +3,24 @@
 // `--help` and `--version` exit 0 (docs/reliability.md lists the statuses).
 #include <algorithm>
 #include <array>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <exception>
-#include <iostream>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
-#include <type_traits>
 #include <utility>
 #include <variant>
 #include <vector>
-
-#include <unistd.h>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
 
 #include "cli/app.h"
+#include "cli/console.h"
 #include "cli/output_path.h"
-#include "cli/progress_line.h"
 #include "cli/rank_traces.h"
 #include "cli/whatif_args.h"
 #include "core/explain/events.h"
@@ -46,10 +40,17 @@
 namespace {
 
 using memtl::cli::Args;
+using memtl::cli::ClearProgress;
 using memtl::cli::Command;
+using memtl::cli::CommandProgress;
+using memtl::cli::Emit;
+using memtl::cli::Fail;
+using memtl::cli::FlushHelp;
 using memtl::cli::Format;
 using memtl::cli::ParseCommandLine;
 using memtl::cli::Parsed;
+using memtl::cli::PrintErrLine;
+using memtl::cli::PrintNotes;
 
 // The largest tensors alive at the peak that the HTML report lists.
 constexpr size_t kReportPeakTensors = 20;
@@ -58,36 +59,8 @@ constexpr size_t kReportPeakTensors = 20;
 // so that CI can tell "over budget" from "could not analyze".
 constexpr int kOverBudgetStatus = 3;
 
-// The status when standard output's reader has gone (`memtl graph | head
-// -1`): memtl stops quietly, as a process ended by SIGPIPE, which a shell
-// reports as 128 + 13. SIGPIPE itself ends memtl first (the signal handler
-// removes temporary files and re-raises it); this is the status where the
-// signal does not come, when the parent blocked it.
-constexpr int kStdoutGoneStatus = 141;
-
-// Messages go through stdio, not iostreams (CLI11 itself prints only help).
-// Each is one line: `line` is kept so by OneLine whatever it quotes.
-// The progress line (cli/progress_line.h), while a command reads and analyzes.
-memtl::Progress progress;
-std::unique_ptr<memtl::ProgressLine> progress_line;
-
 // The -o files, opened before the analysis (cli/output_path.h).
 memtl::cli::OpenedOutputs outputs;
-
-void ClearProgress() {
-  if (progress_line) progress_line->Clear();
-}
-
-void PrintErrLine(const std::string& line) {
-  ClearProgress();
-  const std::string text = memtl::OneLine(line) + "\n";
-  std::fwrite(text.data(), 1, text.size(), stderr);
-}
-
-int Fail(const std::string& message) {
-  PrintErrLine("memtl: " + message);
-  return 2;
-}
 
 std::string PartialNote(const memtl::ReadInfo& info) {
   return "the trace is truncated: analyzed up to line " + std::to_string(info.stopped_at_line - 1) +
@@ -109,29 +82,21 @@ memtl::Expected<memtl::FileAnalysis> LoadAny(const Args& args) {
   memtl::ReadOptions options;
   options.partial = args.partial;
   options.threaded = args.threads > 1;
-  options.progress = &progress;
+  options.progress = &CommandProgress();
   options.et_path = args.et;
   // Only these two print shapes; every other command reads without them.
   options.keep_shapes = args.command == Command::kEvents || args.command == Command::kExplain ||
                         args.command == Command::kWhatIf;
-  progress_line = std::make_unique<memtl::ProgressLine>(
-      &progress, args.trace == "-" ? "standard input" : memtl::QuotePath(args.trace), !args.quiet);
+  memtl::cli::ShowProgress(args.trace == "-" ? "standard input" : memtl::QuotePath(args.trace),
+                           !args.quiet);
   auto file = memtl::AnalyzeAnyFile(path, options);
   if (!file.ok()) return file;
-  const auto [info, diagnostics] = std::visit(
-      [](const auto& read) {
-        if constexpr (std::is_same_v<std::decay_t<decltype(read)>,
-                                     std::unique_ptr<memtl::Analysis>>) {
-          return std::pair{&read->read_info, &read->diagnostics};
-        } else {
-          return std::pair{&read->view.read_info, &read->view.diagnostics};
-        }
-      },
-      file.value());
-  if (args.strict && !diagnostics->empty()) return StrictError(path, *diagnostics);
-  if (info->stopped_early)
-    PrintErrLine("memtl: " + memtl::QuotePath(path) + ": " + PartialNote(*info));
-  if (!info->note.empty() && !args.quiet) PrintErrLine("memtl: note: " + info->note);
+  const memtl::Diagnostics& diagnostics = memtl::DiagnosticsOf(file.value());
+  const memtl::ReadInfo& info = memtl::ReadInfoOf(file.value());
+  if (args.strict && !diagnostics.empty()) return StrictError(path, diagnostics);
+  if (info.stopped_early)
+    PrintErrLine("memtl: " + memtl::QuotePath(path) + ": " + PartialNote(info));
+  if (!info.note.empty() && !args.quiet) PrintErrLine("memtl: note: " + info.note);
   return file;
 }
 
@@ -149,52 +114,6 @@ void PrintTimings(const Args& args, const memtl::PhaseTimer& timer) {
   std::fputs(memtl::FormatTimings(timer).c_str(), stderr);
 }
 
-void PrintNotes(const memtl::Diagnostics& diag) {
-  for (const auto& [kind, entry] : diag.entries()) {
-    PrintErrLine("memtl: note: " + kind + " (" + std::to_string(entry.count) + "x, e.g. " +
-                 entry.example + ")");
-  }
-}
-
-// Fails as every output does when standard output cannot take `text`; 0,
-// or kStdoutGoneStatus without a word when its reader has gone.
-int StdoutError(int err) {
-  if (err == EPIPE) return kStdoutGoneStatus;
-  return Fail("standard output: cannot write: " + std::string(std::strerror(err)));
-}
-
-// Writes all of `text` to standard output, past stdio, so that the first
-// failed write(2) gives its own errno (a full device, a closed descriptor),
-// not a flag that fflush may no longer report once its buffer is empty.
-int WriteStdout(const std::string& text) {
-  const char* p = text.data();
-  size_t n = text.size();
-  while (n > 0) {
-    const ssize_t w = ::write(STDOUT_FILENO, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return StdoutError(errno);
-    }
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return 0;
-}
-
-// Closes standard output once a command has written all it writes there: a
-// file system that reports write errors late (NFS, a quota) reports them
-// here. A descriptor that was never open was reported by the write.
-int CloseStdout() {
-  if (::close(STDOUT_FILENO) != 0 && errno != EINTR && errno != EBADF) return StdoutError(errno);
-  return 0;
-}
-
-// A command's whole output on standard output, written and closed.
-int Emit(const std::string& text) {
-  if (int rc = WriteStdout(text); rc != 0) return rc;
-  return CloseStdout();
-}
-
 // A command's whole answer: to -o's file (opened before the analysis,
 // replaced atomically now), else to standard output. `what`: said after the
 // file's name on the result line, e.g. " (diff of A and B)".
@@ -205,14 +124,6 @@ int Output(const Args& args, const std::string& text, const std::string& what = 
   if (auto s = file.Commit(); !s.ok()) return Fail(s.message());
   if (!args.quiet) PrintErrLine("memtl: wrote " + memtl::QuotePath(file.path()) + what);
   return 0;
-}
-
-// --help and --version: CLI11 prints them with iostreams.
-int FlushHelp(int rc) {
-  errno = 0;
-  std::cout.flush();
-  if (std::cout.fail()) return StdoutError(errno != 0 ? errno : EIO);
-  return rc;
 }
 
 int RunGraph(const Args& args) {
@@ -397,9 +308,10 @@ int RunRanks(const Args& args) {
   const int jobs = args.jobs > 0
                        ? args.jobs
                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  progress_line = std::make_unique<memtl::ProgressLine>(&progress, "", !args.quiet);
-  std::vector<memtl::RankRow> rows = memtl::cli::AnalyzeRanks(paths.value(), jobs, &progress);
-  progress_line->Stop();
+  memtl::cli::ShowProgress("", !args.quiet);
+  std::vector<memtl::RankRow> rows =
+      memtl::cli::AnalyzeRanks(paths.value(), jobs, &CommandProgress());
+  memtl::cli::StopProgress();
   auto report = memtl::CompareRanks(std::move(rows));
   if (!report.ok()) return Fail(report.status().message());
   const std::string text = format == Format::kJson   ? memtl::RanksJson(report.value())
@@ -522,7 +434,7 @@ int RunExport(const Args& args) {
   if (c.value()->report) in.report = &*c.value()->report;
   if (a.read_info.stopped_early) in.note = PartialNote(a.read_info);
   in.threaded = args.threads > 1;
-  progress.Set("writing");
+  CommandProgress().Set("writing");
   // Every output is written in full before any is published: a run that
   // fails leaves none of them (a stream, written in place, excepted).
   for (size_t i = 0; i < outputs.files.size(); ++i) {
@@ -621,7 +533,7 @@ int main(int argc, char** argv) {
     if (!opened.ok()) return Fail(opened.status().message());
     outputs = std::move(opened.value());
     const int rc = Run(args);
-    if (progress_line) progress_line->Stop();
+    memtl::cli::StopProgress();
     return rc;
   } catch (const std::bad_alloc&) {
     return Fail("out of memory");

@@ -32,18 +32,15 @@ RankRow Analyze(const std::string& path) {
   auto row = OutOfMemoryIsAnError(QuotePath(path), [&]() -> Expected<RankRow> {
     auto file = AnalyzeAnyFile(path, options.read);
     if (!file.ok()) return file.status();
-    ReadInfo info;
+    const ReadInfo info = ReadInfoOf(file.value());
     RankRow r;
     if (auto* raw = std::get_if<std::unique_ptr<RawTimelineRead>>(&file.value())) {
-      info = (*raw)->view.read_info;
       auto e = CategorizeForExport(std::move(*raw), options);
       if (!e.ok()) return e.status();
       const Exportable& x = *e.value();
       r = RankOf(x.view.trace, x.timeline, x.categories, x.device, path);
     } else {
-      std::unique_ptr<Analysis>& a = std::get<std::unique_ptr<Analysis>>(file.value());
-      info = a->read_info;
-      auto c = Categorize(std::move(a), options);
+      auto c = Categorize(std::move(std::get<std::unique_ptr<Analysis>>(file.value())), options);
       if (!c.ok()) return c.status();
       const Categorized& cat = *c.value();
       // The steps are read from the trace's events.

@@ -555,6 +555,16 @@ Expected<FileAnalysis> AnalyzeAnyFile(const std::string& path, const ReadOptions
   return AnalyzeFileOnce(path, options, splits, nullptr);
 }
 
+const ReadInfo& ReadInfoOf(const FileAnalysis& file) {
+  if (const auto* a = std::get_if<std::unique_ptr<Analysis>>(&file)) return (*a)->read_info;
+  return std::get<std::unique_ptr<RawTimelineRead>>(file)->view.read_info;
+}
+
+const Diagnostics& DiagnosticsOf(const FileAnalysis& file) {
+  if (const auto* a = std::get_if<std::unique_ptr<Analysis>>(&file)) return (*a)->diagnostics;
+  return std::get<std::unique_ptr<RawTimelineRead>>(file)->view.diagnostics;
+}
+
 Status RawTimelineHasNoStages(const std::string& path) {
   return Status::Error(QuotePath(path) +
                        ": a PyTorch raw memory timeline holds sizes by category only, no op or "

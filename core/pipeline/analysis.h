@@ -146,6 +146,9 @@ using FileAnalysis = std::variant<std::unique_ptr<Analysis>, std::unique_ptr<Raw
 
 // AnalyzeFile for every input: a raw timeline is read, not analyzed.
 Expected<FileAnalysis> AnalyzeAnyFile(const std::string& path, const ReadOptions& options = {});
+// What the reader said of a file, and its diagnostics so far, whichever it is.
+const ReadInfo& ReadInfoOf(const FileAnalysis& file);
+const Diagnostics& DiagnosticsOf(const FileAnalysis& file);
 // The error of asking a raw timeline at `path` for what only a trace's
 // stages hold (AnalyzeFile, and the commands that read tensors or ops).
 Status RawTimelineHasNoStages(const std::string& path);
